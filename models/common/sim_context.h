@@ -1,0 +1,20 @@
+// State shared by every module of one simulated chip: the functional/timing-only
+// switch and the faults models report instead of throwing through the kernel.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trnsim::models {
+
+struct sim_fault {
+  std::string where;    // "core0.vector", "core0.dma3.q2"
+  std::string message;  // includes the instruction
+};
+
+struct sim_context {
+  bool functional = true;  // false: timing only, no data moved or computed
+  std::vector<sim_fault> faults;
+};
+
+}  // namespace trnsim::models

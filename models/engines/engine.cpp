@@ -1,0 +1,157 @@
+#include "models/engines/engine.h"
+
+#include <algorithm>
+
+#include "models/common/ap_extension.h"
+#include "models/isa/assembler.h"
+
+namespace trnsim::models {
+
+engine::engine(const sc_core::sc_module_name& name, isa::Engine kind, const engine_params& p,
+               semaphores& sems, sim_context& ctx)
+    : sc_module(name),
+      sbuf_socket("sbuf_socket"),
+      psum_socket("psum_socket"),
+      kind_(kind),
+      params_(p),
+      sems_(sems),
+      ctx_(ctx) {
+  SC_HAS_PROCESS(engine);
+  SC_THREAD(run);
+}
+
+void engine::load(const std::vector<isa::Instruction>* instrs) {
+  queue_ = instrs;
+  pc_ = 0;
+  state_ = state::idle;
+}
+
+void engine::start() {
+  if (queue_ && !queue_->empty()) {
+    state_ = state::waiting;
+    start_event_.notify(sc_core::SC_ZERO_TIME);
+  } else {
+    state_ = state::done;
+  }
+}
+
+sc_core::sc_time engine::cycles_to_time(double cycles) const {
+  return sc_core::sc_time(cycles / params_.clock_hz, sc_core::SC_SEC);
+}
+
+std::string engine::pending() const {
+  if (!queue_ || pc_ >= queue_->size() || state_ == state::done || state_ == state::idle) return "";
+  const isa::Instruction& in = (*queue_)[pc_];
+  std::string s = "instruction " + std::to_string(pc_);
+  if (in.line) s += " (line " + std::to_string(in.line) + ")";
+  if (state_ == state::waiting)
+    s = "waiting for s" + std::to_string(waiting_sem_) + " >= " + std::to_string(waiting_value_) +
+        " (now " + std::to_string(sems_.value(waiting_sem_)) + ") at " + s;
+  else
+    s = "stopped at " + s;
+  return s + ": " + isa::disassemble(in);
+}
+
+void engine::register_stats(stats::group& g) {
+  g.add_counter("instructions", "instructions", "instructions executed", &instructions_);
+  g.add("busy_ns", "ns", "time spent executing instructions", [this] { return busy_ns(); });
+  g.add("semaphore_wait_ns", "ns", "time spent waiting on semaphores",
+        [this] { return sem_wait_ns(); });
+  auto& ops = g.child("opcodes", "instructions executed by opcode");
+  for (int i = 0; i < isa::kNumOpcodes; ++i) {
+    auto op = static_cast<isa::Opcode>(i);
+    if (!isa::engine_allows(kind_, op)) continue;
+    ops.add_counter(std::string(isa::opcode_name(op)), "instructions",
+                    "instructions of this opcode", &by_opcode_[i]);
+  }
+}
+
+void engine::signal(const isa::Instruction& in, isa::SignalWhen when) {
+  for (const auto& s : in.signals)
+    if (s.when == when) sems_.increment(s.sem, s.inc);
+}
+
+sc_core::sc_time engine::read_tile(const isa::AccessPattern& ap, Tile* t) {
+  sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+  auto& sock = ap.space == isa::MemSpace::psum ? psum_socket : sbuf_socket;
+  if (!ctx_.functional) {
+    ap_transport(sock, tlm::TLM_READ_COMMAND, ap, nullptr, d, false, true);
+    return d;
+  }
+  scratch_.resize(ap.bytes());
+  ap_transport(sock, tlm::TLM_READ_COMMAND, ap, scratch_.data(), d);
+  t->resize(ap.partition_count, ap.free_elems());
+  isa::to_fp32(ap.dtype, scratch_.data(), t->v.data(), t->v.size());
+  return d;
+}
+
+sc_core::sc_time engine::write_tile(const isa::AccessPattern& ap, const Tile* t, bool accumulate) {
+  sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+  auto& sock = ap.space == isa::MemSpace::psum ? psum_socket : sbuf_socket;
+  if (!ctx_.functional) {
+    ap_transport(sock, tlm::TLM_WRITE_COMMAND, ap, nullptr, d, accumulate, true);
+    return d;
+  }
+  scratch_.resize(ap.bytes());
+  isa::from_fp32(ap.dtype, t->v.data(), scratch_.data(), t->v.size());
+  ap_transport(sock, tlm::TLM_WRITE_COMMAND, ap, scratch_.data(), d, accumulate);
+  return d;
+}
+
+sc_core::sc_time engine::execute(const isa::Instruction& in) {
+  if (in.op == isa::Opcode::nop) return sc_core::SC_ZERO_TIME;
+  const bool f = ctx_.functional;
+  ExecArgs args;
+  ExecResult res;
+  sc_core::sc_time port = sc_core::SC_ZERO_TIME;
+  for (int i = 0; i < in.nsrc; ++i) port = std::max(port, read_tile(in.src[i], &args.src[i]));
+  if (in.arg0.is_ap) port = std::max(port, read_tile(in.arg0.ap, &args.arg0));
+  if (in.arg1.is_ap) port = std::max(port, read_tile(in.arg1.ap, &args.arg1));
+  if (f) models::execute(in, args, res);
+  const bool acc = in.op == isa::Opcode::matmul && in.accumulate;
+  port = std::max(port, write_tile(in.dst, &res.dst, acc));
+  if (in.has_accum) port = std::max(port, write_tile(in.accum, &res.accum));
+  return port;
+}
+
+void engine::run() {
+  for (;;) {
+    sc_core::wait(start_event_);
+    for (pc_ = 0; queue_ && pc_ < queue_->size(); ++pc_) {
+      const isa::Instruction& in = (*queue_)[pc_];
+      state_ = state::waiting;
+      const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+      for (const auto& w : in.waits) {
+        waiting_sem_ = w.sem;
+        waiting_value_ = w.value;
+        sems_.wait_ge(w.sem, w.value);
+      }
+      sem_wait_ += sc_core::sc_time_stamp() - t0;
+      state_ = state::running;
+      signal(in, isa::SignalWhen::start);
+      sc_core::sc_time dur;
+      try {
+        const sc_core::sc_time port = execute(in);
+        const sc_core::sc_time compute = cycles_to_time(double(cost_cycles(in)));
+        dur = cycles_to_time(params_.overhead_cycles) + std::max(compute, port);
+      } catch (const std::exception& e) {
+        std::string where = name();
+        ctx_.faults.push_back(
+            {where, "instruction " + std::to_string(pc_) +
+                        (in.line ? " (line " + std::to_string(in.line) + ")" : "") + ": " +
+                        isa::disassemble(in) + ": " + e.what()});
+        state_ = state::failed;
+        break;
+      }
+      sc_core::wait(dur);
+      busy_ += dur;
+      ++instructions_;
+      ++by_opcode_[static_cast<size_t>(in.op)];
+      last_done_ = sc_core::sc_time_stamp();
+      signal(in, isa::SignalWhen::done);
+    }
+    if (state_ != state::failed) state_ = state::done;
+  }
+}
+
+}  // namespace trnsim::models

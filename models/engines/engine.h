@@ -1,0 +1,87 @@
+// Common part of the compute engines (tensor, vector, scalar, GpSimd, sync): an
+// in-order sequencer over one instruction queue. For each instruction it waits on
+// its semaphores, signals its read-start increments, reads the operands through its
+// TLM sockets, computes (alu.h) unless timing-only, writes the result, waits the
+// instruction's duration and signals its completion increments. Duration =
+// static overhead + max(compute cycles from the engine's cost model, port time of
+// every access). Modelled: issue order, semaphores, per-instruction cost. Not
+// modelled: pipelining of consecutive instructions beyond the cost model.
+#pragma once
+
+#include <tlm_utils/simple_initiator_socket.h>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <systemc>
+#include <tlm>
+#include <vector>
+
+#include "models/common/semaphores.h"
+#include "models/common/sim_context.h"
+#include "models/common/stats.h"
+#include "models/engines/alu.h"
+#include "models/engines/engine_params.h"
+#include "models/isa/instruction.h"
+
+namespace trnsim::models {
+
+class engine : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<engine> sbuf_socket;
+  tlm_utils::simple_initiator_socket<engine> psum_socket;
+
+  engine(const sc_core::sc_module_name& name, isa::Engine kind, const engine_params& p,
+         semaphores& sems, sim_context& ctx);
+
+  isa::Engine engine_kind() const { return kind_; }
+  // The queue to run at the next start(); nullptr or empty: nothing to do.
+  void load(const std::vector<isa::Instruction>* instrs);
+  void start();  // begin executing the loaded queue (delta-notified)
+  bool idle() const { return state_ == state::idle || state_ == state::done; }
+  bool failed() const { return state_ == state::failed; }
+  // "waiting for s3 >= 2 at instruction 7 (line 40): matmul ..." when stuck.
+  std::string pending() const;
+  const sc_core::sc_time& last_done() const { return last_done_; }
+
+  void register_stats(stats::group& g);
+  uint64_t instructions() const { return instructions_; }
+  double busy_ns() const { return busy_.to_seconds() * 1e9; }
+  double sem_wait_ns() const { return sem_wait_.to_seconds() * 1e9; }
+
+  sc_core::sc_time cycles_to_time(double cycles) const;
+
+ protected:
+  // Compute cycles of one instruction (not counting the static overhead).
+  virtual uint64_t cost_cycles(const isa::Instruction& in) = 0;
+  // Reads operands, computes, writes; returns the longest port time of its accesses.
+  virtual sc_core::sc_time execute(const isa::Instruction& in);
+
+  sc_core::sc_time read_tile(const isa::AccessPattern& ap, Tile* t);
+  sc_core::sc_time write_tile(const isa::AccessPattern& ap, const Tile* t, bool accumulate = false);
+
+  isa::Engine kind_;
+  engine_params params_;
+  semaphores& sems_;
+  sim_context& ctx_;
+
+ private:
+  enum class state { idle, waiting, running, done, failed };
+  void run();
+  void signal(const isa::Instruction& in, isa::SignalWhen when);
+
+  sc_core::sc_event start_event_;
+  const std::vector<isa::Instruction>* queue_ = nullptr;
+  size_t pc_ = 0;
+  state state_ = state::idle;
+  uint16_t waiting_sem_ = 0;
+  uint32_t waiting_value_ = 0;
+  sc_core::sc_time last_done_ = sc_core::SC_ZERO_TIME;
+  std::vector<uint8_t> scratch_;
+
+  uint64_t instructions_ = 0;
+  std::array<uint64_t, isa::kNumOpcodes> by_opcode_{};
+  sc_core::sc_time busy_ = sc_core::SC_ZERO_TIME;
+  sc_core::sc_time sem_wait_ = sc_core::SC_ZERO_TIME;
+};
+
+}  // namespace trnsim::models

@@ -1,0 +1,141 @@
+#include "models/memory/partitioned_memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace trnsim::models {
+
+partitioned_memory::partitioned_memory(const sc_core::sc_module_name& name,
+                                       const partitioned_memory_geometry& g)
+    : sc_module(name),
+      tgt_socket("tgt_socket"),
+      geo_(g),
+      data_(size_t(g.partitions) * g.partition_bytes, 0) {
+  tgt_socket.register_b_transport(this, &partitioned_memory::b_transport);
+}
+
+void partitioned_memory::clear() {
+  std::fill(data_.begin(), data_.end(), 0);
+}
+
+void partitioned_memory::register_stats(stats::group& g) {
+  g.add_counter("read_bytes", "bytes", "bytes read by engines and DMA", &read_bytes_);
+  g.add_counter("write_bytes", "bytes", "bytes written by engines and DMA", &write_bytes_);
+  g.add_counter("reads", "accesses", "read transactions", &reads_);
+  g.add_counter("writes", "accesses", "write transactions", &writes_);
+  g.add(
+      "peak_bytes", "bytes", "highest byte offset touched in a partition, times partitions",
+      [this] { return double(peak_byte_) * geo_.partitions; }, true);
+}
+
+sc_core::sc_time partitioned_memory::port_time(const isa::AccessPattern& ap) const {
+  const double lane_rate = double(geo_.port_elems_per_cycle) / geo_.partitions;
+  double cycles = double(ap.free_elems()) / lane_rate;
+  if (ap.ndims > 0 &&
+      std::llabs(ap.dims[ap.ndims - 1].stride) * int64_t(isa::dtype_size(ap.dtype)) > 16)
+    cycles *= 2;
+  return sc_core::sc_time(std::ceil(cycles) / geo_.clock_hz, sc_core::SC_SEC);
+}
+
+bool partitioned_memory::check_bounds(const isa::AccessPattern& ap, std::string& err) const {
+  if (ap.space != geo_.space) {
+    err = "access pattern for " + std::string(isa::mem_space_name(ap.space)) + " sent to " +
+          std::string(isa::mem_space_name(geo_.space));
+    return false;
+  }
+  if (ap.partition_count == 0 ||
+      uint64_t(ap.partition_start) + ap.partition_count > geo_.partitions) {
+    err = "partitions " + std::to_string(ap.partition_start) + ".." +
+          std::to_string(uint64_t(ap.partition_start) + ap.partition_count) + " exceed " +
+          std::to_string(geo_.partitions);
+    return false;
+  }
+  int64_t lo = ap.min_byte(), hi = ap.end_byte();
+  if (lo < 0 || uint64_t(hi) > geo_.partition_bytes) {
+    err = "bytes [" + std::to_string(lo) + ", " + std::to_string(hi) +
+          ") outside the partition size " + std::to_string(geo_.partition_bytes);
+    return false;
+  }
+  return true;
+}
+
+void partitioned_memory::gather(const isa::AccessPattern& ap, uint8_t* dst) const {
+  const size_t es = isa::dtype_size(ap.dtype);
+  const size_t row_bytes = ap.free_elems() * es;
+  const bool contiguous = ap.free_contiguous();
+  for (uint32_t p = 0; p < ap.partition_count; ++p) {
+    const uint8_t* base = &data_[size_t(ap.partition_start + p) * geo_.partition_bytes + ap.offset];
+    uint8_t* out = dst + p * row_bytes;
+    if (contiguous) {
+      std::memcpy(out, base + ap.free_min_byte(), row_bytes);
+    } else {
+      isa::for_each_free(
+          ap, [&](uint64_t i, int64_t off) { std::memcpy(out + i * es, base + off, es); });
+    }
+  }
+}
+
+void partitioned_memory::scatter(const isa::AccessPattern& ap, const uint8_t* src) {
+  const size_t es = isa::dtype_size(ap.dtype);
+  const size_t row_bytes = ap.free_elems() * es;
+  const bool contiguous = ap.free_contiguous();
+  for (uint32_t p = 0; p < ap.partition_count; ++p) {
+    uint8_t* base = &data_[size_t(ap.partition_start + p) * geo_.partition_bytes + ap.offset];
+    const uint8_t* in = src + p * row_bytes;
+    if (contiguous) {
+      std::memcpy(base + ap.free_min_byte(), in, row_bytes);
+    } else {
+      isa::for_each_free(
+          ap, [&](uint64_t i, int64_t off) { std::memcpy(base + off, in + i * es, es); });
+    }
+  }
+}
+
+bool partitioned_memory::accumulate(const isa::AccessPattern&, const uint8_t*, std::string& err) {
+  err = "accumulating writes are only supported by PSUM";
+  return false;
+}
+
+void partitioned_memory::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  auto* ext = gp.get_extension<ap_extension>();
+  if (!ext) {
+    gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+    return;
+  }
+  const isa::AccessPattern& ap = ext->ap;
+  if (!check_bounds(ap, ext->error)) {
+    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  const bool timing_only = ext->timing_only || gp.get_data_ptr() == nullptr;
+  if (!timing_only && gp.get_data_length() != ap.bytes()) {
+    ext->error = "data length " + std::to_string(gp.get_data_length()) + " != pattern bytes " +
+                 std::to_string(ap.bytes());
+    gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
+    return;
+  }
+  peak_byte_ = std::max<uint64_t>(peak_byte_, uint64_t(ap.end_byte()));
+  if (gp.is_read()) {
+    if (!timing_only) gather(ap, gp.get_data_ptr());
+    read_bytes_ += ap.bytes();
+    ++reads_;
+  } else {
+    if (!timing_only) {
+      if (ext->accumulate) {
+        if (!accumulate(ap, gp.get_data_ptr(), ext->error)) {
+          gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+          return;
+        }
+      } else {
+        scatter(ap, gp.get_data_ptr());
+      }
+    }
+    write_bytes_ += ap.bytes();
+    ++writes_;
+  }
+  delay += port_time(ap);
+  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+}  // namespace trnsim::models

@@ -1,0 +1,59 @@
+// Common model of the on-chip partitioned memories (SBUF, PSUM): `partitions` rows
+// of `partition_bytes`, a TLM-2.0 target taking access-pattern transactions
+// (ap_extension). Timing: each access is charged its port time, free elements per
+// partition at the per-partition lane rate, halved when the innermost stride
+// exceeds 16 bytes (hardware.md, Memories). Port arbitration between engines is not
+// modelled here yet.
+#pragma once
+
+#include <tlm_utils/multi_passthrough_target_socket.h>
+#include <cstdint>
+#include <systemc>
+#include <tlm>
+#include <vector>
+
+#include "models/common/ap_extension.h"
+#include "models/common/stats.h"
+
+namespace trnsim::models {
+
+struct partitioned_memory_geometry {
+  isa::MemSpace space;
+  uint32_t partitions;
+  uint64_t partition_bytes;
+  double clock_hz;
+  uint32_t port_elems_per_cycle;
+};
+
+class partitioned_memory : public sc_core::sc_module {
+ public:
+  tlm_utils::multi_passthrough_target_socket<partitioned_memory> tgt_socket;
+
+  partitioned_memory(const sc_core::sc_module_name& name, const partitioned_memory_geometry& g);
+
+  // Direct access for loaders and tests (bypasses timing).
+  uint8_t* row(uint32_t partition) { return &data_[size_t(partition) * geo_.partition_bytes]; }
+  uint64_t partition_bytes() const { return geo_.partition_bytes; }
+  uint32_t partitions() const { return geo_.partitions; }
+  void clear();
+
+  void register_stats(stats::group& g);
+
+  // Port time of one access of `ap` (no side effects).
+  sc_core::sc_time port_time(const isa::AccessPattern& ap) const;
+
+ protected:
+  virtual void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  // Called for writes with ext.accumulate; default: error (only PSUM accumulates).
+  virtual bool accumulate(const isa::AccessPattern& ap, const uint8_t* src, std::string& err);
+  bool check_bounds(const isa::AccessPattern& ap, std::string& err) const;
+  void gather(const isa::AccessPattern& ap, uint8_t* dst) const;
+  void scatter(const isa::AccessPattern& ap, const uint8_t* src);
+
+  partitioned_memory_geometry geo_;
+  std::vector<uint8_t> data_;
+  uint64_t read_bytes_ = 0, write_bytes_ = 0, reads_ = 0, writes_ = 0;
+  uint64_t peak_byte_ = 0;  // highest byte offset touched in any partition
+};
+
+}  // namespace trnsim::models

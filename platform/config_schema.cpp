@@ -1,0 +1,327 @@
+#include "platform/config_schema.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace trnsim::platform::schema {
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+Check positive() {
+  return Check{.min = 0, .min_exclusive = true};
+}
+Check at_least(double n) {
+  return Check{.min = n};
+}
+Check any() {
+  return Check{};
+}
+Check range(double lo, double hi, uint64_t multiple_of = 0) {
+  return Check{.min = lo, .max = hi, .multiple_of = multiple_of};
+}
+// A non-empty partition range that respects the 32-partition quadrants of the
+// partition-start rule.
+Check partitions() {
+  return range(32, 128, 32);
+}
+
+#define REF(T, path) static_cast<FieldRef<T>>([](platform_config& c) -> T& { return c.path; })
+
+template <auto Eng, auto Member>
+auto& engine_field(platform_config& c) {
+  return (c.core.*Eng).*Member;
+}
+
+// The four keys every compute engine (and the sync sequencer) has.
+template <auto Eng>
+void add_engine(std::vector<KeyDef>& v, const std::string& name, const std::string& what) {
+  using models::engine_params;
+  const std::string p = "core." + name + ".";
+  v.push_back({p + "clock", ValueType::frequency, "Hz", what + " clock", positive(),
+               &engine_field<Eng, &engine_params::clock_hz>});
+  v.push_back({p + "min_ii", ValueType::cycles, "cycles",
+               what + " minimum initiation interval: cycles between instruction starts",
+               at_least(1), &engine_field<Eng, &engine_params::min_ii_cycles>});
+  v.push_back({p + "overhead", ValueType::cycles, "cycles",
+               what + " static per-instruction overhead", any(),
+               &engine_field<Eng, &engine_params::overhead_cycles>});
+  v.push_back({p + "sem_latency", ValueType::cycles, "cycles",
+               what + " latency from a satisfied semaphore wait to issue", any(),
+               &engine_field<Eng, &engine_params::sem_latency_cycles>});
+}
+
+std::vector<KeyDef> build() {
+  using T = ValueType;
+  std::vector<KeyDef> v;
+  v.push_back({"chip.cores", T::count, "cores", "NeuronCores per chip", range(1, 1024),
+               REF(uint32_t, cores)});
+
+  v.push_back({"hbm.size", T::size, "B", "HBM capacity of the chip", positive(),
+               REF(uint64_t, hbm.size_bytes)});
+  v.push_back({"hbm.bandwidth", T::bandwidth, "B/s",
+               "peak HBM bandwidth of the chip, shared by all DMA engines", positive(),
+               REF(double, hbm.bandwidth_bps)});
+  v.push_back(
+      {"hbm.latency", T::time, "s", "HBM access latency", any(), REF(double, hbm.latency_s)});
+  v.push_back(
+      {"hbm.stacks", T::count, "stacks", "HBM stacks", at_least(1), REF(uint32_t, hbm.stacks)});
+
+  // Semaphore ids are 16 bits in the ISA.
+  v.push_back({"core.semaphores", T::count, "semaphores", "semaphores per core", range(1, 65536),
+               REF(uint32_t, core.semaphores)});
+
+  add_engine<&core_config::tensor>(v, "tensor", "Tensor Engine");
+  v.push_back({"core.tensor.rows", T::count, "PEs",
+               "PE array rows: the contraction size K of one matmul", range(1, 128),
+               REF(uint32_t, core.tensor.rows)});
+  v.push_back({"core.tensor.cols", T::count, "PEs",
+               "PE array columns: the stationary free size M of one matmul", range(1, 128),
+               REF(uint32_t, core.tensor.cols)});
+  v.push_back({"core.tensor.fp32_slowdown", T::count, "x",
+               "passes an fp32 matmul takes relative to bf16", at_least(1),
+               REF(uint32_t, core.tensor.fp32_slowdown)});
+  v.push_back({"core.tensor.fp8_double_row", T::boolean, "",
+               "fp8 matmul contracts 2*rows per instruction at bf16 time (NC-v3+)", any(),
+               REF(bool, core.tensor.fp8_double_row)});
+  v.push_back({"core.tensor.max_moving_free", T::count, "elements",
+               "largest moving free size N of one matmul (fp32 results fit one PSUM bank)",
+               at_least(1), REF(uint32_t, core.tensor.max_moving_free)});
+
+  add_engine<&core_config::vector>(v, "vector", "Vector Engine");
+  v.push_back({"core.vector.reciprocal_slowdown", T::count, "x",
+               "Vector reciprocal cost per element relative to 1 element/cycle", at_least(1),
+               REF(uint32_t, core.vector.reciprocal_slowdown)});
+  v.push_back({"core.vector.perf_modes", T::boolean, "",
+               "bf16 2x/4x performance modes for copies, tensor_scalar and tensor_tensor", any(),
+               REF(bool, core.vector.perf_modes)});
+
+  add_engine<&core_config::scalar>(v, "scalar", "Scalar Engine");
+  v.push_back({"core.scalar.func_switch_cost", T::cycles, "cycles",
+               "cost of switching the activation function (loading another table)", any(),
+               REF(uint32_t, core.scalar.func_switch_cycles)});
+
+  add_engine<&core_config::gpsimd>(v, "gpsimd", "GpSimd Engine");
+  v.push_back({"core.gpsimd.start_cost", T::cycles, "cycles",
+               "fixed start cost of iota and affine_select", any(),
+               REF(uint32_t, core.gpsimd.start_cycles)});
+
+  add_engine<&core_config::sync>(v, "sync", "Sync engine (DMA-triggering sequencer)");
+
+  v.push_back({"core.sbuf.partitions", T::count, "partitions", "SBUF partitions", partitions(),
+               REF(uint32_t, core.sbuf.partitions)});
+  v.push_back({"core.sbuf.partition_size", T::size, "B", "SBUF bytes per partition",
+               Check{.min = 0, .min_exclusive = true, .multiple_of = 4},
+               REF(uint64_t, core.sbuf.partition_bytes)});
+  v.push_back({"core.sbuf.clock", T::frequency, "Hz", "SBUF port clock", positive(),
+               REF(double, core.sbuf.clock_hz)});
+  v.push_back({"core.sbuf.port_width", T::count, "elements/cycle",
+               "elements per cycle per SBUF read or write port", at_least(1),
+               REF(uint32_t, core.sbuf.port_elems_per_cycle)});
+
+  v.push_back({"core.psum.partitions", T::count, "partitions", "PSUM partitions", partitions(),
+               REF(uint32_t, core.psum.partitions)});
+  v.push_back({"core.psum.partition_size", T::size, "B", "PSUM bytes per partition",
+               Check{.min = 0, .min_exclusive = true, .multiple_of = 4},
+               REF(uint64_t, core.psum.partition_bytes)});
+  // Power of two so that a bank index is an address bit field.
+  v.push_back({"core.psum.bank_size", T::size, "B", "PSUM bank bytes per partition",
+               Check{.min = 4, .power_of_two = true}, REF(uint64_t, core.psum.bank_bytes)});
+  v.push_back({"core.psum.clock", T::frequency, "Hz", "PSUM port clock", positive(),
+               REF(double, core.psum.clock_hz)});
+  v.push_back({"core.psum.port_width", T::count, "elements/cycle",
+               "elements per cycle per PSUM port", at_least(1),
+               REF(uint32_t, core.psum.port_elems_per_cycle)});
+
+  // DMA engine and queue numbers are 16 bits in the ISA.
+  v.push_back({"core.dma.engines", T::count, "engines", "DMA engines per core", range(1, 65536),
+               REF(uint32_t, core.dma.engines)});
+  v.push_back({"core.dma.queues_per_engine", T::count, "queues",
+               "queues per DMA engine (served round-robin)", range(1, 65536),
+               REF(uint32_t, core.dma.queues_per_engine)});
+  v.push_back({"core.dma.bandwidth", T::bandwidth, "B/s", "bandwidth cap of one DMA engine",
+               positive(), REF(double, core.dma.bandwidth_bps)});
+  v.push_back({"core.dma.fixed_cost", T::time, "s",
+               "fixed cost per transfer, from semaphore to data movement", any(),
+               REF(double, core.dma.fixed_cost_s)});
+  v.push_back({"core.dma.descriptor_cost", T::time, "s",
+               "cost per contiguous chunk (descriptor) of a transfer", any(),
+               REF(double, core.dma.descriptor_cost_s)});
+  return v;
+}
+
+#undef REF
+
+bool is_pow2(uint64_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
+
+}  // namespace
+
+bool Check::passes(double v) const {
+  if (min_exclusive ? !(v > min) : !(v >= min)) return false;
+  if (v > max) return false;
+  if (multiple_of != 0 && std::fmod(v, static_cast<double>(multiple_of)) != 0) return false;
+  if (power_of_two && (v != std::floor(v) || !is_pow2(static_cast<uint64_t>(v)))) return false;
+  return true;
+}
+
+std::string Check::text() const {
+  std::string s;
+  const auto add = [&s](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
+  if (min_exclusive)
+    add("> " + num(min));
+  else if (std::isfinite(max))
+    add(num(min) + ".." + num(max));
+  else if (min > 0)
+    add(">= " + num(min));
+  if (min_exclusive && std::isfinite(max)) add("<= " + num(max));
+  if (multiple_of != 0) add("multiple of " + num(static_cast<double>(multiple_of)));
+  if (power_of_two) add("power of two");
+  return s.empty() ? ">= 0" : s;
+}
+
+const std::vector<KeyDef>& keys() {
+  static const std::vector<KeyDef> k = build();
+  return k;
+}
+
+const KeyDef* find_key(std::string_view key) {
+  for (const KeyDef& k : keys())
+    if (k.key == key) return &k;
+  return nullptr;
+}
+
+bool is_section(std::string_view prefix) {
+  if (prefix.empty()) return true;
+  for (const KeyDef& k : keys())
+    if (k.key.size() > prefix.size() && k.key.compare(0, prefix.size(), prefix) == 0 &&
+        k.key[prefix.size()] == '.')
+      return true;
+  return false;
+}
+
+void set_value(const KeyDef& k, std::string_view text, platform_config& cfg) {
+  double d = 0;    // the value as checked
+  uint64_t u = 0;  // integer types
+  bool b = false;
+  switch (k.type) {
+    case ValueType::frequency:
+      d = parse_frequency(text);
+      break;
+    case ValueType::bandwidth:
+      d = parse_bandwidth(text);
+      break;
+    case ValueType::time:
+      d = parse_time(text);
+      break;
+    case ValueType::ratio:
+      d = parse_ratio(text);
+      break;
+    case ValueType::size:
+      d = static_cast<double>(u = parse_size(text));
+      break;
+    case ValueType::count:
+    case ValueType::cycles:
+      d = static_cast<double>(u = parse_count(text));
+      break;
+    case ValueType::boolean:
+      b = parse_bool(text);
+      break;
+  }
+  if (k.type != ValueType::boolean) {
+    // Integer checks on the exact value; the double may have rounded.
+    bool ok = k.check.passes(d);
+    if (k.type == ValueType::size || k.type == ValueType::count || k.type == ValueType::cycles) {
+      if (k.check.multiple_of != 0) ok = ok && u % k.check.multiple_of == 0;
+      if (k.check.power_of_two) ok = ok && is_pow2(u);
+    }
+    if (!ok) throw std::range_error("must be " + k.check.text());
+  }
+  std::visit(
+      [&](auto ref) {
+        using V = std::remove_reference_t<decltype(ref(cfg))>;
+        if constexpr (std::is_same_v<V, double>) {
+          ref(cfg) = d;
+        } else if constexpr (std::is_same_v<V, bool>) {
+          ref(cfg) = b;
+        } else {
+          if (u > std::numeric_limits<V>::max())
+            throw std::range_error("too large (at most " +
+                                   std::to_string(std::numeric_limits<V>::max()) + ")");
+          ref(cfg) = static_cast<V>(u);
+        }
+      },
+      k.field);
+}
+
+std::string get_value(const KeyDef& k, const platform_config& cfg) {
+  platform_config c = cfg;  // the field refs take a mutable config
+  return std::visit(
+      [&](auto ref) -> std::string {
+        const auto v = ref(c);
+        using V = std::remove_cv_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, bool>) {
+          return format_bool(v);
+        } else if constexpr (std::is_same_v<V, double>) {
+          switch (k.type) {
+            case ValueType::frequency:
+              return format_frequency(v);
+            case ValueType::bandwidth:
+              return format_bandwidth(v);
+            case ValueType::time:
+              return format_time(v);
+            case ValueType::ratio:
+              return format_ratio(v);
+            default:
+              return num(v);
+          }
+        } else {
+          if (k.type == ValueType::size) return format_size(v);
+          return std::to_string(v);
+        }
+      },
+      k.field);
+}
+
+std::vector<CrossError> cross_check(const platform_config& cfg) {
+  std::vector<CrossError> errs;
+  const core_config& c = cfg.core;
+  if (c.psum.bank_bytes > c.psum.partition_bytes)
+    errs.push_back({"core.psum.bank_size", format_size(c.psum.bank_bytes) +
+                                               " is larger than core.psum.partition_size (" +
+                                               format_size(c.psum.partition_bytes) + ")"});
+  else if (c.psum.partition_bytes % c.psum.bank_bytes != 0)
+    errs.push_back({"core.psum.bank_size", format_size(c.psum.bank_bytes) +
+                                               " does not divide core.psum.partition_size (" +
+                                               format_size(c.psum.partition_bytes) + ")"});
+  if (c.psum.partitions != c.sbuf.partitions)
+    errs.push_back({"core.psum.partitions", std::to_string(c.psum.partitions) +
+                                                " must equal core.sbuf.partitions (" +
+                                                std::to_string(c.sbuf.partitions) +
+                                                "): engines use one partition range for both"});
+  if (c.tensor.rows > c.sbuf.partitions)
+    errs.push_back({"core.tensor.rows", std::to_string(c.tensor.rows) +
+                                            " exceeds core.sbuf.partitions (" +
+                                            std::to_string(c.sbuf.partitions) +
+                                            "): K lies on the SBUF partition axis"});
+  if (c.tensor.cols > c.psum.partitions)
+    errs.push_back({"core.tensor.cols", std::to_string(c.tensor.cols) +
+                                            " exceeds core.psum.partitions (" +
+                                            std::to_string(c.psum.partitions) +
+                                            "): M becomes the PSUM partition axis"});
+  if (uint64_t{c.tensor.max_moving_free} * 4 > c.psum.bank_bytes)
+    errs.push_back({"core.tensor.max_moving_free",
+                    std::to_string(c.tensor.max_moving_free) + " fp32 results (" +
+                        format_size(uint64_t{c.tensor.max_moving_free} * 4) +
+                        ") do not fit one PSUM bank (core.psum.bank_size = " +
+                        format_size(c.psum.bank_bytes) + ")"});
+  return errs;
+}
+
+}  // namespace trnsim::platform::schema

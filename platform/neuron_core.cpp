@@ -1,0 +1,61 @@
+#include "platform/neuron_core.h"
+
+#include <stdexcept>
+
+namespace trnsim::platform {
+
+neuron_core::neuron_core(const sc_core::sc_module_name& name, const core_config& cfg,
+                         models::sim_context& ctx)
+    : sc_module(name),
+      sems("sems", models::semaphores_params{cfg.semaphores}),
+      sbuf("sbuf", cfg.sbuf),
+      psum("psum", cfg.psum),
+      tensor("tensor", cfg.tensor, sems, ctx),
+      vector("vector", cfg.vector, sems, ctx),
+      scalar("scalar", cfg.scalar, sems, ctx),
+      gpsimd("gpsimd", cfg.gpsimd, sems, ctx),
+      sync("sync", cfg.sync, sems, ctx) {
+  for (isa::Engine e : {isa::Engine::tensor, isa::Engine::vector, isa::Engine::scalar,
+                        isa::Engine::gpsimd, isa::Engine::sync}) {
+    models::engine& en = engine_for(e);
+    en.sbuf_socket.bind(sbuf.tgt_socket);
+    en.psum_socket.bind(psum.tgt_socket);
+  }
+  for (uint32_t i = 0; i < cfg.dma.engines; ++i) {
+    auto d = std::make_unique<models::dma_engine>(("dma" + std::to_string(i)).c_str(), cfg.dma,
+                                                  sems, ctx);
+    d->sbuf_socket.bind(sbuf.tgt_socket);
+    dma.push_back(std::move(d));
+  }
+}
+
+models::engine& neuron_core::engine_for(isa::Engine e) {
+  switch (e) {
+    case isa::Engine::tensor:
+      return tensor;
+    case isa::Engine::vector:
+      return vector;
+    case isa::Engine::scalar:
+      return scalar;
+    case isa::Engine::gpsimd:
+      return gpsimd;
+    case isa::Engine::sync:
+      return sync;
+    default:
+      throw std::logic_error("engine_for: DMA queues are not compute engines");
+  }
+}
+
+void neuron_core::register_stats(stats::group& g) {
+  auto& engines = g.child("engines", "compute engines");
+  for (isa::Engine e : {isa::Engine::tensor, isa::Engine::vector, isa::Engine::scalar,
+                        isa::Engine::gpsimd, isa::Engine::sync})
+    engine_for(e).register_stats(engines.child(std::string(isa::engine_name(e))));
+  sbuf.register_stats(g.child("sbuf", "state buffer"));
+  psum.register_stats(g.child("psum", "partial-sum buffer"));
+  auto& dg = g.child("dma", "DMA engines");
+  for (size_t i = 0; i < dma.size(); ++i)
+    dma[i]->register_stats(dg.child("engine" + std::to_string(i)));
+}
+
+}  // namespace trnsim::platform

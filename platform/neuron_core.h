@@ -1,0 +1,44 @@
+// A NeuronCore assembled from its config: tensor, vector, scalar, GpSimd and sync
+// engines, SBUF, PSUM, the DMA engines and the semaphores, with every engine's
+// sockets bound to the memories. HBM is the chip's (bound by chip).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "models/common/semaphores.h"
+#include "models/engines/gpsimd_engine.h"
+#include "models/engines/scalar_engine.h"
+#include "models/engines/sync_engine.h"
+#include "models/engines/tensor_engine.h"
+#include "models/engines/vector_engine.h"
+#include "models/memory/dma_engine.h"
+#include "models/memory/psum.h"
+#include "models/memory/sbuf.h"
+#include "platform/config.h"
+
+namespace trnsim::platform {
+
+class neuron_core : public sc_core::sc_module {
+ public:
+  neuron_core(const sc_core::sc_module_name& name, const core_config& cfg,
+              models::sim_context& ctx);
+
+  models::semaphores sems;
+  models::sbuf sbuf;
+  models::psum psum;
+  models::tensor_engine tensor;
+  models::vector_engine vector;
+  models::scalar_engine scalar;
+  models::gpsimd_engine gpsimd;
+  models::sync_engine sync;
+  std::vector<std::unique_ptr<models::dma_engine>> dma;
+
+  // Compute engines indexed by isa::Engine (tensor..sync).
+  models::engine& engine_for(isa::Engine e);
+  void register_stats(stats::group& g);
+};
+
+}  // namespace trnsim::platform

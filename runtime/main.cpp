@@ -1,0 +1,266 @@
+// trnsim: the command line, a thin face over the runtime API.
+//   trnsim run PROGRAM -c CONFIG [--set k=v]... [--input NAME=FILE.npy]...
+//              [--random-inputs[=SEED]] [--output-dir DIR] [--stats FILE.json]
+//              [--stats-text FILE] [--no-functional] [--core N]
+//   trnsim asm IN.tasm -o OUT.tbin      trnsim disasm IN.tbin [-o OUT.tasm]
+//   trnsim info [-c CONFIG] [--set k=v]... [--keys]
+// Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "models/isa/assembler.h"
+#include "models/isa/binary.h"
+#include "platform/config.h"
+#include "runtime/device.h"
+#include "runtime/report.h"
+
+namespace {
+
+using namespace trnsim;
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* kMainHelp =
+    "usage: trnsim <command> [options]\n"
+    "commands:\n"
+    "  run PROGRAM     run an assembly (.tasm) or binary (.tbin) program\n"
+    "  asm IN.tasm     assemble to the binary form\n"
+    "  disasm IN.tbin  print a program as assembly\n"
+    "  info            print a platform config's resources and every config key\n"
+    "Run 'trnsim <command> --help' for its options.\n";
+
+const char* kRunHelp =
+    "usage: trnsim run PROGRAM [options]\n"
+    "  -c, --config NAME|PATH   preset (trn1, trn2, trn3, tiny) or YAML file [trn2]\n"
+    "  --set KEY=VALUE          override a config key (repeatable)\n"
+    "  --input NAME=FILE.npy    bind an input tensor (repeatable)\n"
+    "  --random-inputs[=SEED]   fill inputs not given with seeded uniform [-1,1) values\n"
+    "  --output-dir DIR         write each output tensor as DIR/NAME.npy\n"
+    "  --stats FILE.json        write the stats tree as JSON\n"
+    "  --stats-text FILE        write the stats tree as text\n"
+    "  --core N                 run on core N [0]\n"
+    "  --no-functional          timing only: no data moved or computed\n";
+
+const char* kInfoHelp =
+    "usage: trnsim info [-c CONFIG] [--set KEY=VALUE]... [--keys]\n"
+    "  prints the platform's resources and peak figures, then every config key;\n"
+    "  --keys prints the schema (key, type, unit, description) instead\n";
+
+// Pulls "--flag value" or "--flag=value" from args.
+bool take_value(std::vector<std::string>& args, size_t& i, const std::string& flag,
+                const std::string& alias, std::string& out) {
+  const std::string& a = args[i];
+  for (const std::string& f : {flag, alias}) {
+    if (f.empty()) continue;
+    if (a == f) {
+      if (i + 1 >= args.size()) throw UsageError(f + " needs a value");
+      out = args[++i];
+      return true;
+    }
+    if (a.rfind(f + "=", 0) == 0) {
+      out = a.substr(f.size() + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string file_safe(const std::string& name) {
+  std::string s;
+  for (char c : name)
+    s +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  return s.empty() ? "_" : s;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error(path + ": cannot open for writing");
+  f << text;
+  if (!f) throw std::runtime_error(path + ": write failed");
+}
+
+int cmd_run(std::vector<std::string> args) {
+  std::string program_path, config = "trn2", out_dir, stats_path, stats_text_path, v;
+  std::vector<std::string> sets;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  bool functional = true, random_inputs = false;
+  uint64_t seed = 0;
+  uint32_t core = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      std::cout << kRunHelp;
+      return 0;
+    } else if (take_value(args, i, "--config", "-c", v)) {
+      config = v;
+    } else if (take_value(args, i, "--set", "", v)) {
+      sets.push_back(v);
+    } else if (take_value(args, i, "--input", "", v)) {
+      auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        throw UsageError("--input expects NAME=FILE.npy, got '" + v + "'");
+      inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (a == "--random-inputs") {
+      random_inputs = true;
+    } else if (take_value(args, i, "--random-inputs", "", v)) {
+      random_inputs = true;
+      try {
+        seed = std::stoull(v);
+      } catch (...) {
+        throw UsageError("--random-inputs: seed '" + v + "' is not a number");
+      }
+    } else if (take_value(args, i, "--output-dir", "-o", v)) {
+      out_dir = v;
+    } else if (take_value(args, i, "--stats", "", v)) {
+      stats_path = v;
+    } else if (take_value(args, i, "--stats-text", "", v)) {
+      stats_text_path = v;
+    } else if (take_value(args, i, "--core", "", v)) {
+      try {
+        core = static_cast<uint32_t>(std::stoul(v));
+      } catch (...) {
+        throw UsageError("--core: '" + v + "' is not a core number");
+      }
+    } else if (a == "--no-functional") {
+      functional = false;
+    } else if (!a.empty() && a[0] == '-') {
+      throw UsageError("run: unknown option '" + a + "'");
+    } else if (program_path.empty()) {
+      program_path = a;
+    } else {
+      throw UsageError("run: more than one program given ('" + program_path + "', '" + a + "')");
+    }
+  }
+  if (program_path.empty()) throw UsageError("run: no program given\n" + std::string(kRunHelp));
+
+  const platform::platform_config cfg = platform::load_config(config, sets);
+  const isa::Program prog = isa::load_program(program_path);
+
+  runtime::Launch launch;
+  launch.program = &prog;
+  launch.core = core;
+  for (const auto& [name, file] : inputs) {
+    if (launch.inputs.count(name)) throw UsageError("--input " + name + " given twice");
+    launch.inputs[name] = runtime::read_npy(file);
+  }
+  if (random_inputs) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (const auto& d : prog.tensors) {
+      if (d.role != isa::TensorRole::input || launch.inputs.count(d.name)) continue;
+      std::vector<float> vals(d.bytes() / isa::dtype_size(d.dtype));
+      for (auto& x : vals) x = dist(rng);
+      launch.inputs[d.name] = runtime::HostTensor::from_float(d.shape, d.dtype, vals);
+    }
+  }
+
+  runtime::Device dev(cfg, runtime::DeviceOptions{functional});
+  const runtime::RunReport rep = dev.run({launch});
+  std::cout << runtime::format_report(prog, cfg, rep);
+
+  if (!out_dir.empty()) {
+    std::filesystem::create_directories(out_dir);
+    for (const auto& [name, t] : rep.launches[0].outputs) {
+      const std::string path =
+          (std::filesystem::path(out_dir) / (file_safe(name) + ".npy")).string();
+      runtime::write_npy(path, t);
+      std::cout << "wrote " << path << "\n";
+    }
+  }
+  if (!stats_path.empty()) write_file(stats_path, rep.stats_json);
+  if (!stats_text_path.empty()) write_file(stats_text_path, rep.stats_text);
+  return 0;
+}
+
+int cmd_asm(std::vector<std::string> args, bool to_binary) {
+  std::string in, out, v;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      std::cout << (to_binary ? "usage: trnsim asm IN.tasm -o OUT.tbin\n"
+                              : "usage: trnsim disasm IN.tbin|IN.tasm [-o OUT.tasm]\n");
+      return 0;
+    } else if (take_value(args, i, "--output", "-o", v)) {
+      out = v;
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      throw UsageError("unknown option '" + args[i] + "'");
+    } else if (in.empty()) {
+      in = args[i];
+    } else {
+      throw UsageError("more than one input given");
+    }
+  }
+  if (in.empty()) throw UsageError("no input program given");
+  const isa::Program p = isa::load_program(in);
+  if (to_binary) {
+    if (out.empty()) throw UsageError("asm: -o OUT.tbin is required");
+    const auto bytes = isa::encode_binary(p);
+    write_file(out, std::string(bytes.begin(), bytes.end()));
+  } else if (out.empty()) {
+    std::cout << isa::disassemble(p);
+  } else {
+    write_file(out, isa::disassemble(p));
+  }
+  return 0;
+}
+
+int cmd_info(std::vector<std::string> args) {
+  std::string config = "trn2", v;
+  std::vector<std::string> sets;
+  bool keys = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      std::cout << kInfoHelp;
+      return 0;
+    } else if (take_value(args, i, "--config", "-c", v)) {
+      config = v;
+    } else if (take_value(args, i, "--set", "", v)) {
+      sets.push_back(v);
+    } else if (args[i] == "--keys") {
+      keys = true;
+    } else {
+      throw UsageError("info: unknown argument '" + args[i] + "'");
+    }
+  }
+  if (keys) {
+    std::cout << platform::schema_table();
+    return 0;
+  }
+  const auto cfg = platform::load_config(config, sets);
+  std::cout << runtime::format_platform(cfg) << "\n" << platform::describe(cfg);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::cout << kMainHelp;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  try {
+    if (cmd == "run") return cmd_run(args);
+    if (cmd == "asm") return cmd_asm(args, true);
+    if (cmd == "disasm") return cmd_asm(args, false);
+    if (cmd == "info") return cmd_info(args);
+    throw UsageError("unknown command '" + cmd + "'\n" + kMainHelp);
+  } catch (const UsageError& e) {
+    std::cerr << "trnsim: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "trnsim: error: " << e.what() << "\n";
+    return 1;
+  }
+}

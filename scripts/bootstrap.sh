@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every Debian package trnsim needs. Idempotent: does nothing (and needs no
+# network) when all are present. Runs apt as root, or through sudo when available.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain and build
+  g++ cmake ninja-build pkg-config clang-format
+  # simulator
+  libsystemc-dev libyaml-cpp-dev
+  # tests
+  libgtest-dev libgmock-dev
+  # compiler front end and conformance data
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  # Python side (PyTorch export, numpy references, plots)
+  python3-numpy python3-torch python3-onnx python3-matplotlib
+  # RTL co-simulation
+  verilator
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then SUDO=sudo; else
+    echo "bootstrap: missing packages (${missing[*]}) and not root; install them with apt-get" >&2
+    exit 1
+  fi
+fi
+echo "bootstrap: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The test command: install what is missing, check formatting, build and run every
+# test, then build and run the unit tests again under AddressSanitizer +
+# UndefinedBehaviorSanitizer. Exits non-zero on any failure.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+jobs="${TRNSIM_JOBS:-$(nproc)}"
+"$root/scripts/bootstrap.sh"
+
+echo "== clang-format check"
+"$root/scripts/format.sh" --check
+
+echo "== build and test"
+"$root/scripts/build.sh" "$root/build"
+(cd "$root/build" && ctest -j "$jobs" --output-on-failure --timeout 600)
+
+if [ "${TRNSIM_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== ASan + UBSan build and unit tests"
+  "$root/scripts/build.sh" "$root/build-asan" -DTRNSIM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+  # SystemC keeps its kernel objects alive until exit: leaks are not ours to report.
+  (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest -j "$jobs" --output-on-failure --timeout 900 -LE slow)
+fi

@@ -1,0 +1,51 @@
+// Runs the trnsim binary in a child process and captures its exit code and output.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace trnsim::test {
+
+struct CmdResult {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+inline CmdResult run_cmd(const std::string& cmd) {
+  CmdResult r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+inline std::string trnsim_bin() {
+  return std::string(TRNSIM_BINARY_DIR) + "/runtime/trnsim";
+}
+
+inline std::string source_path(const std::string& rel) {
+  return std::string(TRNSIM_SOURCE_DIR) + "/" + rel;
+}
+
+// A fresh directory under the build tree for one test's files.
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::path(TRNSIM_BINARY_DIR) / "test_tmp" / name;
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+inline std::string write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+}  // namespace trnsim::test

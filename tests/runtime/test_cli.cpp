@@ -1,0 +1,225 @@
+// The command line's contract: every class of bad input gets a clear message naming
+// what is wrong and a non-zero exit; good runs print the report and write outputs.
+#include <gtest/gtest.h>
+
+#include "tests/runtime/cli_harness.h"
+
+using namespace trnsim::test;
+
+namespace {
+
+// A valid program: y = 2 * x over [128, 64] fp32, one DMA queue in, vector, one out.
+const char* kScale = R"(.program scale2
+.semaphores 2
+.tensor x [128,64] fp32 input @0
+.tensor y [128,64] fp32 output @32768
+.queue dma 0 0
+dma_copy dst=sbuf[0:128, 0, fp32, [1,64]] src=hbm[128x64, @x, fp32, [1,64]] signal=s0+1
+dma_copy dst=hbm[128x64, @y, fp32, [1,64]] src=sbuf[0:128, 256, fp32, [1,64]] wait=s1>=1
+.queue vector
+tensor_scalar dst=sbuf[0:128, 256, fp32, [1,64]] src=sbuf[0:128, 0, fp32, [1,64]] op0=mul arg0=2 wait=s0>=1 signal=s1+1
+)";
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) s.replace(pos, from.size(), to);
+  return s;
+}
+
+CmdResult run_program(const std::string& name, const std::string& text,
+                      const std::string& extra = "-c tiny --random-inputs") {
+  auto dir = temp_dir(name);
+  auto prog = write_text(dir / (name + ".tasm"), text);
+  return run_cmd(trnsim_bin() + " run " + prog + " " + extra);
+}
+
+}  // namespace
+
+TEST(Cli, RunsAndReports) {
+  auto dir = temp_dir("cli_ok");
+  auto prog = write_text(dir / "scale2.tasm", kScale);
+  auto r = run_cmd(trnsim_bin() + " run " + prog + " -c tiny --random-inputs=3 --output-dir " +
+                   (dir / "out").string() + " --stats " + (dir / "stats.json").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("simulated time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("instructions     3"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "y.npy"));
+  std::ifstream f(dir / "stats.json");
+  std::string json((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"simulated_ns\""), std::string::npos);
+  EXPECT_NE(json.find("\"instructions\": 3"), std::string::npos) << json.substr(0, 400);
+}
+
+TEST(Cli, UsageErrors) {
+  auto r = run_cmd(trnsim_bin() + " frobnicate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown command 'frobnicate'"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("no program given"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run x.tasm --bogus");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown option '--bogus'"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--no-functional"), std::string::npos);
+}
+
+TEST(Cli, MissingProgramFile) {
+  auto r = run_cmd(trnsim_bin() + " run /nonexistent/p.tasm -c tiny");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("/nonexistent/p.tasm"), std::string::npos) << r.out;
+}
+
+TEST(Cli, MalformedAssemblyNamesLineAndColumn) {
+  auto r = run_program("bad_asm", replace(kScale, "op0=mul", "op0=multiply"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("bad_asm.tasm:9:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("multiply"), std::string::npos) << r.out;
+}
+
+TEST(Cli, AccessPatternOutOfBounds) {
+  // tiny has 64 KiB per SBUF partition: offset 65536 is past the end.
+  auto r = run_program("oob", replace(kScale, "sbuf[0:128, 256, fp32, [1,64]] src",
+                                      "sbuf[0:128, 65536, fp32, [1,64]] src"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("line 9"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("65536"), std::string::npos) << r.out;
+}
+
+TEST(Cli, PartitionStartRule) {
+  // 64 partitions must start at 0 or 64.
+  std::string p = kScale;
+  p = replace(p, "tensor_scalar dst=sbuf[0:128, 256, fp32, [1,64]] src=sbuf[0:128, 0,",
+              "tensor_scalar dst=sbuf[32:96, 256, fp32, [1,64]] src=sbuf[32:96, 0,");
+  auto r = run_program("pstart", p);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("partition"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("line 9"), std::string::npos) << r.out;
+}
+
+TEST(Cli, HbmOutOfRange) {
+  auto r =
+      run_program("hbm_oob", replace(kScale, "hbm[128x64, @y, fp32", "hbm[128x64, @y+4096, fp32"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("hbm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("line 7"), std::string::npos) << r.out;
+}
+
+TEST(Cli, RefusedDtypeCombination) {
+  // The tensor engine refuses int32 matmul inputs.
+  const char* prog = R"(.program mm
+.semaphores 1
+.queue tensor
+matmul dst=psum[0:128, 0, fp32, [1,128]] stationary=sbuf[0:128, 0, int32, [1,128]] moving=sbuf[0:128, 1024, int32, [1,128]]
+)";
+  auto r = run_program("dtype", prog);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("int32"), std::string::npos) << r.out;
+}
+
+TEST(Cli, MatmulLimits) {
+  // N = 1024 exceeds the 512 moving free size (one fp32 PSUM bank).
+  const char* prog = R"(.program mm
+.semaphores 1
+.queue tensor
+matmul dst=psum[0:128, 0, fp32, [1,1024]] stationary=sbuf[0:128, 0, bf16, [1,128]] moving=sbuf[0:128, 1024, bf16, [1,1024]]
+)";
+  auto r = run_program("mmlimit", prog);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("1024"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("matmul"), std::string::npos) << r.out;
+}
+
+TEST(Cli, PsumBankOverflow) {
+  // 512 fp32 starting at byte 1024 cross from bank 0 into bank 1.
+  const char* prog = R"(.program mm
+.semaphores 1
+.queue tensor
+matmul dst=psum[0:128, 1024, fp32, [1,512]] stationary=sbuf[0:128, 0, bf16, [1,128]] moving=sbuf[0:128, 1024, bf16, [1,512]]
+)";
+  auto r = run_program("bank", prog);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("bank"), std::string::npos) << r.out;
+}
+
+TEST(Cli, DeadlockReportsEveryPendingWait) {
+  // The vector op waits for s1, which only the store signals after waiting for it.
+  auto r =
+      run_program("deadlock", replace(kScale, "wait=s0>=1 signal=s1+1", "wait=s1>=1 signal=s1+1"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("deadlock"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vector: waiting for s1 >= 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dma0 queue 0: waiting for s1 >= 1"), std::string::npos) << r.out;
+}
+
+TEST(Cli, InvalidConfig) {
+  auto dir = temp_dir("badcfg");
+  auto prog = write_text(dir / "p.tasm", kScale);
+  auto r = run_cmd(trnsim_bin() + " run " + prog + " -c tiny --set core.tensor.clock=fast");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("core.tensor.clock"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run " + prog + " -c tiny --set core.tensr.rows=4");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("core.tensr.rows"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run " + prog + " -c no_such_preset");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("no_such_preset"), std::string::npos) << r.out;
+}
+
+TEST(Cli, MissingAndMisshapedInputs) {
+  auto dir = temp_dir("inputs");
+  auto prog = write_text(dir / "p.tasm", kScale);
+  auto r = run_cmd(trnsim_bin() + " run " + prog + " -c tiny");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("missing input 'x'"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run " + prog + " -c tiny --input x=/nonexistent.npy");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("/nonexistent.npy"), std::string::npos) << r.out;
+  // A [2,3] array where [128,64] is expected: written by a run of another program.
+  const char* mk = R"(.program mk
+.semaphores 1
+.tensor a [2,3] fp32 input @0
+.tensor b [2,3] fp32 output @64
+.queue dma 0 0
+dma_copy dst=hbm[2x3, @b, fp32, [1,3]] src=hbm[2x3, @a, fp32, [1,3]]
+)";
+  auto mkp = write_text(dir / "mk.tasm", mk);
+  auto r0 = run_cmd(trnsim_bin() + " run " + mkp + " -c tiny --random-inputs --output-dir " +
+                    (dir / "o").string());
+  ASSERT_EQ(r0.code, 0) << r0.out;
+  r = run_cmd(trnsim_bin() + " run " + prog +
+              " -c tiny --input x=" + (dir / "o" / "b.npy").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("shape [2,3]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[128,64]"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TimingOnlyGivesTheSameTime) {
+  auto dir = temp_dir("timing_only");
+  auto prog = source_path("tests/e2e/programs/matmul_gelu.tasm");
+  auto a = run_cmd(trnsim_bin() + " run " + prog + " -c tiny --random-inputs --stats " +
+                   (dir / "f.json").string());
+  auto b = run_cmd(trnsim_bin() + " run " + prog + " -c tiny --no-functional --stats " +
+                   (dir / "t.json").string());
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  auto line = [](const std::string& s) { return s.substr(s.find("simulated time"), 40); };
+  EXPECT_EQ(line(a.out), line(b.out));
+}
+
+TEST(Cli, InfoAndAsmRoundTrip) {
+  auto r = run_cmd(trnsim_bin() + " info -c trn2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  // 128 x 128 PEs x 2 FLOP x 2.4 GHz = 78.6 TFLOPS bf16 per core.
+  EXPECT_NE(r.out.find("78.6 TFLOPS bf16"), std::string::npos) << r.out;
+  auto dir = temp_dir("asm");
+  auto prog = write_text(dir / "p.tasm", kScale);
+  auto bin = (dir / "p.tbin").string();
+  ASSERT_EQ(run_cmd(trnsim_bin() + " asm " + prog + " -o " + bin).code, 0);
+  auto d1 = run_cmd(trnsim_bin() + " disasm " + bin);
+  auto d2 = run_cmd(trnsim_bin() + " disasm " + prog);
+  ASSERT_EQ(d1.code, 0) << d1.out;
+  EXPECT_EQ(d1.out, d2.out);
+}
