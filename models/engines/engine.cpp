@@ -121,18 +121,25 @@ void engine::run() {
       const isa::Instruction& in = (*queue_)[pc_];
       state_ = state::waiting;
       const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+      bool blocked = false;
       for (const auto& w : in.waits) {
         waiting_sem_ = w.sem;
         waiting_value_ = w.value;
+        blocked |= sems_.value(w.sem) < w.value;
         sems_.wait_ge(w.sem, w.value);
       }
+      // A released wait reaches the sequencer after the semaphore latency.
+      if (blocked && params_.sem_latency_cycles)
+        sc_core::wait(cycles_to_time(params_.sem_latency_cycles));
       sem_wait_ += sc_core::sc_time_stamp() - t0;
       state_ = state::running;
       signal(in, isa::SignalWhen::start);
       sc_core::sc_time dur;
       try {
         const sc_core::sc_time port = execute(in);
-        const sc_core::sc_time compute = cycles_to_time(double(cost_cycles(in)));
+        // A nop has no datapath work: it costs the static overhead only.
+        const uint64_t cycles = in.op == isa::Opcode::nop ? 0 : cost_cycles(in);
+        const sc_core::sc_time compute = cycles_to_time(double(cycles));
         dur = cycles_to_time(params_.overhead_cycles) + std::max(compute, port);
       } catch (const std::exception& e) {
         std::string where = name();

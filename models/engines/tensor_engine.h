@@ -2,7 +2,8 @@
 // matmul with accumulate=1). First-order timing from hardware.md: a matmul costs its
 // initiation interval max(N, min_ii) cycles (x fp32_slowdown for fp32 inputs); a
 // transpose max(P, min(64, F)). Not modelled yet: load-stationary as its own step,
-// fill/drain, background weight load, array tiling, throttling.
+// fill/drain, background weight load, array tiling, throttling, fp8 double-row
+// (fp8_double_row is carried but not used yet).
 #pragma once
 
 #include "models/engines/engine.h"

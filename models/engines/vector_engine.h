@@ -2,8 +2,9 @@
 // bn_stats/bn_aggr, select. Reads and writes SBUF and PSUM. First-order cost table
 // of hardware.md (N = free elements per partition): max(min_ii, N) for one-input
 // ops; max(min_ii, 2N) for tensor_tensor with both inputs in SBUF; +min_ii with an
-// accumulate; N/2 for bf16 add/max reductions and bf16 zero memsets. Not modelled
-// yet: trn2 performance modes, port sharing with GpSimd on NC-v2.
+// accumulate; N/2 for bf16 add/max reductions and bf16 zero memsets; divides cost
+// reciprocal_slowdown x; trn2 bf16 performance modes (2x/4x) when enabled. Not
+// modelled yet: port sharing with GpSimd on NC-v2.
 #pragma once
 
 #include "models/engines/engine.h"
@@ -22,7 +23,9 @@ class vector_engine : public engine {
   vector_engine_params vparams_;
 };
 
-// The cost table shared by the vector and GpSimd engines (same lanes and rates).
-uint64_t elementwise_cost(const isa::Instruction& in, uint32_t min_ii);
+// The cost table shared by the vector and GpSimd engines (same lanes and rates);
+// `vec` adds the vector engine's performance modes and divide cost.
+uint64_t elementwise_cost(const isa::Instruction& in, uint32_t min_ii,
+                          const vector_engine_params* vec = nullptr);
 
 }  // namespace trnsim::models

@@ -81,6 +81,12 @@ int64_t AccessPattern::free_min_byte() const {
   return lo;
 }
 
+int AccessPattern::innermost_dim() const {
+  for (int i = ndims_of(*this) - 1; i >= 0; --i)
+    if (dims[i].size > 1) return i;
+  return -1;
+}
+
 bool AccessPattern::free_contiguous() const {
   // Walk from the innermost dim; each dim of size > 1 must step over exactly the
   // elements covered by the dims inside it. Size-1 dims never move, so any stride.

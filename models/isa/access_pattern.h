@@ -49,6 +49,8 @@ struct AccessPattern {
   // elements (innermost stride 1 and each outer stride = inner size * stride; size-1
   // dims ignored). Then a row is [row start + free_min_byte, + free_elems*size).
   bool free_contiguous() const;
+  // The innermost dim that actually steps (size > 1); -1 when none does.
+  int innermost_dim() const;
   bool operator==(const AccessPattern&) const = default;
 };
 

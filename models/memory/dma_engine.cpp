@@ -86,7 +86,8 @@ uint64_t dma_engine::descriptors(const isa::AccessPattern& ap) const {
   // One descriptor per contiguous run: a whole row when the free pattern is
   // contiguous, otherwise one per innermost run of stride 1 (or per element).
   if (ap.free_contiguous()) return ap.partition_count;
-  uint64_t run = ap.ndims > 0 && ap.dims[ap.ndims - 1].stride == 1 ? ap.dims[ap.ndims - 1].size : 1;
+  const int inner = ap.innermost_dim();
+  const uint64_t run = inner >= 0 && ap.dims[inner].stride == 1 ? ap.dims[inner].size : 1;
   return ap.elems() / std::max<uint64_t>(run, 1);
 }
 

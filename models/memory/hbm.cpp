@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace trnsim::models {
 
@@ -15,6 +17,7 @@ hbm::hbm(const sc_core::sc_module_name& name, const hbm_params& p)
 }
 
 void hbm::write(uint64_t addr, const uint8_t* src, uint64_t n) {
+  check_range(addr, n);
   while (n > 0) {
     uint64_t page = addr >> kPageBits, off = addr & (kPage - 1);
     uint64_t len = std::min(n, kPage - off);
@@ -26,6 +29,7 @@ void hbm::write(uint64_t addr, const uint8_t* src, uint64_t n) {
 }
 
 void hbm::read(uint64_t addr, uint8_t* dst, uint64_t n) const {
+  check_range(addr, n);
   while (n > 0) {
     uint64_t page = addr >> kPageBits, off = addr & (kPage - 1);
     uint64_t len = std::min(n, kPage - off);
@@ -36,6 +40,13 @@ void hbm::read(uint64_t addr, uint8_t* dst, uint64_t n) const {
       std::memset(dst, 0, len);
     addr += len, dst += len, n -= len;
   }
+}
+
+void hbm::check_range(uint64_t addr, uint64_t n) const {
+  if (addr > params_.size_bytes || n > params_.size_bytes - addr)
+    throw std::out_of_range("HBM bytes [" + std::to_string(addr) + ", " + std::to_string(addr + n) +
+                            ") outside the device's " + std::to_string(params_.size_bytes) +
+                            " bytes");
 }
 
 void hbm::register_stats(stats::group& g) {
@@ -66,6 +77,12 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
     return;
   }
   const bool timing_only = ext->timing_only || gp.get_data_ptr() == nullptr;
+  if (!timing_only && gp.get_data_length() != ap.bytes()) {
+    ext->error = "data length " + std::to_string(gp.get_data_length()) + " != pattern bytes " +
+                 std::to_string(ap.bytes());
+    gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
+    return;
+  }
   const size_t es = isa::dtype_size(ap.dtype);
   const uint64_t row_bytes = ap.free_elems() * es;
   if (!timing_only) {

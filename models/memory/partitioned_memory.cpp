@@ -32,8 +32,9 @@ void partitioned_memory::register_stats(stats::group& g) {
 sc_core::sc_time partitioned_memory::port_time(const isa::AccessPattern& ap) const {
   const double lane_rate = double(geo_.port_elems_per_cycle) / geo_.partitions;
   double cycles = double(ap.free_elems()) / lane_rate;
-  if (ap.ndims > 0 &&
-      std::llabs(ap.dims[ap.ndims - 1].stride) * int64_t(isa::dtype_size(ap.dtype)) > 16)
+  // Strides wider than 16 bytes halve the port rate (hardware.md, Memories).
+  const int inner = ap.innermost_dim();
+  if (inner >= 0 && std::llabs(ap.dims[inner].stride) * int64_t(isa::dtype_size(ap.dtype)) > 16)
     cycles *= 2;
   return sc_core::sc_time(std::ceil(cycles) / geo_.clock_hz, sc_core::SC_SEC);
 }

@@ -8,8 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include <systemc>
-#include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +16,8 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <systemc>
+#include <tlm>
 #include <vector>
 
 #include "models/common/ap_extension.h"
@@ -36,8 +36,12 @@ class quiet_systemc_env : public ::testing::Environment {
 inline ::testing::Environment* const kQuietSystemc =
     ::testing::AddGlobalTestEnvironment(new quiet_systemc_env);
 
-inline sc_core::sc_time ns(double v) { return sc_core::sc_time(v, sc_core::SC_NS); }
-inline sc_core::sc_time now() { return sc_core::sc_time_stamp(); }
+inline sc_core::sc_time ns(double v) {
+  return sc_core::sc_time(v, sc_core::SC_NS);
+}
+inline sc_core::sc_time now() {
+  return sc_core::sc_time_stamp();
+}
 
 // ---- Access patterns ----
 
@@ -82,7 +86,9 @@ inline isa::Instruction instr(isa::Opcode op, const isa::AccessPattern& dst,
   for (const auto& s : srcs) in.src[in.nsrc++] = s;
   return in;
 }
-inline isa::Instruction nop() { return isa::Instruction{}; }
+inline isa::Instruction nop() {
+  return isa::Instruction{};
+}
 inline isa::Instruction dma_copy(const isa::AccessPattern& dst, const isa::AccessPattern& src) {
   return instr(isa::Opcode::dma_copy, dst, {src});
 }
@@ -114,7 +120,9 @@ inline float f32_at(const uint8_t* p) {
   std::memcpy(&v, p, 4);
   return v;
 }
-inline void put_f32(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
+inline void put_f32(uint8_t* p, float v) {
+  std::memcpy(p, &v, 4);
+}
 inline uint16_t u16_at(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);

@@ -40,7 +40,9 @@ std::string python_json(const std::string& json, const std::string& script) {
   return out;
 }
 
-bool have_python() { return access("/usr/bin/python3", X_OK) == 0; }
+bool have_python() {
+  return access("/usr/bin/python3", X_OK) == 0;
+}
 
 std::vector<std::string> lines(const std::string& s) {
   std::vector<std::string> v;
@@ -87,8 +89,9 @@ TEST(Stats, JsonParsesWithNestedGroupsAndMeta) {
             "\"simulated_ns\": {\"desc\": \"simulated time\", \"unit\": \"ns\"}}, "
             "\"simulated_ns\": 1234.5}");
   // Integer counters are JSON integers, values are floats.
-  EXPECT_EQ(python_json(js, "print(type(d[\"instructions\"]).__name__, "
-                            "type(d[\"chip\"][\"hbm\"][\"busy_ns\"]).__name__)"),
+  EXPECT_EQ(python_json(js,
+                        "print(type(d[\"instructions\"]).__name__, "
+                        "type(d[\"chip\"][\"hbm\"][\"busy_ns\"]).__name__)"),
             "int float");
   // The meta map is the last member of the top-level object.
   EXPECT_EQ(python_json(js, "print(list(d)[-1])"), "meta");
@@ -112,9 +115,10 @@ TEST(Stats, JsonEscapesNamesUnitsAndDescriptions) {
   const std::string js = g.to_json();
   // %.17g prints an integral value without a fraction: a JSON integer.
   EXPECT_EQ(python_json(js, "print(d[\"we\\\"ird\"][\"v\\\\1\"])"), "1");
-  EXPECT_EQ(python_json(js, "m=d[\"meta\"][\"we\\\"ird.v\\\\1\"]\n"
-                            "print(m[\"unit\"] == \"u\\\"nit\", "
-                            "m[\"desc\"] == \"say \\\"hi\\\" \\\\ path\\nnext\\tcol \\x01\")"),
+  EXPECT_EQ(python_json(js,
+                        "m=d[\"meta\"][\"we\\\"ird.v\\\\1\"]\n"
+                        "print(m[\"unit\"] == \"u\\\"nit\", "
+                        "m[\"desc\"] == \"say \\\"hi\\\" \\\\ path\\nnext\\tcol \\x01\")"),
             "True True");
 }
 
@@ -164,10 +168,10 @@ TEST(Stats, TextDumpHasOneAlignedLinePerStat) {
   const auto l = lines(t.root.to_text());
   ASSERT_EQ(l.size(), 6u);
   // "dotted.name" padded to 48, value right-aligned in 16, unit padded to 10, "# desc".
-  EXPECT_EQ(l[0], std::string("instructions") + std::string(36, ' ') + " " +
-                      std::string(14, ' ') + "42" + " instructions # instructions executed");
-  EXPECT_EQ(l[1], std::string("simulated_ns") + std::string(36, ' ') + " " +
-                      std::string(10, ' ') + "1234.5" + " ns         # simulated time");
+  EXPECT_EQ(l[0], std::string("instructions") + std::string(36, ' ') + " " + std::string(14, ' ') +
+                      "42" + " instructions # instructions executed");
+  EXPECT_EQ(l[1], std::string("simulated_ns") + std::string(36, ' ') + " " + std::string(10, ' ') +
+                      "1234.5" + " ns         # simulated time");
   // Root stats first, then the children depth first in creation order.
   EXPECT_EQ(l[2].substr(0, 17), "chip.core0.bytes ");
   EXPECT_NE(l[2].find(" 4096 bytes      # bytes moved"), std::string::npos) << l[2];

@@ -74,14 +74,17 @@ inline ::testing::AssertionResult all_close(const std::string& what, const std::
   if (got.size() != want.size())
     return ::testing::AssertionFailure()
            << what << ": " << got.size() << " elements, expected " << want.size();
-  size_t bad = 0, first = 0;
+  size_t bad = 0, first = 0, nans = 0;
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const double d = std::fabs(double(got[i]) - want[i]);
     if (!(d <= abs_tol + rel_tol * std::fabs(want[i]))) {
       if (bad++ == 0) first = i;
     }
-    if (d > worst) worst = d;
+    if (std::isnan(d))
+      ++nans;
+    else if (d > worst)
+      worst = d;
   }
   if (bad == 0) return ::testing::AssertionSuccess();
   std::vector<int64_t> idx(shape.size());
@@ -96,7 +99,7 @@ inline ::testing::AssertionResult all_close(const std::string& what, const std::
      << first << " [";
   for (size_t ax = 0; ax < idx.size(); ++ax) os << (ax ? "," : "") << idx[ax];
   os << "]: got " << got[first] << ", expected " << want[first] << " (abs " << abs_tol << ", rel "
-     << rel_tol << "; largest abs error " << worst << ")";
+     << rel_tol << "; largest finite abs error " << worst << "; " << nans << " NaN)";
   return ::testing::AssertionFailure() << os.str();
 }
 

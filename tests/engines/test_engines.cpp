@@ -86,9 +86,15 @@ class engine_harness : public sc_core::sc_module {
   std::vector<Instruction> q[5];  // indexed by isa::Engine (tensor .. sync)
 
   explicit engine_harness(const sc_core::sc_module_name& n, const engine_setup& s = engine_setup())
-      : sc_module(n), sems("sems", semaphores_params{16}), sbuf_mem("sbuf", s.sbuf),
-        psum_mem("psum", s.psum), te("tensor", s.te, sems, ctx), ve("vector", s.ve, sems, ctx),
-        se("scalar", s.se, sems, ctx), ge("gpsimd", s.ge, sems, ctx), sy("sync", s.sy, sems, ctx) {
+      : sc_module(n),
+        sems("sems", semaphores_params{16}),
+        sbuf_mem("sbuf", s.sbuf),
+        psum_mem("psum", s.psum),
+        te("tensor", s.te, sems, ctx),
+        ve("vector", s.ve, sems, ctx),
+        se("scalar", s.se, sems, ctx),
+        ge("gpsimd", s.ge, sems, ctx),
+        sy("sync", s.sy, sems, ctx) {
     for (engine* e : all()) {
       e->sbuf_socket.bind(sbuf_mem.tgt_socket);
       e->psum_socket.bind(psum_mem.tgt_socket);
@@ -130,7 +136,8 @@ Instruction tensor_scalar(const isa::AccessPattern& dst, const isa::AccessPatter
 }
 
 Instruction activation(const isa::AccessPattern& dst, const isa::AccessPattern& src, ActFunc f,
-                       isa::ScalarOperand scale = test::imm(1), isa::ScalarOperand bias = test::imm(0)) {
+                       isa::ScalarOperand scale = test::imm(1),
+                       isa::ScalarOperand bias = test::imm(0)) {
   Instruction in = instr(Opcode::activation, dst, {src});
   in.func = f;
   in.arg0 = scale;
@@ -154,20 +161,23 @@ TEST(Engines, VectorTensorTensorAndTensorScalarValuesAndCycles) {
   engine_harness h("h");
   for (uint32_t p = 0; p < 128; ++p) {
     for (uint32_t e = 0; e < 1024; ++e) h.sbuf_put(p, 4 * e, vec_input(p, e));
-    for (uint32_t e = 0; e < 512; ++e) test::put_f32(h.psum_mem.row(p) + 4 * e, 0.5f + float(e % 3));
+    for (uint32_t e = 0; e < 512; ++e)
+      test::put_f32(h.psum_mem.row(p) + 4 * e, 0.5f + float(e % 3));
     h.sbuf_put(p, 16000, float(p) * 0.125f);  // per-partition arg0
   }
   std::vector<sc_time> done;
   test::record_semaphore(h.sems, 0, 5, &done);
   auto& q = h.queue(Engine::vector);
   // i0: in0 - in1, both SBUF, N = 512: 64 + max(64, 2 x 512 = 1024; port 512) = 1088 ns.
-  Instruction tt = instr(Opcode::tensor_tensor, sb(0, 128, 8192, DType::fp32, {{1, 512}}),
-                         {sb(0, 128, 0, DType::fp32, {{1, 512}}), sb(0, 128, 2048, DType::fp32, {{1, 512}})});
+  Instruction tt =
+      instr(Opcode::tensor_tensor, sb(0, 128, 8192, DType::fp32, {{1, 512}}),
+            {sb(0, 128, 0, DType::fp32, {{1, 512}}), sb(0, 128, 2048, DType::fp32, {{1, 512}})});
   tt.op0 = AluOp::sub;
   q.push_back(with_signal(tt, 0));
   // i1: in0 * psum, one input in PSUM: 64 + max(64, N = 512; port 512) = 576 ns -> 1664.
-  Instruction tp = instr(Opcode::tensor_tensor, sb(0, 128, 10240, DType::fp32, {{1, 512}}),
-                         {sb(0, 128, 0, DType::fp32, {{1, 512}}), ps(0, 128, 0, DType::fp32, {{1, 512}})});
+  Instruction tp =
+      instr(Opcode::tensor_tensor, sb(0, 128, 10240, DType::fp32, {{1, 512}}),
+            {sb(0, 128, 0, DType::fp32, {{1, 512}}), ps(0, 128, 0, DType::fp32, {{1, 512}})});
   tp.op0 = AluOp::mul;
   q.push_back(with_signal(tp, 0));
   // i2: (x * 3) + -1 to bf16, N = 100: 64 + max(64, 100; port 100) = 164 ns -> 1828.
@@ -196,12 +206,14 @@ TEST(Engines, VectorTensorTensorAndTensorScalarValuesAndCycles) {
   EXPECT_EQ(h.ve.instructions(), 5u);
   for (uint32_t p = 0; p < 128; ++p) {
     for (uint32_t i = 0; i < 512; ++i) {
-      ASSERT_EQ(h.sbuf_f32(p, 8192 + 4 * i), vec_input(p, i) - vec_input(p, 512 + i)) << p << "," << i;
+      ASSERT_EQ(h.sbuf_f32(p, 8192 + 4 * i), vec_input(p, i) - vec_input(p, 512 + i))
+          << p << "," << i;
       ASSERT_EQ(h.sbuf_f32(p, 10240 + 4 * i), vec_input(p, i) * (0.5f + float(i % 3)));
     }
     for (uint32_t i = 0; i < 100; ++i) {
       const float t = vec_input(p, i) * 3.0f + -1.0f;
-      ASSERT_EQ(test::u16_at(h.sbuf_mem.row(p) + 12288 + 2 * i), isa::fp32_to_bf16(t)) << p << "," << i;
+      ASSERT_EQ(test::u16_at(h.sbuf_mem.row(p) + 12288 + 2 * i), isa::fp32_to_bf16(t))
+          << p << "," << i;
       ASSERT_EQ(h.sbuf_f32(p, 14336 + 4 * i), std::max(vec_input(p, 8 * i), float(p) * 0.125f));
     }
     float sum = 0;
@@ -232,32 +244,44 @@ TEST(Engines, TensorMatmulAccumulatesIntoPsum) {
   auto fm = [](int k, int n) { return std::cos(0.23f * float(k) - 0.05f * float(n)) * 3.0f; };
   for (int k = 0; k < 128; ++k) {
     for (int m = 0; m < 64; ++m) put_bf16(k, 2 * m, a1(k, m)), put_bf16(k, 2048 + 2 * m, a2(k, m));
-    for (int n = 0; n < 256; ++n) put_bf16(k, 1024 + 2 * n, b1(k, n)), put_bf16(k, 3072 + 2 * n, b2(k, n));
+    for (int n = 0; n < 256; ++n)
+      put_bf16(k, 1024 + 2 * n, b1(k, n)), put_bf16(k, 3072 + 2 * n, b2(k, n));
     if (k < 16)
-      for (int j = 0; j < 32; ++j) h.sbuf_put(k, 4096 + 4 * j, fs(k, j)), h.sbuf_put(k, 4352 + 4 * j, fm(k, j));
+      for (int j = 0; j < 32; ++j)
+        h.sbuf_put(k, 4096 + 4 * j, fs(k, j)), h.sbuf_put(k, 4352 + 4 * j, fm(k, j));
     for (int f = 0; f < 48; ++f) h.sbuf_put(k, 8192 + 4 * f, float(k * 100 + f));
   }
   // Garbage in the destination: the first matmul of the group must overwrite it.
   for (uint32_t m = 0; m < 64; ++m)
     for (uint32_t n = 0; n < 256; ++n) test::put_f32(h.psum_mem.row(m) + 4 * n, 1000.0f);
   std::vector<sc_time> done;
-  test::record_semaphore(h.sems, 0, 4, &done);
+  test::record_semaphore(h.sems, 0, 5, &done);
   auto& q = h.queue(Engine::tensor);
   const auto dst = ps(0, 64, 0, DType::fp32, {{1, 256}});
   // bf16, N = 256: 64 + max(max(256, 64) = 256; ports 256) = 320 ns -> 320, 640.
-  q.push_back(with_signal(matmul(dst, sb(0, 128, 0, DType::bf16, {{1, 64}}), sb(0, 128, 1024, DType::bf16, {{1, 256}}), false), 0));
-  q.push_back(with_signal(matmul(dst, sb(0, 128, 2048, DType::bf16, {{1, 64}}), sb(0, 128, 3072, DType::bf16, {{1, 256}}), true), 0));
-  // fp32, N = 32: 64 + max(64, 32) x 4 = 64 + 256 = 320 ns -> 960.
-  q.push_back(with_signal(matmul(ps(0, 32, 2048, DType::fp32, {{1, 32}}), sb(0, 16, 4096, DType::fp32, {{1, 32}}),
-                                 sb(0, 16, 4352, DType::fp32, {{1, 32}}), false),
+  q.push_back(with_signal(matmul(dst, sb(0, 128, 0, DType::bf16, {{1, 64}}),
+                                 sb(0, 128, 1024, DType::bf16, {{1, 256}}), false),
                           0));
+  q.push_back(with_signal(matmul(dst, sb(0, 128, 2048, DType::bf16, {{1, 64}}),
+                                 sb(0, 128, 3072, DType::bf16, {{1, 256}}), true),
+                          0));
+  // fp32, N = 32: 64 + max(64, 32) x 4 = 64 + 256 = 320 ns -> 960.
+  q.push_back(with_signal(
+      matmul(ps(0, 32, 2048, DType::fp32, {{1, 32}}), sb(0, 16, 4096, DType::fp32, {{1, 32}}),
+             sb(0, 16, 4352, DType::fp32, {{1, 32}}), false),
+      0));
   // transpose [128, 48] -> [48, 128]: 64 + max(P = 128, min(64, F = 48)) = 192 ns -> 1152.
   q.push_back(with_signal(instr(Opcode::transpose, ps(0, 48, 4096, DType::fp32, {{1, 128}}),
                                 {sb(0, 128, 8192, DType::fp32, {{1, 48}})}),
                           0));
+  // bf16 with a short moving tile, N = 32: 64 + max(32, 64) = 128 ns -> 1280.
+  q.push_back(with_signal(
+      matmul(ps(64, 64, 0, DType::fp32, {{1, 32}}), sb(0, 128, 0, DType::bf16, {{1, 64}}),
+             sb(0, 128, 1024, DType::bf16, {{1, 32}}), false),
+      0));
   run({&h});
   ASSERT_TRUE(h.ctx.faults.empty()) << faults_text(h.ctx);
-  EXPECT_EQ(done, test::times_ns({320, 640, 960, 1152}));
+  EXPECT_EQ(done, test::times_ns({320, 640, 960, 1152, 1280}));
   for (int m = 0; m < 64; ++m)
     for (int n = 0; n < 256; ++n) {
       float ref = 0;
@@ -267,14 +291,21 @@ TEST(Engines, TensorMatmulAccumulatesIntoPsum) {
   for (int m = 0; m < 32; ++m)
     for (int n = 0; n < 32; ++n) {
       double ref = 0, mag = 0;
-      for (int k = 0; k < 16; ++k) ref += double(fs(k, m)) * fm(k, n), mag += std::fabs(double(fs(k, m)) * fm(k, n));
+      for (int k = 0; k < 16; ++k)
+        ref += double(fs(k, m)) * fm(k, n), mag += std::fabs(double(fs(k, m)) * fm(k, n));
       // fp32 accumulation over K = 16: error below 16 x 2^-24 of the magnitude sum.
       ASSERT_NEAR(h.psum_f32(m, 2048 + 4 * n), ref, 2e-6 * mag + 1e-7) << m << "," << n;
     }
   for (int f = 0; f < 48; ++f)
     for (int p = 0; p < 128; ++p) ASSERT_EQ(h.psum_f32(f, 4096 + 4 * p), float(p * 100 + f));
-  // Bank 0 beyond N = 256 and partitions beyond M = 64 untouched.
-  EXPECT_EQ(h.psum_f32(64, 0), 0.0f);
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 32; ++n) {
+      float ref = 0;
+      for (int k = 0; k < 128; ++k) ref += a1(k, m) * b1(k, n);
+      ASSERT_EQ(h.psum_f32(64 + m, 4 * n), ref) << m << "," << n;
+    }
+  // Partitions 64.. beyond the short tile's N = 32 columns are untouched.
+  EXPECT_EQ(h.psum_f32(64, 4 * 32), 0.0f);
 }
 
 TEST(Engines, ScalarActivationChargesTheFunctionSwitchOnce) {
@@ -290,7 +321,8 @@ TEST(Engines, ScalarActivationChargesTheFunctionSwitchOnce) {
   const auto src = sb(0, 128, 0, DType::fp32, {{1, 256}});
   auto dst = [](uint64_t off) { return sb(0, 128, off, DType::fp32, {{1, 256}}); };
   // N = 256 each. i0 exp: first table load: 64 + max(64, 256) + 128 = 448 ns -> 448.
-  q.push_back(with_signal(activation(dst(4096), src, ActFunc::exp, test::imm(0.5f), test::imm(-1.0f)), 0));
+  q.push_back(
+      with_signal(activation(dst(4096), src, ActFunc::exp, test::imm(0.5f), test::imm(-1.0f)), 0));
   // i1 exp again (per-partition bias): table loaded: 64 + 256 = 320 -> 768.
   q.push_back(with_signal(activation(dst(5120), src, ActFunc::exp, test::imm(1.0f),
                                      test::per_partition(sb(0, 128, 12000, DType::fp32))),
@@ -313,8 +345,10 @@ TEST(Engines, ScalarActivationChargesTheFunctionSwitchOnce) {
     double sum = 0;
     for (uint32_t i = 0; i < 256; ++i) {
       const float v = x(p, i);
-      EXPECT_NEAR(h.sbuf_f32(p, 4096 + 4 * i), std::exp(double(v) * 0.5 - 1.0), 2e-6 * std::exp(double(v) * 0.5 - 1.0));
-      EXPECT_NEAR(h.sbuf_f32(p, 5120 + 4 * i), std::exp(double(v) + p * 0.01), 2e-6 * std::exp(double(v) + p * 0.01));
+      EXPECT_NEAR(h.sbuf_f32(p, 4096 + 4 * i), std::exp(double(v) * 0.5 - 1.0),
+                  2e-6 * std::exp(double(v) * 0.5 - 1.0));
+      EXPECT_NEAR(h.sbuf_f32(p, 5120 + 4 * i), std::exp(double(v) + p * 0.01),
+                  2e-6 * std::exp(double(v) + p * 0.01));
       EXPECT_EQ(h.sbuf_f32(p, 6144 + 4 * i), v);
       EXPECT_FLOAT_EQ(h.sbuf_f32(p, 7168 + 4 * i), std::exp(v));
       EXPECT_EQ(h.sbuf_f32(p, 8192 + 4 * i), std::max(v, 0.0f));
@@ -364,7 +398,8 @@ TEST(Engines, GpSimdIotaAndAffineSelectCostStartPlusN) {
         ASSERT_EQ(v, -7 + 3 * int(p) + 10 * a + b);
       }
     for (uint32_t i = 0; i < 16; ++i)
-      ASSERT_EQ(h.sbuf_f32(p, 2048 + 4 * i), p >= i ? float(5 + 1000 * p + i) : -1.0f) << p << "," << i;
+      ASSERT_EQ(h.sbuf_f32(p, 2048 + 4 * i), p >= i ? float(5 + 1000 * p + i) : -1.0f)
+          << p << "," << i;
   }
 }
 
@@ -382,9 +417,9 @@ TEST(Engines, SyncNopCostsTheOverhead) {
   EXPECT_EQ(h.sy.pending(), "");
 }
 
-// MODEL BUG (reported): a nop only waits and signals (docs/isa.md), so it should cost
+// Regression test: a nop only waits and signals (docs/isa.md), so it should cost
 // the static overhead alone on every engine, as on the sync engine. The vector, scalar
-// and GpSimd cost tables charge it max(min_ii, 1) = 64 cycles and the tensor engine 1.
+// and GpSimd cost tables used to charge it max(min_ii, 1) = 64 cycles, the tensor engine 1.
 TEST(Engines, NopCostsOnlyTheOverheadOnEveryEngine) {
   engine_harness h("h");
   std::vector<sc_time> done[5];
@@ -404,7 +439,8 @@ TEST(Engines, SemaphoresOrderEnginesAndShowInStats) {
   for (uint32_t p = 0; p < 128; ++p)
     for (uint32_t i = 0; i < 512; ++i) h.sbuf_put(p, 4 * i, float(p) - 0.5f * float(i));
   stats::group g("core");
-  for (engine* e : h.all()) e->register_stats(g.child(std::string(isa::engine_name(e->engine_kind()))));
+  for (engine* e : h.all())
+    e->register_stats(g.child(std::string(isa::engine_name(e->engine_kind()))));
   std::vector<sc_time> consumer_started;
   test::record_semaphore(h.sems, 1, 1, &consumer_started);
   const auto x = sb(0, 128, 0, DType::fp32, {{1, 512}});
@@ -454,8 +490,8 @@ TEST(Engines, SemaphoresOrderEnginesAndShowInStats) {
     }
 }
 
-// MODEL BUG (reported): engine_params::sem_latency_cycles ("latency from a satisfied
-// semaphore wait to issue") is never used by engine::run.
+// Regression test: engine_params::sem_latency_cycles (latency from a satisfied
+// semaphore wait to issue) was once ignored by engine::run.
 TEST(Engines, SemLatencyDelaysIssueAfterAWait) {
   engine_setup s;
   s.se.sem_latency_cycles = 10;  // 10 ns at 1 GHz
@@ -468,7 +504,8 @@ TEST(Engines, SemLatencyDelaysIssueAfterAWait) {
   h.queue(Engine::vector) = {with_signal(tensor_scalar(y, x, AluOp::mul, test::imm(2)), 0)};
   // Scalar waits s0 >= 1: released at 576, issues 10 ns later at 586 (s1 @start),
   // then 64 + 512 = 576 ns: done at 1162.
-  Instruction copy = with_wait(instr(Opcode::tensor_copy, sb(0, 128, 8192, DType::fp32, {{1, 512}}), {y}), 0, 1);
+  Instruction copy =
+      with_wait(instr(Opcode::tensor_copy, sb(0, 128, 8192, DType::fp32, {{1, 512}}), {y}), 0, 1);
   h.queue(Engine::scalar) = {with_signal(std::move(copy), 1, 1, isa::SignalWhen::start)};
   run({&h});
   EXPECT_EQ(started, test::times_ns({586}));
@@ -480,24 +517,27 @@ void load_mixed_program(engine_harness& h) {
   for (uint32_t p = 0; p < 128; ++p)
     for (uint32_t i = 0; i < 512; ++i) h.sbuf_put(p, 4 * i, std::sin(float(p * 512 + i)));
   // Vector: add N = 256: 64 + max(64, 512) = 576 -> 576, signals s0.
-  Instruction add = instr(Opcode::tensor_tensor, sb(0, 128, 8192, DType::fp32, {{1, 256}}),
-                          {sb(0, 128, 0, DType::fp32, {{1, 256}}), sb(0, 128, 1024, DType::fp32, {{1, 256}})});
+  Instruction add =
+      instr(Opcode::tensor_tensor, sb(0, 128, 8192, DType::fp32, {{1, 256}}),
+            {sb(0, 128, 0, DType::fp32, {{1, 256}}), sb(0, 128, 1024, DType::fp32, {{1, 256}})});
   add.op0 = AluOp::add;
   h.queue(Engine::vector) = {with_signal(add, 0)};
   // Tensor waits s0: fp32 matmul [128,64]^T x [128,256]: 64 + max(256, 64) x 4 = 1088
   // -> 576 + 1088 = 1664, signals s1.
-  h.queue(Engine::tensor) = {with_signal(with_wait(matmul(ps(0, 64, 0, DType::fp32, {{1, 256}}),
-                                                          sb(0, 128, 8192, DType::fp32, {{1, 64}}),
-                                                          sb(0, 128, 0, DType::fp32, {{1, 256}}), false),
-                                                   0, 1),
-                                         1)};
+  h.queue(Engine::tensor) = {with_signal(
+      with_wait(
+          matmul(ps(0, 64, 0, DType::fp32, {{1, 256}}), sb(0, 128, 8192, DType::fp32, {{1, 64}}),
+                 sb(0, 128, 0, DType::fp32, {{1, 256}}), false),
+          0, 1),
+      1)};
   // Scalar: exp (first table load) 64 + 256 + 128 = 448 -> 448; then waits s1 and
   // reads PSUM: exp again 64 + 256 = 320 -> 1664 + 320 = 1984, signals s2.
   h.queue(Engine::scalar) = {
       activation(sb(0, 128, 12288, DType::fp32, {{1, 256}}), sb(0, 128, 0, DType::fp32, {{1, 256}}),
                  ActFunc::exp, test::imm(0.01f)),
       with_signal(with_wait(activation(sb(0, 64, 16384, DType::bf16, {{1, 256}}),
-                                       ps(0, 64, 0, DType::fp32, {{1, 256}}), ActFunc::exp, test::imm(0.001f)),
+                                       ps(0, 64, 0, DType::fp32, {{1, 256}}), ActFunc::exp,
+                                       test::imm(0.001f)),
                             1, 1),
                   2)};
   // GpSimd: iota N = 100: 64 + 150 + 100 = 314.
@@ -544,15 +584,16 @@ TEST(Engines, FaultIsRecordedNamingTheInstructionAndDoesNotCrash) {
   engine_harness h("h");
   // Vector: i0 fine (N = 64: 64 + 64 = 128 ns), i1 writes past the 32 KiB partition
   // (bytes [32760, 33016)), i2 never runs.
-  Instruction ok = tensor_scalar(sb(0, 128, 4096, DType::fp32, {{1, 64}}), sb(0, 128, 0, DType::fp32, {{1, 64}}),
-                                 AluOp::add, test::imm(1));
+  Instruction ok = tensor_scalar(sb(0, 128, 4096, DType::fp32, {{1, 64}}),
+                                 sb(0, 128, 0, DType::fp32, {{1, 64}}), AluOp::add, test::imm(1));
   Instruction bad = instr(Opcode::tensor_copy, sb(0, 128, 32760, DType::fp32, {{1, 64}}),
                           {sb(0, 128, 0, DType::fp32, {{1, 64}})});
   bad.line = 7;
   h.queue(Engine::vector) = {with_signal(ok, 0), with_signal(bad, 1), with_signal(test::nop(), 2)};
   // GpSimd: operands whose element counts differ (16 vs 8) fail inside the ALU.
-  Instruction mismatch = instr(Opcode::tensor_tensor, sb(0, 128, 8192, DType::fp32, {{1, 16}}),
-                               {sb(0, 128, 0, DType::fp32, {{1, 16}}), sb(0, 128, 0, DType::fp32, {{1, 8}})});
+  Instruction mismatch =
+      instr(Opcode::tensor_tensor, sb(0, 128, 8192, DType::fp32, {{1, 16}}),
+            {sb(0, 128, 0, DType::fp32, {{1, 16}}), sb(0, 128, 0, DType::fp32, {{1, 8}})});
   mismatch.op0 = AluOp::add;
   h.queue(Engine::gpsimd) = {mismatch};
   // Sync carries on: 64 ns.
@@ -564,15 +605,19 @@ TEST(Engines, FaultIsRecordedNamingTheInstructionAndDoesNotCrash) {
   for (const auto& f : h.ctx.faults) (f.where == h.ve.name() ? vf : gf) = &f;
   ASSERT_NE(vf, nullptr) << faults_text(h.ctx);
   ASSERT_NE(gf, nullptr) << faults_text(h.ctx);
-  EXPECT_NE(vf->message.find("instruction 1 (line 7): tensor_copy"), std::string::npos) << vf->message;
-  EXPECT_NE(vf->message.find("write of sbuf[0:128, 32760, fp32, [1,64]] failed"), std::string::npos) << vf->message;
-  EXPECT_NE(vf->message.find("bytes [32760, 33016) outside the partition size 32768"), std::string::npos)
+  EXPECT_NE(vf->message.find("instruction 1 (line 7): tensor_copy"), std::string::npos)
+      << vf->message;
+  EXPECT_NE(vf->message.find("write of sbuf[0:128, 32760, fp32, [1,64]] failed"), std::string::npos)
+      << vf->message;
+  EXPECT_NE(vf->message.find("bytes [32760, 33016) outside the partition size 32768"),
+            std::string::npos)
       << vf->message;
   EXPECT_EQ(gf->where, h.ge.name());
   EXPECT_NE(gf->message.find("instruction 0: tensor_tensor"), std::string::npos) << gf->message;
   EXPECT_TRUE(h.ve.failed());
   EXPECT_FALSE(h.ve.idle());
-  EXPECT_EQ(h.ve.pending().rfind("stopped at instruction 1 (line 7): tensor_copy", 0), 0u) << h.ve.pending();
+  EXPECT_EQ(h.ve.pending().rfind("stopped at instruction 1 (line 7): tensor_copy", 0), 0u)
+      << h.ve.pending();
   EXPECT_EQ(h.ve.instructions(), 1u);
   EXPECT_EQ(h.ve.last_done(), ns(128));
   EXPECT_EQ(h.sems.value(0), 1u);
@@ -593,7 +638,8 @@ TEST(Engines, PendingNamesTheWaitThatBlocks) {
   run({&h});
   EXPECT_FALSE(h.se.idle());
   EXPECT_FALSE(h.se.failed());
-  EXPECT_EQ(h.se.pending().rfind("waiting for s9 >= 1 (now 0) at instruction 1 (line 4): nop", 0), 0u)
+  EXPECT_EQ(h.se.pending().rfind("waiting for s9 >= 1 (now 0) at instruction 1 (line 4): nop", 0),
+            0u)
       << h.se.pending();
   EXPECT_NE(h.se.pending().find("wait=s9>=1"), std::string::npos) << h.se.pending();
   EXPECT_EQ(h.se.instructions(), 1u);

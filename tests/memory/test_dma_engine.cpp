@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -68,8 +69,12 @@ class dma_harness : public sc_core::sc_module {
   std::vector<Instruction> q[2][4];  // [engine][queue]
 
   explicit dma_harness(const sc_core::sc_module_name& n, const dma_setup& s = dma_setup())
-      : sc_module(n), sems("sems", semaphores_params{16}), sbuf_mem("sbuf", s.sbuf),
-        hbm_mem("hbm", s.hbm), d0("d0", s.dma, sems, ctx), d1("d1", s.dma, sems, ctx) {
+      : sc_module(n),
+        sems("sems", semaphores_params{16}),
+        sbuf_mem("sbuf", s.sbuf),
+        hbm_mem("hbm", s.hbm),
+        d0("d0", s.dma, sems, ctx),
+        d1("d1", s.dma, sems, ctx) {
     for (dma_engine* d : {&d0, &d1}) {
       d->hbm_socket.bind(hbm_mem.tgt_socket);
       d->sbuf_socket.bind(sbuf_mem.tgt_socket);
@@ -113,10 +118,10 @@ TEST(DmaEngine, CopyHbmToSbufToHbmWithCasts) {
   // 4 rows of 64 fp32, including bf16 rounding ties and near-ties.
   std::vector<float> x(256);
   for (int i = 0; i < 256; ++i) x[i] = std::ldexp(float(i % 37) - 18.3f, (i % 9) - 4);
-  x[0] = 1.0f + 0x1p-8f;            // tie between 1 and 1+2^-7: to even -> 1.0
-  x[1] = 1.0f + 3 * 0x1p-8f;        // tie between 1+2^-7 and 1+2^-6: to even -> 1+2^-6
-  x[2] = 1.0f + 0x1p-8f + 0x1p-20f; // just above the tie -> 1+2^-7
-  x[3] = -(1.0f + 0x1p-8f);         // negative tie -> -1.0
+  x[0] = 1.0f + 0x1p-8f;             // tie between 1 and 1+2^-7: to even -> 1.0
+  x[1] = 1.0f + 3 * 0x1p-8f;         // tie between 1+2^-7 and 1+2^-6: to even -> 1+2^-6
+  x[2] = 1.0f + 0x1p-8f + 0x1p-20f;  // just above the tie -> 1+2^-7
+  x[3] = -(1.0f + 0x1p-8f);          // negative tie -> -1.0
   h.hbm_f32(0, x);
   std::vector<sc_time> done;
   test::record_semaphore(h.sems, 0, 3, &done);
@@ -154,6 +159,25 @@ TEST(DmaEngine, CopyHbmToSbufToHbmWithCasts) {
   EXPECT_EQ(test::u16_at(h.sbuf_mem.row(4)), 0);
 }
 
+TEST(DmaEngine, IntegerCastsRoundToEvenAndSaturate) {
+  dma_harness h("h");
+  h.hbm_f32(0, {300.0f, -5.0f, 2.5f, 3.5f, -0.5f, 254.6f, 0.49f, 128.0f});
+  h.hbm_f32(64, {2.5f, -2.5f, 1e10f, -1e10f});
+  h.q[0][0] = {dma_copy(sb(5, 1, 0, DType::uint8, {{1, 8}}), hb(1, 8, 0, DType::fp32, {{1, 8}})),
+               dma_copy(sb(5, 1, 64, DType::int32, {{1, 4}}), hb(1, 4, 64, DType::fp32, {{1, 4}}))};
+  h.run();
+  ASSERT_TRUE(h.ctx.faults.empty()) << h.ctx.faults[0].message;
+  const uint8_t* row = h.sbuf_mem.row(5);
+  EXPECT_EQ(std::vector<uint8_t>(row, row + 8),
+            (std::vector<uint8_t>{255, 0, 2, 4, 0, 255, 0, 128}));
+  int32_t i32[4];
+  std::memcpy(i32, row + 64, 16);
+  EXPECT_EQ(i32[0], 2);
+  EXPECT_EQ(i32[1], -2);
+  EXPECT_EQ(i32[2], 2147483647);
+  EXPECT_EQ(i32[3], -2147483647 - 1);
+}
+
 TEST(DmaEngine, StridedBroadcastAndNegativeHbmPatterns) {
   dma_harness h("h");
   h.hbm_index_ramp();
@@ -161,24 +185,30 @@ TEST(DmaEngine, StridedBroadcastAndNegativeHbmPatterns) {
   // Row 0 (elements 0..31) broadcast to 8 partitions: hbm[8x0, 0, fp32, [1,32]].
   q.push_back(dma_copy(sb(0, 8, 0, DType::fp32, {{1, 32}}), hb(8, 0, 0, DType::fp32, {{1, 32}})));
   // Every other element of rows 100 elements apart from element 1024.
-  q.push_back(dma_copy(sb(0, 4, 256, DType::fp32, {{1, 16}}), hb(4, 100, 4096, DType::fp32, {{2, 16}})));
+  q.push_back(
+      dma_copy(sb(0, 4, 256, DType::fp32, {{1, 16}}), hb(4, 100, 4096, DType::fp32, {{2, 16}})));
   // Reversed: from element 63 down to 0.
-  q.push_back(dma_copy(sb(0, 1, 512, DType::fp32, {{1, 64}}), hb(1, 0, 252, DType::fp32, {{-1, 64}})));
+  q.push_back(
+      dma_copy(sb(0, 1, 512, DType::fp32, {{1, 64}}), hb(1, 0, 252, DType::fp32, {{-1, 64}})));
   // Two dims with a negative outer stride: row r, (a, b) -> element 8 + 64r - 4a + b.
-  q.push_back(dma_copy(sb(0, 2, 1024, DType::fp32, {{1, 12}}), hb(2, 64, 32, DType::fp32, {{-4, 3}, {1, 4}})));
+  q.push_back(dma_copy(sb(0, 2, 1024, DType::fp32, {{1, 12}}),
+                       hb(2, 64, 32, DType::fp32, {{-4, 3}, {1, 4}})));
   // Scatter SBUF -> HBM every other element of rows 64 apart at @65536 (= element 16384).
-  q.push_back(dma_copy(hb(4, 64, 65536, DType::fp32, {{2, 16}}), sb(0, 4, 256, DType::fp32, {{1, 16}})));
+  q.push_back(
+      dma_copy(hb(4, 64, 65536, DType::fp32, {{2, 16}}), sb(0, 4, 256, DType::fp32, {{1, 16}})));
   h.run();
   ASSERT_TRUE(h.ctx.faults.empty()) << h.ctx.faults[0].message;
   for (uint32_t p = 0; p < 8; ++p)
     for (uint32_t i = 0; i < 32; ++i) EXPECT_EQ(h.sbuf_f32(p, 4 * i), float(i)) << p;
   for (uint32_t p = 0; p < 4; ++p)
-    for (uint32_t i = 0; i < 16; ++i) EXPECT_EQ(h.sbuf_f32(p, 256 + 4 * i), float(1024 + 100 * p + 2 * i));
+    for (uint32_t i = 0; i < 16; ++i)
+      EXPECT_EQ(h.sbuf_f32(p, 256 + 4 * i), float(1024 + 100 * p + 2 * i));
   for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(h.sbuf_f32(0, 512 + 4 * i), float(63 - i));
   for (uint32_t r = 0; r < 2; ++r)
     for (int a = 0; a < 3; ++a)
       for (int b = 0; b < 4; ++b)
-        EXPECT_EQ(h.sbuf_f32(r, 1024 + 4 * (4 * a + b)), float(8 + 64 * r - 4 * a + b)) << r << a << b;
+        EXPECT_EQ(h.sbuf_f32(r, 1024 + 4 * (4 * a + b)), float(8 + 64 * r - 4 * a + b))
+            << r << a << b;
   for (uint32_t r = 0; r < 4; ++r)
     for (uint32_t i = 0; i < 32; ++i) {
       const float want = i % 2 == 0 ? float(1024 + 100 * r + i) : 0.0f;  // gaps stay 0
@@ -195,29 +225,37 @@ TEST(DmaEngine, TransferTimeIsTheMaxOfEngineHbmAndSbufSides) {
   // T1, engine-bound: 16 x 256 fp32 = 16384 B, 16 descriptors (rows):
   //   own 1000 + 160 + 16384/16 = 2184; HBM 1000 + 100 + 256 = 1356; SBUF 1000 + 256
   //   = 1256 -> 2184 ns, done at 2184.
-  q.push_back(with_signal(dma_copy(sb(0, 16, 0, DType::fp32, {{1, 256}}), hb(16, 256, 0, DType::fp32, {{1, 256}})), 0));
+  q.push_back(with_signal(
+      dma_copy(sb(0, 16, 0, DType::fp32, {{1, 256}}), hb(16, 256, 0, DType::fp32, {{1, 256}})), 0));
   // T2, HBM-latency-bound: 16 fp32 = 64 B, 1 descriptor: own 1000 + 10 + 4 = 1014;
   //   HBM 1000 + 100 + 1 = 1101; SBUF 1000 + 16 = 1016 -> 1101 ns, done at 3285.
-  q.push_back(with_signal(dma_copy(sb(0, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}})), 0));
+  q.push_back(with_signal(
+      dma_copy(sb(0, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}})), 0));
   // T3, SBUF-port-bound: one partition of 2048 bf16 = 4096 B, 1 descriptor:
   //   own 1000 + 10 + 256 = 1266; HBM 1000 + 100 + 64 = 1164; SBUF 1000 + 2048 = 3048
   //   -> 3048 ns, done at 6333.
-  q.push_back(with_signal(dma_copy(sb(0, 1, 0, DType::bf16, {{1, 2048}}), hb(1, 2048, 0, DType::bf16, {{1, 2048}})), 0));
+  q.push_back(with_signal(
+      dma_copy(sb(0, 1, 0, DType::bf16, {{1, 2048}}), hb(1, 2048, 0, DType::bf16, {{1, 2048}})),
+      0));
   // T4, descriptor-bound: SBUF stride 8 fp32 (32 B) makes 256 one-element descriptors:
   //   own 1000 + 2560 + 1024/16 = 3624; HBM 1000 + 100 + 16 = 1116; SBUF 1000 + 2 x 256
   //   = 1512 -> 3624 ns, done at 9957.
-  q.push_back(with_signal(dma_copy(sb(0, 1, 0, DType::fp32, {{8, 256}}), hb(1, 256, 0, DType::fp32, {{1, 256}})), 0));
+  q.push_back(with_signal(
+      dma_copy(sb(0, 1, 0, DType::fp32, {{8, 256}}), hb(1, 256, 0, DType::fp32, {{1, 256}})), 0));
   // T5, runs of 16: hbm[2x512, [32,4],[1,16]] is 128 elements in 128/16 = 8 runs:
   //   own 1000 + 80 + 512/16 = 1112; HBM 1000 + 100 + 8 = 1108; SBUF 1000 + 64 = 1064
   //   -> 1112 ns, done at 11069.
-  q.push_back(with_signal(dma_copy(sb(0, 2, 4096, DType::fp32, {{1, 64}}), hb(2, 512, 0, DType::fp32, {{32, 4}, {1, 16}})), 0));
+  q.push_back(with_signal(dma_copy(sb(0, 2, 4096, DType::fp32, {{1, 64}}),
+                                   hb(2, 512, 0, DType::fp32, {{32, 4}, {1, 16}})),
+                          0));
   h.run();
   EXPECT_TRUE(h.ctx.faults.empty());
   EXPECT_EQ(done, test::times_ns({2184, 3285, 6333, 9957, 11069}));
   // T5's data: partition r, element 16a + b = HBM element 512r + 32a + b.
   for (uint32_t r = 0; r < 2; ++r)
     for (uint32_t a = 0; a < 4; ++a)
-      for (uint32_t b = 0; b < 16; ++b) EXPECT_EQ(h.sbuf_f32(r, 4096 + 4 * (16 * a + b)), float(512 * r + 32 * a + b));
+      for (uint32_t b = 0; b < 16; ++b)
+        EXPECT_EQ(h.sbuf_f32(r, 4096 + 4 * (16 * a + b)), float(512 * r + 32 * a + b));
   stats::group g("dma");
   h.d0.register_stats(g);
   EXPECT_EQ(g.value("descriptors"), 16.0 + 1 + 1 + 256 + 8);
@@ -241,8 +279,11 @@ TEST(DmaEngine, TwoEnginesShareTheHbmBandwidth) {
   // Each: 16 x 256 fp32 = 16384 B, 16 descriptors: own 1000 + 160 + 1024 = 2184. HBM:
   // both offered at 1000 + 100 = 1100; the first served holds [1100, 2124), the second
   // [2124, 3148). First done max(2184, 2124) = 2184, second max(2184, 3148) = 3148.
-  h.q[0][0].push_back(with_signal(dma_copy(sb(0, 16, 0, DType::fp32, {{1, 256}}), hb(16, 256, 0, DType::fp32, {{1, 256}})), 0));
-  h.q[1][0].push_back(with_signal(dma_copy(sb(16, 16, 0, DType::fp32, {{1, 256}}), hb(16, 256, 0, DType::fp32, {{1, 256}})), 1));
+  h.q[0][0].push_back(with_signal(
+      dma_copy(sb(0, 16, 0, DType::fp32, {{1, 256}}), hb(16, 256, 0, DType::fp32, {{1, 256}})), 0));
+  h.q[1][0].push_back(with_signal(
+      dma_copy(sb(16, 16, 0, DType::fp32, {{1, 256}}), hb(16, 256, 0, DType::fp32, {{1, 256}})),
+      1));
   h.run();
   ASSERT_EQ(d0_done.size(), 1u);
   ASSERT_EQ(d1_done.size(), 1u);
@@ -262,7 +303,8 @@ TEST(DmaEngine, SemaphoreWaitsAndSignals) {
   test::increment_at(h.sems, 5, 2, ns(4000));
   // Waits for s2 >= 1 (set at 500 ns); signals s3 at read start and s4 +2 at completion.
   // 64 B: HBM-bound 1101 ns (1000 + 100 + 64/64), so done at 500 + 1101 = 1601.
-  Instruction c = with_wait(dma_copy(sb(0, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}})), 2, 1);
+  Instruction c = with_wait(
+      dma_copy(sb(0, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}})), 2, 1);
   c = with_signal(std::move(c), 3, 1, isa::SignalWhen::start);
   h.q[0][0].push_back(with_signal(std::move(c), 4, 2));
   // A nop waiting for s5 >= 2 (at 4000 ns) takes no time and signals s6.
@@ -285,9 +327,10 @@ TEST(DmaEngine, QueuesAreServedRoundRobin) {
   test::record_semaphore(h.sems, 1, 2, &b_done);
   // Every transfer: 64 B, HBM-latency-bound D = 1000 + 100 + 1 = 1101 ns, one at a time.
   auto small = [](uint64_t sbuf_off) {
-    return dma_copy(sb(0, 1, sbuf_off, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}}));
+    return dma_copy(sb(0, 1, sbuf_off, DType::fp32, {{1, 16}}),
+                    hb(1, 16, 0, DType::fp32, {{1, 16}}));
   };
-  h.q[0][0] = {with_signal(small(0), 0), with_signal(small(64), 0)};    // A0, A1
+  h.q[0][0] = {with_signal(small(0), 0), with_signal(small(64), 0)};     // A0, A1
   h.q[0][1] = {with_signal(small(128), 1), with_signal(small(192), 1)};  // B0, B1
   h.run();
   // A0, B0, A1, B1: completions at D, 2D, 3D, 4D = 1101, 2202, 3303, 4404.
@@ -301,7 +344,8 @@ TEST(DmaEngine, InOrderWithinAQueue) {
   test::record_semaphore(h.sems, 0, 2, &a_done);
   test::record_semaphore(h.sems, 1, 1, &b_done);
   auto small = [](uint64_t sbuf_off) {
-    return dma_copy(sb(0, 1, sbuf_off, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}}));
+    return dma_copy(sb(0, 1, sbuf_off, DType::fp32, {{1, 16}}),
+                    hb(1, 16, 0, DType::fp32, {{1, 16}}));
   };
   // A0 waits for B0's s5; A1 is ready at once but must stay behind A0.
   h.q[0][0] = {with_signal(with_wait(small(0), 5, 1), 0), with_signal(small(64), 0)};
@@ -314,10 +358,13 @@ TEST(DmaEngine, InOrderWithinAQueue) {
 
 TEST(DmaEngine, PendingNamesAWaitThatCanNeverBeSatisfied) {
   dma_harness h("h");
-  Instruction stuck = with_wait(dma_copy(sb(0, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}})), 7, 1);
+  Instruction stuck = with_wait(
+      dma_copy(sb(0, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}})), 7, 1);
   stuck.line = 12;
-  h.q[0][2] = {with_signal(dma_copy(sb(0, 1, 64, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}})), 0),
-               stuck};
+  h.q[0][2] = {
+      with_signal(
+          dma_copy(sb(0, 1, 64, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}})), 0),
+      stuck};
   h.run();
   EXPECT_TRUE(h.ctx.faults.empty());
   EXPECT_FALSE(h.d0.idle());
@@ -335,10 +382,12 @@ TEST(DmaEngine, PendingNamesAWaitThatCanNeverBeSatisfied) {
 
 TEST(DmaEngine, OutOfRangeTransferIsAFaultNotACrash) {
   dma_harness h("h");
-  Instruction bad = dma_copy(sb(0, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 16 * kMiB - 32, DType::fp32, {{1, 16}}));
+  Instruction bad = dma_copy(sb(0, 1, 0, DType::fp32, {{1, 16}}),
+                             hb(1, 16, 16 * kMiB - 32, DType::fp32, {{1, 16}}));
   bad.line = 3;
   h.q[0][0] = {bad};
-  h.q[1][0] = {with_signal(dma_copy(sb(0, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}})), 0)};
+  h.q[1][0] = {with_signal(
+      dma_copy(sb(0, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 0, DType::fp32, {{1, 16}})), 0)};
   h.run();
   ASSERT_EQ(h.ctx.faults.size(), 1u);
   const auto& f = h.ctx.faults[0];
@@ -358,8 +407,9 @@ TEST(DmaEngine, HbmBaseIsAddedToProgramOffsets) {
   for (int i = 0; i < 16; ++i) v[i] = 100.0f + float(i);
   h.hbm_f32(kMiB + 64, v);
   h.d0.set_hbm_base(kMiB);
-  h.q[0][0] = {dma_copy(sb(3, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 64, DType::fp32, {{1, 16}})),
-               dma_copy(hb(1, 16, 128, DType::fp32, {{1, 16}}), sb(3, 1, 0, DType::fp32, {{1, 16}}))};
+  h.q[0][0] = {
+      dma_copy(sb(3, 1, 0, DType::fp32, {{1, 16}}), hb(1, 16, 64, DType::fp32, {{1, 16}})),
+      dma_copy(hb(1, 16, 128, DType::fp32, {{1, 16}}), sb(3, 1, 0, DType::fp32, {{1, 16}}))};
   h.run();
   for (int i = 0; i < 16; ++i) {
     EXPECT_EQ(h.sbuf_f32(3, 4 * i), 100.0f + float(i));

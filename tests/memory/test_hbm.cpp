@@ -92,7 +92,8 @@ TEST(Hbm, PatternTransactionsAcrossThePageBoundary) {
   h.mem.read(kMiB - 300, raw.data(), raw.size());
   EXPECT_EQ(test::bytes_f32(raw), in);
   for (int r = 0; r < 2; ++r)
-    for (int i = 0; i < 16; ++i) EXPECT_EQ(strided[r * 16 + i], in[30 + 100 * r - 2 * i]) << r << "," << i;
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(strided[r * 16 + i], in[30 + 100 * r - 2 * i]) << r << "," << i;
 }
 
 TEST(Hbm, BroadcastAndNegativeRowStrides) {
@@ -119,20 +120,30 @@ TEST(Hbm, OutOfRangeAccessesGetErrors) {
   std::string past_end, below_zero, wrong_space, fits;
   h.a.body = [&] {
     // 4 fp32 from 8 MiB - 8: bytes [8388600, 8388616) of 8388608.
-    past_end = test::driver::error_of([&] { h.a.write(hb(1, 0, 8 * kMiB - 8, DType::fp32, {{1, 4}}), buf.data()); });
+    past_end = test::driver::error_of([&] {
+      h.a.write(hb(1, 0, 8 * kMiB - 8, DType::fp32, {{1, 4}}), buf.data());
+    });
     // Row stride -64 elements from byte 128: row 2 starts at 128 - 2*256 = -384.
-    below_zero = test::driver::error_of([&] { h.a.read(hb(3, -64, 128, DType::fp32, {{1, 4}}), buf.data()); });
-    wrong_space = test::driver::error_of([&] { h.a.read(test::sb(0, 1, 0, DType::fp32, {{1, 4}}), buf.data()); });
+    below_zero = test::driver::error_of([&] {
+      h.a.read(hb(3, -64, 128, DType::fp32, {{1, 4}}), buf.data());
+    });
+    wrong_space = test::driver::error_of([&] {
+      h.a.read(test::sb(0, 1, 0, DType::fp32, {{1, 4}}), buf.data());
+    });
     // The last 16 bytes exactly: fine.
-    fits = test::driver::error_of([&] { h.a.write(hb(1, 0, 8 * kMiB - 16, DType::fp32, {{1, 4}}), buf.data()); });
+    fits = test::driver::error_of([&] {
+      h.a.write(hb(1, 0, 8 * kMiB - 16, DType::fp32, {{1, 4}}), buf.data());
+    });
   };
   sc_core::sc_start();
-  EXPECT_NE(past_end.find("write of hbm[1x0, 8388600, fp32, [1,4]] failed"), std::string::npos) << past_end;
+  EXPECT_NE(past_end.find("write of hbm[1x0, 8388600, fp32, [1,4]] failed"), std::string::npos)
+      << past_end;
   EXPECT_NE(past_end.find("HBM bytes [8388600, 8388616) outside the device's 8388608 bytes"),
             std::string::npos)
       << past_end;
   EXPECT_NE(below_zero.find("HBM bytes [-384, 144)"), std::string::npos) << below_zero;
-  EXPECT_NE(wrong_space.find("non-HBM access pattern sent to HBM"), std::string::npos) << wrong_space;
+  EXPECT_NE(wrong_space.find("non-HBM access pattern sent to HBM"), std::string::npos)
+      << wrong_space;
   EXPECT_EQ(fits, "");
   std::vector<uint8_t> tail(8, 0xaa);
   h.mem.read(8 * kMiB - 8, tail.data(), 8);
@@ -204,9 +215,10 @@ TEST(Hbm, TimingOnlyMovesNoDataAndStatsCount) {
   std::vector<uint8_t> buf(2048, 0x55);
   sc_time t_only, t_read;
   h.a.body = [&] {
-    t_only = h.a.timing_only(tlm::TLM_WRITE_COMMAND, hb(1, 0, 0, DType::fp32, {{1, 256}}));  // 1024 B
-    t_read = h.a.read(hb(2, 256, 0, DType::bf16, {{1, 512}}), buf.data());                   // 2048 B
-    h.a.write(hb(1, 0, 4096, DType::uint8, {{1, 512}}), buf.data());                           // 512 B
+    t_only =
+        h.a.timing_only(tlm::TLM_WRITE_COMMAND, hb(1, 0, 0, DType::fp32, {{1, 256}}));  // 1024 B
+    t_read = h.a.read(hb(2, 256, 0, DType::bf16, {{1, 512}}), buf.data());              // 2048 B
+    h.a.write(hb(1, 0, 4096, DType::uint8, {{1, 512}}), buf.data());                    // 512 B
   };
   sc_core::sc_start();
   // Timing only: 100 + 1024/64 = 116 ns, and the ramp is still there.

@@ -47,10 +47,12 @@ class mem_harness : public sc_core::sc_module {
   psum psum_mem;
   test::driver to_sbuf, to_psum;
 
-  explicit mem_harness(const sc_core::sc_module_name& n,
-                       const sbuf_params& sp = test_sbuf_params(),
+  explicit mem_harness(const sc_core::sc_module_name& n, const sbuf_params& sp = test_sbuf_params(),
                        const psum_params& pp = test_psum_params())
-      : sc_module(n), sbuf_mem("sbuf", sp), psum_mem("psum", pp), to_sbuf("to_sbuf"),
+      : sc_module(n),
+        sbuf_mem("sbuf", sp),
+        psum_mem("psum", pp),
+        to_sbuf("to_sbuf"),
         to_psum("to_psum") {
     to_sbuf.socket.bind(sbuf_mem.tgt_socket);
     to_psum.socket.bind(psum_mem.tgt_socket);
@@ -66,7 +68,9 @@ class mem_harness : public sc_core::sc_module {
   }
 };
 
-float sbuf_f32(mem_harness& h, uint32_t p, int64_t byte) { return test::f32_at(h.sbuf_mem.row(p) + byte); }
+float sbuf_f32(mem_harness& h, uint32_t p, int64_t byte) {
+  return test::f32_at(h.sbuf_mem.row(p) + byte);
+}
 
 TEST(PartitionedMemory, ContiguousRoundTripTouchesOnlyItsPartitions) {
   mem_harness h("h");
@@ -145,24 +149,41 @@ TEST(PartitionedMemory, PartitionRangesAndOutOfBoundsErrors) {
   std::string top_ok, past_end, too_far, below_zero, wrong_space, zero_parts;
   h.run([&] {
     // The last 32 partitions: fine.
-    top_ok = test::driver::error_of([&] { h.to_sbuf.write(sb(96, 32, 0, DType::fp32, {{1, 4}}), buf.data()); });
+    top_ok = test::driver::error_of([&] {
+      h.to_sbuf.write(sb(96, 32, 0, DType::fp32, {{1, 4}}), buf.data());
+    });
     // Partitions 120..130 of 128.
-    past_end = test::driver::error_of([&] { h.to_sbuf.read(sb(120, 10, 0, DType::fp32, {{1, 4}}), buf.data()); });
+    past_end = test::driver::error_of([&] {
+      h.to_sbuf.read(sb(120, 10, 0, DType::fp32, {{1, 4}}), buf.data());
+    });
     // 16 fp32 from byte 4090: bytes [4090, 4154) of a 4096-byte partition.
-    too_far = test::driver::error_of([&] { h.to_sbuf.write(sb(0, 1, 4090, DType::fp32, {{1, 16}}), buf.data()); });
+    too_far = test::driver::error_of([&] {
+      h.to_sbuf.write(sb(0, 1, 4090, DType::fp32, {{1, 16}}), buf.data());
+    });
     // Stride -4 from byte 8: lowest element at 8 - 3*4*4 = -40.
-    below_zero = test::driver::error_of([&] { h.to_sbuf.read(sb(0, 2, 8, DType::fp32, {{-4, 4}}), buf.data()); });
+    below_zero = test::driver::error_of([&] {
+      h.to_sbuf.read(sb(0, 2, 8, DType::fp32, {{-4, 4}}), buf.data());
+    });
     // A PSUM pattern sent to the SBUF.
-    wrong_space = test::driver::error_of([&] { h.to_sbuf.read(test::ps(0, 1, 0, DType::fp32, {{1, 4}}), buf.data()); });
-    zero_parts = test::driver::error_of([&] { h.to_psum.read(test::ps(0, 0, 0, DType::fp32, {{1, 4}}), buf.data()); });
+    wrong_space = test::driver::error_of([&] {
+      h.to_sbuf.read(test::ps(0, 1, 0, DType::fp32, {{1, 4}}), buf.data());
+    });
+    zero_parts = test::driver::error_of([&] {
+      h.to_psum.read(test::ps(0, 0, 0, DType::fp32, {{1, 4}}), buf.data());
+    });
   });
   EXPECT_EQ(top_ok, "");
-  EXPECT_NE(past_end.find("read of sbuf[120:130, 0, fp32, [1,4]] failed"), std::string::npos) << past_end;
+  EXPECT_NE(past_end.find("read of sbuf[120:130, 0, fp32, [1,4]] failed"), std::string::npos)
+      << past_end;
   EXPECT_NE(past_end.find("partitions 120..130 exceed 128"), std::string::npos) << past_end;
-  EXPECT_NE(too_far.find("write of sbuf[0:1, 4090, fp32, [1,16]] failed"), std::string::npos) << too_far;
-  EXPECT_NE(too_far.find("bytes [4090, 4154) outside the partition size 4096"), std::string::npos) << too_far;
-  EXPECT_NE(below_zero.find("bytes [-40, 12) outside the partition size 4096"), std::string::npos) << below_zero;
-  EXPECT_NE(wrong_space.find("access pattern for psum sent to sbuf"), std::string::npos) << wrong_space;
+  EXPECT_NE(too_far.find("write of sbuf[0:1, 4090, fp32, [1,16]] failed"), std::string::npos)
+      << too_far;
+  EXPECT_NE(too_far.find("bytes [4090, 4154) outside the partition size 4096"), std::string::npos)
+      << too_far;
+  EXPECT_NE(below_zero.find("bytes [-40, 12) outside the partition size 4096"), std::string::npos)
+      << below_zero;
+  EXPECT_NE(wrong_space.find("access pattern for psum sent to sbuf"), std::string::npos)
+      << wrong_space;
   EXPECT_NE(zero_parts.find("partitions"), std::string::npos) << zero_parts;
   // The refused write changed nothing.
   for (uint32_t b = 4000; b < 4096; ++b) EXPECT_EQ(h.sbuf_mem.row(0)[b], 0);
@@ -209,8 +230,9 @@ TEST(PartitionedMemory, PsumAccumulateAddsFp32) {
     h.to_psum.write(ap, b.data(), true);  // accumulate again
     h.to_psum.read(ap, out.data());
     std::vector<uint16_t> half(32);
-    bf16_err = test::driver::error_of(
-        [&] { h.to_psum.write(test::ps(0, 4, 0, DType::bf16, {{1, 8}}), half.data(), true); });
+    bf16_err = test::driver::error_of([&] {
+      h.to_psum.write(test::ps(0, 4, 0, DType::bf16, {{1, 8}}), half.data(), true);
+    });
   });
   for (int i = 0; i < 32; ++i) EXPECT_EQ(out[i], a[i] + b[i] + b[i]) << i;
   // The gaps between the strided elements stay 0.
@@ -225,7 +247,9 @@ TEST(PartitionedMemory, SbufRefusesAccumulate) {
   std::string err;
   h.run([&] {
     h.to_sbuf.write(sb(0, 1, 0, DType::fp32, {{1, 8}}), v.data());
-    err = test::driver::error_of([&] { h.to_sbuf.write(sb(0, 1, 0, DType::fp32, {{1, 8}}), v.data(), true); });
+    err = test::driver::error_of([&] {
+      h.to_sbuf.write(sb(0, 1, 0, DType::fp32, {{1, 8}}), v.data(), true);
+    });
   });
   EXPECT_NE(err.find("accumulating writes are only supported by PSUM"), std::string::npos) << err;
   EXPECT_EQ(sbuf_f32(h, 0, 0), 3.0f);  // not 6
@@ -268,6 +292,18 @@ TEST(PartitionedMemory, PortTimeArithmetic) {
   EXPECT_EQ(slow_mem.port_time(sb(0, 1, 0, DType::fp32, {{1, 100}})), ns(200));
   // PSUM uses the same rule with its own geometry: 512 fp32 = 512 ns.
   EXPECT_EQ(h.psum_mem.port_time(test::ps(0, 128, 0, DType::fp32, {{1, 512}})), ns(512));
+}
+
+// Regression test: port_time once looked at the last dim's stride even when that
+// dim has size 1 and so never steps; [1,64],[100,1] reads 64 contiguous fp32 (the pattern
+// is free_contiguous()) and should take 64 ns, not 2 x 64.
+TEST(PartitionedMemory, PortTimeIgnoresSizeOneInnerDims) {
+  mem_harness h("h");
+  const auto ap = sb(0, 128, 0, DType::fp32, {{1, 64}, {100, 1}});
+  ASSERT_TRUE(ap.free_contiguous());
+  EXPECT_EQ(h.sbuf_mem.port_time(ap), ns(64));
+  // The innermost dim that moves decides: stride 8 fp32 = 32 B > 16 B -> 2 x 64 = 128 ns.
+  EXPECT_EQ(h.sbuf_mem.port_time(sb(0, 128, 0, DType::fp32, {{8, 64}, {1, 1}})), ns(128));
 }
 
 TEST(PartitionedMemory, TransactionsAnnotatePortTimeOnTopOfTheIncomingDelay) {
@@ -314,10 +350,11 @@ TEST(PartitionedMemory, StatsCountTransactionsAndPeak) {
   h.psum_mem.register_stats(g.child("psum"));
   std::vector<float> buf(128 * 64);
   h.run([&] {
-    h.to_sbuf.write(sb(0, 128, 0, DType::fp32, {{1, 64}}), buf.data());     // 128*64*4 = 32768 B
-    h.to_sbuf.read(sb(0, 4, 1024, DType::bf16, {{1, 100}}), buf.data());    // 4*100*2 = 800 B, ends at 1224
+    h.to_sbuf.write(sb(0, 128, 0, DType::fp32, {{1, 64}}), buf.data());  // 128*64*4 = 32768 B
+    h.to_sbuf.read(sb(0, 4, 1024, DType::bf16, {{1, 100}}),
+                   buf.data());  // 4*100*2 = 800 B, ends at 1224
     h.to_sbuf.timing_only(tlm::TLM_READ_COMMAND, sb(0, 1, 0, DType::fp32, {{1, 10}}));  // 40 B
-    h.to_psum.write(test::ps(0, 2, 0, DType::fp32, {{1, 8}}), buf.data(), true);  // 64 B
+    h.to_psum.write(test::ps(0, 2, 0, DType::fp32, {{1, 8}}), buf.data(), true);        // 64 B
   });
   EXPECT_EQ(g.value("sbuf.write_bytes"), 32768.0);
   EXPECT_EQ(g.value("sbuf.read_bytes"), 840.0);  // 800 + 40 (timing-only reads count)

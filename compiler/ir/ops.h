@@ -1,0 +1,139 @@
+// The IR's op set: for each op its inputs, outputs, attributes (with defaults) and
+// shape rule, plus the geometry helpers (broadcasting, conv/pool windows, slices)
+// that shape inference, the interpreter and lowering passes share.
+//
+// Ops carry ONNX names and ONNX semantics (opset 13-17 flavour), in a canonical
+// form that the front end produces whatever the model's opset:
+//   - structural parameters are attributes, never inputs: Squeeze/Unsqueeze and
+//     Reduce* `axes`, Split `split`, Slice `starts/ends/axes/steps`, Pad `pads`
+//     and `value`, Reshape/Expand `shape`, Tile `repeats`, Clip `min`/`max`;
+//   - every attribute is present (normalize_node() fills defaults), axes are
+//     non-negative, Conv/pool `pads` are explicit (no auto_pad);
+//   - Softmax/LogSoftmax/Hardmax work on one axis (the front end rewrites the
+//     opset < 13 "flatten to 2-D" form into Reshape + Softmax + Reshape);
+//   - no Constant, Dropout or CastLike nodes (folded / replaced by the front end).
+// Shape, Size, ConstantOfShape and Range exist so the front end can fold them:
+// shape inference needs their inputs' data (Shape and Size: only the type).
+//
+// Op list (inputs; attributes with defaults; `?` = optional input):
+//  Unary, same type out. Float only: Sigmoid, Tanh, Erf, Exp, Log, Sqrt, Reciprocal,
+//    Softplus, Softsign, HardSwish, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh,
+//    Asinh, Acosh, Atanh, Floor, Ceil, Round (half to even),
+//    HardSigmoid{alpha=0.2, beta=0.5}, Elu{alpha=1}, Celu{alpha=1},
+//    Selu{alpha=1.6732632, gamma=1.0507010}, LeakyRelu{alpha=0.01},
+//    ThresholdedRelu{alpha=1}.
+//    Numeric: Relu, Neg, Abs, Sign, Clip{min=-inf, max=+inf}. Any: Identity.
+//    Bool: Not. Float -> bool: IsNaN, IsInf{detect_negative=1, detect_positive=1}.
+//  Binary, multidirectional (numpy) broadcasting: Add, Sub, Mul, Div (integer:
+//    truncates toward zero, x/0 = 0), Pow (type of the base), Mod{fmod=0} (fmod=0:
+//    sign of the divisor, integers only in ONNX; fmod=1: C fmod), PRelu(X, slope)
+//    (slope broadcasts to X). Variadic (1+ inputs): Max, Min, Sum, Mean.
+//    Comparisons to bool: Equal, Less, Greater, LessOrEqual, GreaterOrEqual.
+//    Bool logic: And, Or, Xor. Where(cond, X, Y).
+//  Cast{to: element type name, e.g. "fp32"}.
+//  MatMul(A, B): numpy matmul (1-D operands promoted, batch dims broadcast).
+//  Gemm(A, B, C?){alpha=1, beta=1, transA=0, transB=0}: A, B 2-D; C broadcasts.
+//  Conv(X, W, B?){kernel_shape, strides, pads, dilations, group=1}: X [N,C,D1..Dk],
+//    W [M, C/group, K1..Kk]; pads = [begin_1..begin_k, end_1..end_k].
+//  ConvTranspose(X, W, B?){kernel_shape, strides, pads, dilations, output_padding,
+//    group=1}: W [C, M/group, K1..Kk].
+//  MaxPool(X){kernel_shape, strides, pads, dilations, ceil_mode=0}.
+//  AveragePool(X){kernel_shape, strides, pads, ceil_mode=0, count_include_pad=0}.
+//  GlobalAveragePool(X), GlobalMaxPool(X): reduce every spatial dim to 1.
+//  BatchNormalization(X, scale, B, mean, var){epsilon=1e-5}: inference form.
+//  InstanceNormalization(X, scale, B){epsilon=1e-5}.
+//  LayerNormalization(X, scale, B?){axis=-1, epsilon=1e-5} -> Y, Mean?, InvStdDev?
+//    (normalises over dims axis..rank-1; Mean/InvStdDev have those dims set to 1).
+//  Softmax, LogSoftmax, Hardmax {axis=-1}: over the one axis.
+//  ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+//    ReduceLogSum, ReduceLogSumExp, ReduceSumSquare {axes=[] (= all), keepdims=1}.
+//  ArgMax, ArgMin {axis=0, keepdims=1, select_last_index=0} -> int64.
+//  Reshape{shape}: the full output shape (no 0 or -1).
+//  Flatten{axis=1} -> 2-D. Transpose{perm (default reversed)}.
+//  Squeeze{axes (default: every dim of size 1)}. Unsqueeze{axes}: axes of the output.
+//  Concat{axis} (1+ inputs). Split{axis=0, split (default: equal parts, one per
+//    output)}.
+//  Slice{starts, ends, axes (default 0..n-1), steps (default 1)}: ONNX clamping,
+//    see slice_dims().
+//  Gather(data, indices){axis=0}: int32/int64 indices, negative counts from the end.
+//  GatherElements(data, indices){axis=0}.
+//  Expand{shape}: broadcast X to `shape` (numpy rules, as ONNX Expand).
+//  Tile{repeats}. Pad{pads (begin..., end...; negative crops), mode="constant"
+//    (or "reflect", "edge"), value=0}.
+//  DepthToSpace{blocksize, mode="DCR"}, SpaceToDepth{blocksize}.
+//  CumSum(X, axis: scalar constant){exclusive=0, reverse=0}.
+//  Trilu(X, k?: scalar constant){upper=1}.
+//  Fold-only: Shape{start=0, end=rank}, Size, ConstantOfShape(shape){value: tensor,
+//    default fp32 0}, Range(start, limit, delta).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace trnsim::ir {
+
+struct AttrSpec {
+  std::string name;
+  Attribute::Kind kind;
+  bool has_default = false;
+  Attribute dflt;  // used when has_default
+};
+
+struct OpSchema {
+  std::string name;
+  int min_inputs = 1, max_inputs = 1;  // max -1: unbounded
+  int min_outputs = 1, max_outputs = 1;
+  std::vector<AttrSpec> attrs;  // attributes not listed here are errors
+};
+
+// The schema of an op, or null for ops outside the set.
+const OpSchema* find_op_schema(std::string_view op);
+// Every op in the set, sorted.
+std::vector<std::string> op_names();
+
+// Fill default attributes (including the ones that depend on input shapes, e.g.
+// Conv kernel_shape), make axes non-negative, check attribute kinds and input and
+// output counts. Idempotent. Throws CompileError with the problem (no node label).
+void normalize_node(Node& n);
+
+// Output types of a normalized node from its input types (and, for fold-only ops
+// and a few others, its inputs' constant data). Throws CompileError with the problem.
+std::vector<TensorType> infer_types(const Node& n);
+
+// Create a node at the end of `g` (or before `before`), normalize it and give it
+// fresh outputs typed by inference, named from `out_names` when given (else
+// unique names derived from the node name or op). Errors name the node.
+Node* make_node(Graph& g, const std::string& op, std::vector<Value*> inputs,
+                std::map<std::string, Attribute> attrs = {}, const std::string& node_name = "",
+                int num_outputs = 1, const std::vector<std::string>& out_names = {},
+                const Node* before = nullptr);
+
+// --- geometry helpers -------------------------------------------------------
+
+// numpy broadcasting of two or more shapes; CompileError if incompatible.
+Shape broadcast_shapes(const std::vector<Shape>& shapes);
+
+// Resolved window geometry of Conv / ConvTranspose / MaxPool / AveragePool over the
+// k spatial dims.
+struct WindowGeometry {
+  std::vector<int64_t> in, kernel, strides, dilations, pads_begin, pads_end, out;
+};
+// Conv and pools: out = floor-or-ceil((in + pb + pe - ((k-1)*d + 1)) / s) + 1. With
+// ceil_mode a last window that would start inside the end padding is dropped (as
+// PyTorch does), so every window overlaps the input.
+WindowGeometry window_geometry(const Node& n);
+
+// Per-dim start/step/count of a Slice over an input shape (ONNX clamping: starts
+// and ends clamp to [0, dim] for positive steps, [-1, dim-1] for negative ones).
+struct SliceDim {
+  int64_t start = 0, step = 1, count = 0;
+};
+std::vector<SliceDim> slice_dims(const Node& n, const Shape& in);
+
+// Normalize an axis in [-rank, rank) (or [-rank, rank] if `inclusive`).
+int64_t normalize_axis(int64_t axis, int64_t rank, bool inclusive = false);
+
+}  // namespace trnsim::ir
