@@ -123,6 +123,9 @@ std::vector<KeyDef> build() {
   v.push_back({"core.sbuf.port_width", T::count, "elements/cycle",
                "elements per cycle per SBUF read or write port", at_least(1),
                REF(uint32_t, core.sbuf.port_elems_per_cycle)});
+  v.push_back({"core.sbuf.vector_gpsimd_shared_port", T::boolean, "",
+               "vector and GpSimd engines share one SBUF port (NC-v2)", any(),
+               REF(bool, core.sbuf.vector_gpsimd_shared_port)});
 
   v.push_back({"core.psum.partitions", T::count, "partitions", "PSUM partitions", partitions(),
                REF(uint32_t, core.psum.partitions)});
@@ -137,6 +140,12 @@ std::vector<KeyDef> build() {
   v.push_back({"core.psum.port_width", T::count, "elements/cycle",
                "elements per cycle per PSUM port", at_least(1),
                REF(uint32_t, core.psum.port_elems_per_cycle)});
+  v.push_back({"core.psum.vector_scalar_shared_port", T::boolean, "",
+               "vector and scalar engines share one PSUM port", any(),
+               REF(bool, core.psum.vector_scalar_shared_port)});
+  v.push_back({"core.psum.shared_port_per_bank", T::boolean, "",
+               "the vector/scalar PSUM port sharing applies only within one bank (NC-v3)", any(),
+               REF(bool, core.psum.shared_port_per_bank)});
 
   // DMA engine and queue numbers are 16 bits in the ISA.
   v.push_back({"core.dma.engines", T::count, "engines", "DMA engines per core", range(1, 65536),

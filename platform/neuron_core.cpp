@@ -21,6 +21,12 @@ neuron_core::neuron_core(const sc_core::sc_module_name& name, const core_config&
     en.sbuf_socket.bind(sbuf.tgt_socket);
     en.psum_socket.bind(psum.tgt_socket);
   }
+  // Socket binding indices follow the order above: tensor 0, vector 1, scalar 2,
+  // gpsimd 3, sync 4 (then the DMA engines on SBUF).
+  constexpr int kVector = 1, kScalar = 2, kGpsimd = 3;
+  if (cfg.sbuf.vector_gpsimd_shared_port) sbuf.share_ports(kVector, kGpsimd);
+  if (cfg.psum.vector_scalar_shared_port)
+    psum.share_ports(kVector, kScalar, cfg.psum.shared_port_per_bank, cfg.psum.bank_bytes);
   for (uint32_t i = 0; i < cfg.dma.engines; ++i) {
     auto d = std::make_unique<models::dma_engine>(("dma" + std::to_string(i)).c_str(), cfg.dma,
                                                   sems, ctx);

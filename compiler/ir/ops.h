@@ -6,7 +6,8 @@
 // form that the front end produces whatever the model's opset:
 //   - structural parameters are attributes, never inputs: Squeeze/Unsqueeze and
 //     Reduce* `axes`, Split `split`, Slice `starts/ends/axes/steps`, Pad `pads`
-//     and `value`, Reshape/Expand `shape`, Tile `repeats`, Clip `min`/`max`;
+//     and `value`, Reshape/Expand `shape`, Tile `repeats`, Clip `min`/`max`,
+//     CumSum `axis`, Trilu `k`;
 //   - every attribute is present (normalize_node() fills defaults), axes are
 //     non-negative, Conv/pool `pads` are explicit (no auto_pad);
 //   - Softmax/LogSoftmax/Hardmax work on one axis (the front end rewrites the
@@ -61,8 +62,7 @@
 //  Tile{repeats}. Pad{pads (begin..., end...; negative crops), mode="constant"
 //    (or "reflect", "edge"), value=0}.
 //  DepthToSpace{blocksize, mode="DCR"}, SpaceToDepth{blocksize}.
-//  CumSum(X, axis: scalar constant){exclusive=0, reverse=0}.
-//  Trilu(X, k?: scalar constant){upper=1}.
+//  CumSum{axis, exclusive=0, reverse=0}. Trilu{upper=1, k=0}.
 //  Fold-only: Shape{start=0, end=rank}, Size, ConstantOfShape(shape){value: tensor,
 //    default fp32 0}, Range(start, limit, delta).
 #pragma once

@@ -18,6 +18,8 @@ struct ap_extension : tlm::tlm_extension<ap_extension> {
   bool accumulate = false;   // write: add fp32 values to the memory (PSUM matmul)
   bool timing_only = false;  // no data moves; only timing is computed
   std::string error;         // set by a target on an error response
+  sc_core::sc_time port_stall = sc_core::SC_ZERO_TIME;  // set by a target: wait for a
+                                                        // port held by another initiator
 
   tlm::tlm_extension_base* clone() const override { return new ap_extension(*this); }
   void copy_from(const tlm::tlm_extension_base& e) override {
@@ -27,15 +29,19 @@ struct ap_extension : tlm::tlm_extension<ap_extension> {
 
 // Issue one access-pattern transaction through `socket` (any initiator socket).
 // Throws std::runtime_error with the target's message on an error response.
+// `delay` is the LT local time offset: the access is offered at now + delay and on
+// return it is the completion offset. `stall` (optional) accumulates port stalls.
 template <class Socket>
 void ap_transport(Socket& socket, tlm::tlm_command cmd, const isa::AccessPattern& ap, uint8_t* data,
-                  sc_core::sc_time& delay, bool accumulate = false, bool timing_only = false);
+                  sc_core::sc_time& delay, bool accumulate = false, bool timing_only = false,
+                  sc_core::sc_time* stall = nullptr);
 
 void check_response(tlm::tlm_generic_payload& gp, const ap_extension& ext, const char* what);
 
 template <class Socket>
 void ap_transport(Socket& socket, tlm::tlm_command cmd, const isa::AccessPattern& ap, uint8_t* data,
-                  sc_core::sc_time& delay, bool accumulate, bool timing_only) {
+                  sc_core::sc_time& delay, bool accumulate, bool timing_only,
+                  sc_core::sc_time* stall) {
   ap_extension ext;
   ext.ap = ap;
   ext.accumulate = accumulate;
@@ -52,6 +58,7 @@ void ap_transport(Socket& socket, tlm::tlm_command cmd, const isa::AccessPattern
   gp.set_extension(&ext);
   socket->b_transport(gp, delay);
   gp.clear_extension(&ext);
+  if (stall) *stall += ext.port_stall;
   check_response(gp, ext, cmd == tlm::TLM_READ_COMMAND ? "read" : "write");
 }
 

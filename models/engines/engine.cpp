@@ -57,6 +57,8 @@ void engine::register_stats(stats::group& g) {
   g.add("busy_ns", "ns", "time spent executing instructions", [this] { return busy_ns(); });
   g.add("semaphore_wait_ns", "ns", "time spent waiting on semaphores",
         [this] { return sem_wait_ns(); });
+  g.add("port_stall_ns", "ns", "time accesses waited for an SBUF/PSUM port held by another engine",
+        [this] { return port_stall_ns(); });
   auto& ops = g.child("opcodes", "instructions executed by opcode");
   for (int i = 0; i < isa::kNumOpcodes; ++i) {
     auto op = static_cast<isa::Opcode>(i);
@@ -74,32 +76,39 @@ void engine::signal(const isa::Instruction& in, isa::SignalWhen when) {
 sc_core::sc_time engine::read_tile(const isa::AccessPattern& ap, Tile* t) {
   sc_core::sc_time d = sc_core::SC_ZERO_TIME;
   auto& sock = ap.space == isa::MemSpace::psum ? psum_socket : sbuf_socket;
-  if (!ctx_.functional) {
-    ap_transport(sock, tlm::TLM_READ_COMMAND, ap, nullptr, d, false, true);
-    return d;
+  const bool f = ctx_.functional;
+  if (f) scratch_.resize(ap.bytes());
+  sc_core::sc_time stall = sc_core::SC_ZERO_TIME;
+  ap_transport(sock, tlm::TLM_READ_COMMAND, ap, f ? scratch_.data() : nullptr, d, false, !f,
+               &stall);
+  port_stall_ += stall;
+  stream_start_ = std::max(stream_start_, stall);
+  if (f) {
+    t->resize(ap.partition_count, ap.free_elems());
+    isa::to_fp32(ap.dtype, scratch_.data(), t->v.data(), t->v.size());
   }
-  scratch_.resize(ap.bytes());
-  ap_transport(sock, tlm::TLM_READ_COMMAND, ap, scratch_.data(), d);
-  t->resize(ap.partition_count, ap.free_elems());
-  isa::to_fp32(ap.dtype, scratch_.data(), t->v.data(), t->v.size());
   return d;
 }
 
 sc_core::sc_time engine::write_tile(const isa::AccessPattern& ap, const Tile* t, bool accumulate) {
-  sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+  // Results stream out as soon as the operands stream in: offer the write then.
+  sc_core::sc_time d = stream_start_;
   auto& sock = ap.space == isa::MemSpace::psum ? psum_socket : sbuf_socket;
-  if (!ctx_.functional) {
-    ap_transport(sock, tlm::TLM_WRITE_COMMAND, ap, nullptr, d, accumulate, true);
-    return d;
+  const bool f = ctx_.functional;
+  if (f) {
+    scratch_.resize(ap.bytes());
+    isa::from_fp32(ap.dtype, t->v.data(), scratch_.data(), t->v.size());
   }
-  scratch_.resize(ap.bytes());
-  isa::from_fp32(ap.dtype, t->v.data(), scratch_.data(), t->v.size());
-  ap_transport(sock, tlm::TLM_WRITE_COMMAND, ap, scratch_.data(), d, accumulate);
+  sc_core::sc_time stall = sc_core::SC_ZERO_TIME;
+  ap_transport(sock, tlm::TLM_WRITE_COMMAND, ap, f ? scratch_.data() : nullptr, d, accumulate, !f,
+               &stall);
+  port_stall_ += stall;
   return d;
 }
 
 sc_core::sc_time engine::execute(const isa::Instruction& in) {
   if (in.op == isa::Opcode::nop) return sc_core::SC_ZERO_TIME;
+  stream_start_ = sc_core::SC_ZERO_TIME;
   const bool f = ctx_.functional;
   ExecArgs args;
   ExecResult res;

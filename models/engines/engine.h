@@ -47,6 +47,7 @@ class engine : public sc_core::sc_module {
   uint64_t instructions() const { return instructions_; }
   double busy_ns() const { return busy_.to_seconds() * 1e9; }
   double sem_wait_ns() const { return sem_wait_.to_seconds() * 1e9; }
+  double port_stall_ns() const { return port_stall_.to_seconds() * 1e9; }
 
   sc_core::sc_time cycles_to_time(double cycles) const;
 
@@ -82,6 +83,8 @@ class engine : public sc_core::sc_module {
   std::array<uint64_t, isa::kNumOpcodes> by_opcode_{};
   sc_core::sc_time busy_ = sc_core::SC_ZERO_TIME;
   sc_core::sc_time sem_wait_ = sc_core::SC_ZERO_TIME;
+  sc_core::sc_time port_stall_ = sc_core::SC_ZERO_TIME;
+  sc_core::sc_time stream_start_ = sc_core::SC_ZERO_TIME;  // this instruction's read stall
 };
 
 }  // namespace trnsim::models

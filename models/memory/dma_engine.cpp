@@ -67,6 +67,8 @@ void dma_engine::register_stats(stats::group& g) {
   g.add_counter("bytes", "bytes", "bytes written by this engine", &bytes_);
   g.add_counter("descriptors", "descriptors", "contiguous chunks moved", &descriptors_);
   g.add("busy_ns", "ns", "time spent transferring", [this] { return busy_ns(); });
+  g.add("port_stall_ns", "ns", "time SBUF accesses waited for a port held by another initiator",
+        [this] { return port_stall_.to_seconds() * 1e9; });
   g.add("avg_transfer_bytes", "bytes", "mean bytes per transfer",
         [this] { return transfers_ ? double(bytes_) / double(transfers_) : 0.0; });
   for (size_t i = 0; i < queues_.size(); ++i) {
@@ -102,7 +104,8 @@ sc_core::sc_time dma_engine::transfer(const isa::Instruction& in) {
 
   sc_core::sc_time rd = fixed, wr = fixed;
   src_buf_.resize(f ? src.bytes() : 0);
-  ap_transport(rs, tlm::TLM_READ_COMMAND, src, f ? src_buf_.data() : nullptr, rd, false, !f);
+  ap_transport(rs, tlm::TLM_READ_COMMAND, src, f ? src_buf_.data() : nullptr, rd, false, !f,
+               &port_stall_);
   uint8_t* out = src_buf_.data();
   if (f && src.dtype != dst.dtype) {
     f32_.resize(src.elems());
@@ -111,7 +114,7 @@ sc_core::sc_time dma_engine::transfer(const isa::Instruction& in) {
     isa::from_fp32(dst.dtype, f32_.data(), dst_buf_.data(), f32_.size());
     out = dst_buf_.data();
   }
-  ap_transport(ws, tlm::TLM_WRITE_COMMAND, dst, f ? out : nullptr, wr, false, !f);
+  ap_transport(ws, tlm::TLM_WRITE_COMMAND, dst, f ? out : nullptr, wr, false, !f, &port_stall_);
 
   const uint64_t bytes = std::max(src.bytes(), dst.bytes());
   const uint64_t desc = std::max(descriptors(src), descriptors(dst));

@@ -72,6 +72,7 @@ class dma_engine : public sc_core::sc_module {
 
   uint64_t executed_ = 0, transfers_ = 0, bytes_ = 0, descriptors_ = 0;
   sc_core::sc_time busy_ = sc_core::SC_ZERO_TIME;
+  sc_core::sc_time port_stall_ = sc_core::SC_ZERO_TIME;
 };
 
 }  // namespace trnsim::models

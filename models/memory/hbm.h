@@ -38,7 +38,7 @@ class hbm : public sc_core::sc_module {
  private:
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   void check_range(uint64_t addr, uint64_t n) const;  // throws std::out_of_range
-  static constexpr uint64_t kPageBits = 20;  // 1 MiB pages
+  static constexpr uint64_t kPageBits = 20;           // 1 MiB pages
   static constexpr uint64_t kPage = uint64_t(1) << kPageBits;
 
   hbm_params params_;

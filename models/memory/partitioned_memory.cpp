@@ -15,6 +15,41 @@ partitioned_memory::partitioned_memory(const sc_core::sc_module_name& name,
   tgt_socket.register_b_transport(this, &partitioned_memory::b_transport);
 }
 
+void partitioned_memory::share_ports(int a, int b, bool per_bank, uint64_t bank_bytes) {
+  if (sharing_.size() <= size_t(std::max(a, b))) sharing_.resize(std::max(a, b) + 1);
+  sharing_[b] = {a, per_bank, bank_bytes};
+  if (per_bank) sharing_[a] = {a, per_bank, bank_bytes};
+}
+
+sc_core::sc_time partitioned_memory::reserve_port(int id, bool write, const isa::AccessPattern& ap,
+                                                  const sc_core::sc_time& offer,
+                                                  sc_core::sc_time& stall) {
+  int owner = id;
+  uint64_t bank = 0, banks = 1;
+  if (size_t(id) < sharing_.size() && sharing_[id].owner >= 0) {
+    owner = sharing_[id].owner;
+    if (sharing_[id].per_bank && sharing_[id].bank_bytes) {
+      banks = geo_.partition_bytes / sharing_[id].bank_bytes;
+      bank = ap.offset / sharing_[id].bank_bytes % banks;
+    }
+  }
+  // Key space: (owner, bank, direction); banks only split ports that are shared per bank.
+  const size_t max_banks = 64;
+  const size_t key = (size_t(owner) * max_banks + bank) * 2 + (write ? 1 : 0);
+  if (ports_.size() <= key) ports_.resize(key + 1);
+  port_state& ps = ports_[key];
+  // An initiator's own accesses stream in parallel (its sequencer already orders
+  // them); only another initiator's reservation makes it wait, and that is a stall.
+  const bool other = ps.last_user >= 0 && ps.last_user != id;
+  const sc_core::sc_time start = other ? std::max(offer, ps.next_free) : offer;
+  stall = start - offer;
+  stall_total_ += stall;
+  const sc_core::sc_time finish = start + port_time(ap);
+  ps.next_free = std::max(ps.next_free, finish);
+  ps.last_user = id;
+  return finish;
+}
+
 void partitioned_memory::clear() {
   std::fill(data_.begin(), data_.end(), 0);
 }
@@ -24,6 +59,8 @@ void partitioned_memory::register_stats(stats::group& g) {
   g.add_counter("write_bytes", "bytes", "bytes written by engines and DMA", &write_bytes_);
   g.add_counter("reads", "accesses", "read transactions", &reads_);
   g.add_counter("writes", "accesses", "write transactions", &writes_);
+  g.add("port_stall_ns", "ns", "time accesses waited for a port held by another initiator",
+        [this] { return stall_total_.to_seconds() * 1e9; });
   g.add(
       "peak_bytes", "bytes", "highest byte offset touched in a partition, times partitions",
       [this] { return double(peak_byte_) * geo_.partitions; }, true);
@@ -98,7 +135,8 @@ bool partitioned_memory::accumulate(const isa::AccessPattern&, const uint8_t*, s
   return false;
 }
 
-void partitioned_memory::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+void partitioned_memory::b_transport(int id, tlm::tlm_generic_payload& gp,
+                                     sc_core::sc_time& delay) {
   auto* ext = gp.get_extension<ap_extension>();
   if (!ext) {
     gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
@@ -135,7 +173,10 @@ void partitioned_memory::b_transport(int, tlm::tlm_generic_payload& gp, sc_core:
     write_bytes_ += ap.bytes();
     ++writes_;
   }
-  delay += port_time(ap);
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  sc_core::sc_time stall;
+  delay = reserve_port(id, gp.is_write(), ap, now + delay, stall) - now;
+  ext->port_stall += stall;
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

@@ -2,8 +2,11 @@
 // of `partition_bytes`, a TLM-2.0 target taking access-pattern transactions
 // (ap_extension). Timing: each access is charged its port time, free elements per
 // partition at the per-partition lane rate, halved when the innermost stride
-// exceeds 16 bytes (hardware.md, Memories). Port arbitration between engines is not
-// modelled here yet.
+// exceeds 16 bytes (hardware.md, Memories). Ports: every initiator (engine, DMA
+// engine) has its own read port and write port unless the platform makes two share
+// one (NC-v2: vector/GpSimd on SBUF, vector/scalar on PSUM; NC-v3: PSUM sharing only
+// within a bank). A port is an analytic resource: an access waits for the port to be
+// free, and the wait caused by another initiator is reported as a port stall.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
@@ -42,6 +45,10 @@ class partitioned_memory : public sc_core::sc_module {
   // Port time of one access of `ap` (no side effects).
   sc_core::sc_time port_time(const isa::AccessPattern& ap) const;
 
+  // Initiator `b` (socket binding index) uses initiator `a`'s ports. With
+  // `per_bank`, they collide only when both access the same bank of `bank_bytes`.
+  void share_ports(int a, int b, bool per_bank = false, uint64_t bank_bytes = 0);
+
  protected:
   virtual void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   // Called for writes with ext.accumulate; default: error (only PSUM accumulates).
@@ -54,6 +61,23 @@ class partitioned_memory : public sc_core::sc_module {
   std::vector<uint8_t> data_;
   uint64_t read_bytes_ = 0, write_bytes_ = 0, reads_ = 0, writes_ = 0;
   uint64_t peak_byte_ = 0;  // highest byte offset touched in any partition
+
+ private:
+  struct port_state {
+    sc_core::sc_time next_free = sc_core::SC_ZERO_TIME;
+    int last_user = -1;
+  };
+  struct sharing {
+    int owner = -1;  // initiator whose ports are used; -1: own ports
+    bool per_bank = false;
+    uint64_t bank_bytes = 0;
+  };
+  // Reserves the port for an access offered at `offer`; returns finish, sets stall.
+  sc_core::sc_time reserve_port(int id, bool write, const isa::AccessPattern& ap,
+                                const sc_core::sc_time& offer, sc_core::sc_time& stall);
+  std::vector<sharing> sharing_;
+  std::vector<port_state> ports_;  // indexed by key(owner, bank, write)
+  sc_core::sc_time stall_total_ = sc_core::SC_ZERO_TIME;
 };
 
 }  // namespace trnsim::models

@@ -1,0 +1,906 @@
+#include "compiler/ir/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "compiler/ir/error.h"
+
+namespace trnsim::ir {
+namespace {
+
+using K = Attribute::Kind;
+using InferFn = std::function<std::vector<TensorType>(const Node&)>;
+using NormFn = std::function<void(Node&)>;
+
+struct OpDef {
+  OpSchema schema;
+  NormFn normalize;  // op-specific defaults and axis fixing; may be empty
+  InferFn infer;
+};
+
+[[noreturn]] void fail(const std::string& msg) { throw CompileError(msg); }
+
+std::string str_ints(const std::vector<int64_t>& v) { return shape_str(v); }
+
+const Value& in(const Node& n, size_t k) {
+  const Value* v = n.input(k);
+  if (!v) fail("input " + std::to_string(k) + " is required");
+  return *v;
+}
+
+const Shape& shp(const Node& n, size_t k) { return in(n, k).shape(); }
+
+void require_float(const Node& n, size_t k) {
+  if (!is_float(in(n, k).elem()))
+    fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') must be floating point, got " +
+         in(n, k).type.str());
+}
+void require_numeric(const Node& n, size_t k) {
+  if (in(n, k).elem() == ElemType::boolean)
+    fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') must be numeric, got bool");
+}
+void require_bool(const Node& n, size_t k) {
+  if (in(n, k).elem() != ElemType::boolean)
+    fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') must be bool, got " +
+         in(n, k).type.str());
+}
+void require_same_elem(const Node& n, size_t a, size_t b) {
+  if (in(n, a).elem() != in(n, b).elem())
+    fail("inputs " + std::to_string(a) + " and " + std::to_string(b) + " have different types (" +
+         in(n, a).type.str() + ", " + in(n, b).type.str() + ")");
+}
+void require_rank(const Node& n, size_t k, int64_t lo, int64_t hi) {
+  int64_t r = in(n, k).rank();
+  if (r < lo || r > hi)
+    fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') has rank " + std::to_string(r) +
+         ", expected " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi)));
+}
+void require_int_indices(const Node& n, size_t k) {
+  ElemType e = in(n, k).elem();
+  if (e != ElemType::int64 && e != ElemType::int32)
+    fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') must be int32/int64 indices, got " +
+         in(n, k).type.str());
+}
+
+int64_t axis_attr(Node& n, const std::string& key, int64_t rank, bool inclusive = false) {
+  int64_t a = normalize_axis(n.attr_int(key), rank, inclusive);
+  n.attrs[key] = a;
+  return a;
+}
+
+std::vector<int64_t> sorted_axes(const std::vector<int64_t>& axes, int64_t rank) {
+  std::vector<int64_t> r;
+  for (int64_t a : axes) r.push_back(normalize_axis(a, rank));
+  std::sort(r.begin(), r.end());
+  if (std::adjacent_find(r.begin(), r.end()) != r.end()) fail("axes " + str_ints(axes) + " repeat an axis");
+  return r;
+}
+
+std::vector<TensorType> same_as_input0(const Node& n) { return {in(n, 0).type}; }
+
+std::vector<TensorType> bcast_out(const Node& n, ElemType elem, size_t first = 0) {
+  std::vector<Shape> shapes;
+  for (size_t k = first; k < n.inputs.size(); ++k) shapes.push_back(shp(n, k));
+  return {{elem, broadcast_shapes(shapes)}};
+}
+
+// Windowed ops: fill kernel_shape/strides/dilations/pads defaults.
+void norm_window(Node& n, bool from_weights) {
+  int64_t k = in(n, 0).rank() - 2;
+  if (k < 1) fail("input 0 must have rank >= 3 ([N, C, spatial...]), got " + in(n, 0).type.str());
+  if (!n.has_attr("kernel_shape")) {
+    if (!from_weights) fail("missing attribute 'kernel_shape'");
+    const Shape& w = shp(n, 1);
+    if (static_cast<int64_t>(w.size()) != k + 2)
+      fail("weights " + in(n, 1).type.str() + " do not match input rank " + std::to_string(k + 2));
+    n.attrs["kernel_shape"] = std::vector<int64_t>(w.begin() + 2, w.end());
+  }
+  if (!n.has_attr("strides")) n.attrs["strides"] = std::vector<int64_t>(k, 1);
+  if (!n.has_attr("pads")) n.attrs["pads"] = std::vector<int64_t>(2 * k, 0);
+  if (n.op != "AveragePool" && !n.has_attr("dilations"))
+    n.attrs["dilations"] = std::vector<int64_t>(k, 1);
+  if (n.op == "ConvTranspose" && !n.has_attr("output_padding"))
+    n.attrs["output_padding"] = std::vector<int64_t>(k, 0);
+}
+
+std::vector<TensorType> infer_conv(const Node& n) {
+  require_float(n, 0);
+  require_same_elem(n, 0, 1);
+  const Shape& x = shp(n, 0);
+  const Shape& w = shp(n, 1);
+  int64_t g = n.attr_int("group");
+  if (w.size() != x.size()) fail("weights " + in(n, 1).type.str() + " must have the input's rank");
+  if (g < 1 || x[1] % g != 0) fail("group " + std::to_string(g) + " does not divide the input channels");
+  bool transposed = n.op == "ConvTranspose";
+  int64_t out_ch;
+  if (!transposed) {
+    if (w[1] * g != x[1])
+      fail("weights " + in(n, 1).type.str() + " expect " + std::to_string(w[1] * g) +
+           " input channels (group " + std::to_string(g) + "), input has " + std::to_string(x[1]));
+    if (w[0] % g != 0) fail("group " + std::to_string(g) + " does not divide the output channels");
+    out_ch = w[0];
+  } else {
+    if (w[0] != x[1])
+      fail("weights " + in(n, 1).type.str() + " expect " + std::to_string(w[0]) +
+           " input channels, input has " + std::to_string(x[1]));
+    out_ch = w[1] * g;
+  }
+  if (const Value* b = n.input(2)) {
+    if (b->shape() != Shape{out_ch})
+      fail("bias " + b->type.str() + " must be [" + std::to_string(out_ch) + "]");
+    require_same_elem(n, 0, 2);
+  }
+  WindowGeometry geo = window_geometry(n);
+  for (size_t i = 0; i < geo.kernel.size(); ++i)
+    if (geo.kernel[i] != w[i + 2])
+      fail("kernel_shape " + str_ints(geo.kernel) + " does not match weights " + in(n, 1).type.str());
+  Shape out{x[0], out_ch};
+  out.insert(out.end(), geo.out.begin(), geo.out.end());
+  return {{in(n, 0).elem(), out}};
+}
+
+std::vector<TensorType> infer_pool(const Node& n) {
+  require_numeric(n, 0);
+  WindowGeometry geo = window_geometry(n);
+  Shape out{shp(n, 0)[0], shp(n, 0)[1]};
+  out.insert(out.end(), geo.out.begin(), geo.out.end());
+  return {{in(n, 0).elem(), out}};
+}
+
+std::vector<TensorType> infer_global_pool(const Node& n) {
+  require_float(n, 0);
+  require_rank(n, 0, 3, 64);
+  Shape out = shp(n, 0);
+  for (size_t i = 2; i < out.size(); ++i) out[i] = 1;
+  return {{in(n, 0).elem(), out}};
+}
+
+std::vector<TensorType> infer_reduce(const Node& n) {
+  const Value& x = in(n, 0);
+  if (n.op != "ReduceMax" && n.op != "ReduceMin") require_numeric(n, 0);
+  const auto& axes = n.attr_ints("axes");
+  bool keep = n.attr_int("keepdims") != 0;
+  Shape out;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    bool reduced = axes.empty() || std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (reduced && x.shape()[d] == 0 && (n.op == "ReduceMax" || n.op == "ReduceMin"))
+      fail("cannot reduce an empty dim with " + n.op);
+    if (!reduced)
+      out.push_back(x.shape()[d]);
+    else if (keep)
+      out.push_back(1);
+  }
+  return {{x.elem(), out}};
+}
+
+Shape matmul_shape(const Shape& a0, const Shape& b0) {
+  if (a0.empty() || b0.empty()) fail("MatMul operands must have rank >= 1");
+  Shape a = a0, b = b0;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  if (a.back() != b[b.size() - 2])
+    fail("inner dims differ: " + shape_str(a0) + " @ " + shape_str(b0));
+  Shape batch = broadcast_shapes({Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2)});
+  if (a0.size() != 1) batch.push_back(a[a.size() - 2]);
+  if (b0.size() != 1) batch.push_back(b.back());
+  return batch;
+}
+
+// --- the table --------------------------------------------------------------
+
+std::map<std::string, OpDef, std::less<>>& table() {
+  static std::map<std::string, OpDef, std::less<>> t;
+  return t;
+}
+
+AttrSpec A(std::string name, K kind) { return {std::move(name), kind, false, {}}; }
+AttrSpec A(std::string name, K kind, Attribute dflt) { return {std::move(name), kind, true, std::move(dflt)}; }
+
+void def(std::string name, int min_in, int max_in, int min_out, int max_out, std::vector<AttrSpec> attrs,
+         InferFn infer, NormFn norm = {}) {
+  OpDef d;
+  d.schema = {name, min_in, max_in, min_out, max_out, std::move(attrs)};
+  d.infer = std::move(infer);
+  d.normalize = std::move(norm);
+  table().emplace(std::move(name), std::move(d));
+}
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+void register_ops() {
+  // Unary float ops.
+  auto unary_float = [](const Node& n) {
+    require_float(n, 0);
+    return same_as_input0(n);
+  };
+  for (const char* op : {"Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Softplus", "Softsign",
+                         "HardSwish", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+                         "Acosh", "Atanh", "Floor", "Ceil", "Round"})
+    def(op, 1, 1, 1, 1, {}, unary_float);
+  def("HardSigmoid", 1, 1, 1, 1, {A("alpha", K::kFloat, 0.2f), A("beta", K::kFloat, 0.5f)}, unary_float);
+  def("Elu", 1, 1, 1, 1, {A("alpha", K::kFloat, 1.0f)}, unary_float);
+  def("Celu", 1, 1, 1, 1, {A("alpha", K::kFloat, 1.0f)}, unary_float);
+  def("Selu", 1, 1, 1, 1,
+      {A("alpha", K::kFloat, 1.67326319217681884765625f), A("gamma", K::kFloat, 1.05070102214813232421875f)},
+      unary_float);
+  def("LeakyRelu", 1, 1, 1, 1, {A("alpha", K::kFloat, 0.01f)}, unary_float);
+  def("ThresholdedRelu", 1, 1, 1, 1, {A("alpha", K::kFloat, 1.0f)}, unary_float);
+
+  auto unary_numeric = [](const Node& n) {
+    require_numeric(n, 0);
+    return same_as_input0(n);
+  };
+  for (const char* op : {"Relu", "Neg", "Abs", "Sign"}) def(op, 1, 1, 1, 1, {}, unary_numeric);
+  def("Clip", 1, 1, 1, 1, {A("min", K::kFloat, -kInf), A("max", K::kFloat, kInf)}, unary_numeric);
+  def("Identity", 1, 1, 1, 1, {}, same_as_input0);
+  def("Not", 1, 1, 1, 1, {}, [](const Node& n) {
+    require_bool(n, 0);
+    return same_as_input0(n);
+  });
+  auto float_to_bool = [](const Node& n) {
+    require_float(n, 0);
+    return std::vector<TensorType>{{ElemType::boolean, shp(n, 0)}};
+  };
+  def("IsNaN", 1, 1, 1, 1, {}, float_to_bool);
+  def("IsInf", 1, 1, 1, 1, {A("detect_negative", K::kInt, 1), A("detect_positive", K::kInt, 1)}, float_to_bool);
+
+  // Binary and variadic broadcasting ops.
+  auto arith = [](const Node& n) {
+    require_numeric(n, 0);
+    for (size_t k = 1; k < n.inputs.size(); ++k) require_same_elem(n, 0, k);
+    return bcast_out(n, in(n, 0).elem());
+  };
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) def(op, 2, 2, 1, 1, {}, arith);
+  def("Mod", 2, 2, 1, 1, {A("fmod", K::kInt, 0)}, arith);
+  for (const char* op : {"Max", "Min", "Sum", "Mean"}) def(op, 1, -1, 1, 1, {}, arith);
+  def("Pow", 2, 2, 1, 1, {}, [](const Node& n) {
+    require_numeric(n, 0);
+    require_numeric(n, 1);
+    return bcast_out(n, in(n, 0).elem());
+  });
+  def("PRelu", 2, 2, 1, 1, {}, [](const Node& n) {
+    require_float(n, 0);
+    require_same_elem(n, 0, 1);
+    if (broadcast_shapes({shp(n, 0), shp(n, 1)}) != shp(n, 0))
+      fail("slope " + in(n, 1).type.str() + " does not broadcast to " + in(n, 0).type.str());
+    return same_as_input0(n);
+  });
+  auto compare = [](const Node& n) {
+    require_same_elem(n, 0, 1);
+    return bcast_out(n, ElemType::boolean);
+  };
+  for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) def(op, 2, 2, 1, 1, {}, compare);
+  auto logic = [](const Node& n) {
+    require_bool(n, 0);
+    require_bool(n, 1);
+    return bcast_out(n, ElemType::boolean);
+  };
+  for (const char* op : {"And", "Or", "Xor"}) def(op, 2, 2, 1, 1, {}, logic);
+  def("Where", 3, 3, 1, 1, {}, [](const Node& n) {
+    require_bool(n, 0);
+    require_same_elem(n, 1, 2);
+    return bcast_out(n, in(n, 1).elem());
+  });
+  def("Cast", 1, 1, 1, 1, {A("to", K::kString)}, [](const Node& n) {
+    auto t = parse_elem_type(n.attr_string("to"));
+    if (!t) fail("unknown element type '" + n.attr_string("to") + "'");
+    return std::vector<TensorType>{{*t, shp(n, 0)}};
+  });
+
+  // Linear algebra and NN ops.
+  def("MatMul", 2, 2, 1, 1, {}, [](const Node& n) {
+    require_numeric(n, 0);
+    require_same_elem(n, 0, 1);
+    return std::vector<TensorType>{{in(n, 0).elem(), matmul_shape(shp(n, 0), shp(n, 1))}};
+  });
+  def("Gemm", 2, 3, 1, 1,
+      {A("alpha", K::kFloat, 1.0f), A("beta", K::kFloat, 1.0f), A("transA", K::kInt, 0), A("transB", K::kInt, 0)},
+      [](const Node& n) {
+        require_numeric(n, 0);
+        require_same_elem(n, 0, 1);
+        require_rank(n, 0, 2, 2);
+        require_rank(n, 1, 2, 2);
+        const Shape& a = shp(n, 0);
+        const Shape& b = shp(n, 1);
+        int64_t m = n.attr_int("transA") ? a[1] : a[0];
+        int64_t ka = n.attr_int("transA") ? a[0] : a[1];
+        int64_t kb = n.attr_int("transB") ? b[1] : b[0];
+        int64_t nn = n.attr_int("transB") ? b[0] : b[1];
+        if (ka != kb) fail("inner dims differ: A " + shape_str(a) + ", B " + shape_str(b) + " (after transA/transB)");
+        Shape out{m, nn};
+        if (const Value* c = n.input(2)) {
+          require_same_elem(n, 0, 2);
+          if (broadcast_shapes({out, c->shape()}) != out)
+            fail("C " + c->type.str() + " does not broadcast to " + shape_str(out));
+        }
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      });
+  std::vector<AttrSpec> conv_attrs{A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts),
+                                   A("dilations", K::kInts), A("group", K::kInt, 1)};
+  def("Conv", 2, 3, 1, 1, conv_attrs, infer_conv, [](Node& n) { norm_window(n, true); });
+  conv_attrs.push_back(A("output_padding", K::kInts));
+  def("ConvTranspose", 2, 3, 1, 1, conv_attrs, infer_conv, [](Node& n) { norm_window(n, true); });
+  def("MaxPool", 1, 1, 1, 1,
+      {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts), A("dilations", K::kInts),
+       A("ceil_mode", K::kInt, 0)},
+      infer_pool, [](Node& n) { norm_window(n, false); });
+  def("AveragePool", 1, 1, 1, 1,
+      {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts), A("ceil_mode", K::kInt, 0),
+       A("count_include_pad", K::kInt, 0)},
+      [](const Node& n) {
+        require_float(n, 0);
+        return infer_pool(n);
+      },
+      [](Node& n) { norm_window(n, false); });
+  def("GlobalAveragePool", 1, 1, 1, 1, {}, infer_global_pool);
+  def("GlobalMaxPool", 1, 1, 1, 1, {}, infer_global_pool);
+  def("BatchNormalization", 5, 5, 1, 1, {A("epsilon", K::kFloat, 1e-5f)}, [](const Node& n) {
+    require_float(n, 0);
+    require_rank(n, 0, 2, 64);
+    for (size_t k = 1; k < 5; ++k) {
+      require_float(n, k);
+      if (shp(n, k) != Shape{shp(n, 0)[1]})
+        fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') is " + in(n, k).type.str() +
+             ", expected [" + std::to_string(shp(n, 0)[1]) + "] (one per channel)");
+    }
+    return same_as_input0(n);
+  });
+  def("InstanceNormalization", 3, 3, 1, 1, {A("epsilon", K::kFloat, 1e-5f)}, [](const Node& n) {
+    require_float(n, 0);
+    require_rank(n, 0, 3, 64);
+    for (size_t k = 1; k < 3; ++k)
+      if (shp(n, k) != Shape{shp(n, 0)[1]})
+        fail("input " + std::to_string(k) + " is " + in(n, k).type.str() + ", expected [" +
+             std::to_string(shp(n, 0)[1]) + "]");
+    return same_as_input0(n);
+  });
+  def("LayerNormalization", 2, 3, 1, 3, {A("axis", K::kInt, -1), A("epsilon", K::kFloat, 1e-5f)},
+      [](const Node& n) {
+        require_float(n, 0);
+        const Shape& x = shp(n, 0);
+        int64_t axis = n.attr_int("axis");
+        Shape inner(x.begin() + axis, x.end());
+        for (size_t k = 1; k < 3; ++k)
+          if (const Value* p = n.input(k)) {
+            require_same_elem(n, 0, k);
+            if (broadcast_shapes({inner, p->shape()}) != inner)
+              fail("input " + std::to_string(k) + " " + p->type.str() + " does not broadcast to the normalized dims " +
+                   shape_str(inner));
+          }
+        Shape stat = x;
+        for (size_t d = axis; d < stat.size(); ++d) stat[d] = 1;
+        return std::vector<TensorType>{in(n, 0).type, {ElemType::fp32, stat}, {ElemType::fp32, stat}};
+      },
+      [](Node& n) { axis_attr(n, "axis", in(n, 0).rank()); });
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"})
+    def(op, 1, 1, 1, 1, {A("axis", K::kInt, -1)},
+        [](const Node& n) {
+          require_float(n, 0);
+          return same_as_input0(n);
+        },
+        [](Node& n) { axis_attr(n, "axis", in(n, 0).rank()); });
+
+  // Reductions.
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                         "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
+    def(op, 1, 1, 1, 1, {A("axes", K::kInts, std::vector<int64_t>{}), A("keepdims", K::kInt, 1)}, infer_reduce,
+        [](Node& n) { n.attrs["axes"] = sorted_axes(n.attr_ints("axes"), in(n, 0).rank()); });
+  for (const char* op : {"ArgMax", "ArgMin"})
+    def(op, 1, 1, 1, 1, {A("axis", K::kInt, 0), A("keepdims", K::kInt, 1), A("select_last_index", K::kInt, 0)},
+        [](const Node& n) {
+          require_numeric(n, 0);
+          Shape out = shp(n, 0);
+          int64_t axis = n.attr_int("axis");
+          if (out[axis] == 0) fail("cannot take " + n.op + " over an empty dim");
+          if (n.attr_int("keepdims"))
+            out[axis] = 1;
+          else
+            out.erase(out.begin() + axis);
+          return std::vector<TensorType>{{ElemType::int64, out}};
+        },
+        [](Node& n) {
+          if (in(n, 0).rank() == 0) fail("input must have rank >= 1");
+          axis_attr(n, "axis", in(n, 0).rank());
+        });
+
+  // Shape manipulation.
+  def("Reshape", 1, 1, 1, 1, {A("shape", K::kInts)}, [](const Node& n) {
+    const Shape& s = n.attr_ints("shape");
+    for (int64_t d : s)
+      if (d < 0) fail("shape " + str_ints(s) + " must be fully resolved (no -1)");
+    if (num_elements(s) != in(n, 0).type.numel())
+      fail("cannot reshape " + in(n, 0).type.str() + " to " + str_ints(s));
+    return std::vector<TensorType>{{in(n, 0).elem(), s}};
+  });
+  def("Flatten", 1, 1, 1, 1, {A("axis", K::kInt, 1)},
+      [](const Node& n) {
+        const Shape& x = shp(n, 0);
+        int64_t axis = n.attr_int("axis");
+        Shape out{num_elements(Shape(x.begin(), x.begin() + axis)), num_elements(Shape(x.begin() + axis, x.end()))};
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      },
+      [](Node& n) { axis_attr(n, "axis", in(n, 0).rank(), true); });
+  def("Transpose", 1, 1, 1, 1, {A("perm", K::kInts)},
+      [](const Node& n) {
+        const Shape& x = shp(n, 0);
+        const auto& perm = n.attr_ints("perm");
+        std::vector<int64_t> sorted = perm;
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t i = 0; i < sorted.size(); ++i)
+          if (sorted[i] != static_cast<int64_t>(i) || sorted.size() != x.size())
+            fail("perm " + str_ints(perm) + " is not a permutation of 0.." + std::to_string(x.size() - 1));
+        Shape out;
+        for (int64_t p : perm) out.push_back(x[p]);
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      },
+      [](Node& n) {
+        int64_t r = in(n, 0).rank();
+        if (!n.has_attr("perm")) {
+          std::vector<int64_t> p(r);
+          for (int64_t i = 0; i < r; ++i) p[i] = r - 1 - i;
+          n.attrs["perm"] = p;
+        } else {
+          std::vector<int64_t> p = n.attr_ints("perm");
+          if (static_cast<int64_t>(p.size()) != r)
+            fail("perm " + str_ints(p) + " must have " + std::to_string(r) + " entries");
+          for (auto& a : p) a = normalize_axis(a, r);
+          n.attrs["perm"] = p;
+        }
+      });
+  def("Squeeze", 1, 1, 1, 1, {A("axes", K::kInts)},
+      [](const Node& n) {
+        const Shape& x = shp(n, 0);
+        const auto& axes = n.attr_ints("axes");
+        Shape out;
+        for (int64_t d = 0; d < static_cast<int64_t>(x.size()); ++d) {
+          if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
+            out.push_back(x[d]);
+          } else if (x[d] != 1) {
+            fail("cannot squeeze dim " + std::to_string(d) + " of " + in(n, 0).type.str() + " (size is not 1)");
+          }
+        }
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      },
+      [](Node& n) {
+        const Shape& x = shp(n, 0);
+        if (!n.has_attr("axes")) {
+          std::vector<int64_t> axes;
+          for (size_t d = 0; d < x.size(); ++d)
+            if (x[d] == 1) axes.push_back(static_cast<int64_t>(d));
+          n.attrs["axes"] = axes;
+        } else {
+          n.attrs["axes"] = sorted_axes(n.attr_ints("axes"), in(n, 0).rank());
+        }
+      });
+  def("Unsqueeze", 1, 1, 1, 1, {A("axes", K::kInts)},
+      [](const Node& n) {
+        const Shape& x = shp(n, 0);
+        const auto& axes = n.attr_ints("axes");
+        Shape out;
+        size_t src = 0;
+        for (size_t d = 0; d < x.size() + axes.size(); ++d) {
+          if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end())
+            out.push_back(1);
+          else
+            out.push_back(x[src++]);
+        }
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      },
+      [](Node& n) {
+        int64_t out_rank = in(n, 0).rank() + static_cast<int64_t>(n.attr_ints("axes").size());
+        n.attrs["axes"] = sorted_axes(n.attr_ints("axes"), out_rank);
+      });
+  def("Concat", 1, -1, 1, 1, {A("axis", K::kInt)},
+      [](const Node& n) {
+        Shape out = shp(n, 0);
+        int64_t axis = n.attr_int("axis");
+        for (size_t k = 1; k < n.inputs.size(); ++k) {
+          const Shape& s = shp(n, k);
+          require_same_elem(n, 0, k);
+          bool ok = s.size() == out.size();
+          for (size_t d = 0; ok && d < s.size(); ++d)
+            if (static_cast<int64_t>(d) != axis && s[d] != out[d]) ok = false;
+          if (!ok)
+            fail("input " + std::to_string(k) + " " + in(n, k).type.str() + " does not match input 0 " +
+                 in(n, 0).type.str() + " outside axis " + std::to_string(axis));
+          out[axis] += s[axis];
+        }
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      },
+      [](Node& n) {
+        if (in(n, 0).rank() == 0) fail("cannot concatenate scalars");
+        axis_attr(n, "axis", in(n, 0).rank());
+      });
+  def("Split", 1, 1, 1, -1, {A("axis", K::kInt, 0), A("split", K::kInts)},
+      [](const Node& n) {
+        const Shape& x = shp(n, 0);
+        int64_t axis = n.attr_int("axis");
+        const auto& split = n.attr_ints("split");
+        int64_t total = 0;
+        for (int64_t s : split) {
+          if (s < 0) fail("split " + str_ints(split) + " has a negative size");
+          total += s;
+        }
+        if (total != x[axis])
+          fail("split " + str_ints(split) + " does not sum to dim " + std::to_string(axis) + " of " + in(n, 0).type.str());
+        if (!n.outputs.empty() && split.size() != n.outputs.size())
+          fail("split " + str_ints(split) + " has " + std::to_string(split.size()) + " parts for " +
+               std::to_string(n.outputs.size()) + " outputs");
+        std::vector<TensorType> r;
+        for (int64_t s : split) {
+          Shape o = x;
+          o[axis] = s;
+          r.push_back({in(n, 0).elem(), o});
+        }
+        return r;
+      },
+      [](Node& n) {
+        if (in(n, 0).rank() == 0) fail("cannot split a scalar");
+        int64_t axis = axis_attr(n, "axis", in(n, 0).rank());
+        if (!n.has_attr("split")) {
+          int64_t parts = static_cast<int64_t>(n.outputs.size());
+          int64_t dim = shp(n, 0)[axis];
+          if (parts == 0 || dim % parts != 0)
+            fail("dim " + std::to_string(axis) + " (" + std::to_string(dim) + ") does not split evenly into " +
+                 std::to_string(parts) + " outputs");
+          n.attrs["split"] = std::vector<int64_t>(parts, dim / parts);
+        }
+      });
+  def("Slice", 1, 1, 1, 1,
+      {A("starts", K::kInts), A("ends", K::kInts), A("axes", K::kInts), A("steps", K::kInts)},
+      [](const Node& n) {
+        Shape out = shp(n, 0);
+        std::vector<SliceDim> dims = slice_dims(n, out);
+        for (size_t d = 0; d < out.size(); ++d) out[d] = dims[d].count;
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      },
+      [](Node& n) {
+        size_t cnt = n.attr_ints("starts").size();
+        int64_t r = in(n, 0).rank();
+        if (n.attr_ints("ends").size() != cnt) fail("starts and ends differ in length");
+        if (!n.has_attr("axes")) {
+          std::vector<int64_t> axes(cnt);
+          for (size_t i = 0; i < cnt; ++i) axes[i] = static_cast<int64_t>(i);
+          n.attrs["axes"] = axes;
+        }
+        std::vector<int64_t> axes = n.attr_ints("axes");
+        if (axes.size() != cnt) fail("axes and starts differ in length");
+        for (auto& a : axes) a = normalize_axis(a, r);
+        std::vector<int64_t> chk = axes;
+        std::sort(chk.begin(), chk.end());
+        if (std::adjacent_find(chk.begin(), chk.end()) != chk.end()) fail("axes " + str_ints(axes) + " repeat an axis");
+        n.attrs["axes"] = axes;
+        if (!n.has_attr("steps")) n.attrs["steps"] = std::vector<int64_t>(cnt, 1);
+        if (n.attr_ints("steps").size() != cnt) fail("steps and starts differ in length");
+        for (int64_t s : n.attr_ints("steps"))
+          if (s == 0) fail("slice step must not be 0");
+      });
+  def("Gather", 2, 2, 1, 1, {A("axis", K::kInt, 0)},
+      [](const Node& n) {
+        require_int_indices(n, 1);
+        const Shape& x = shp(n, 0);
+        int64_t axis = n.attr_int("axis");
+        Shape out(x.begin(), x.begin() + axis);
+        out.insert(out.end(), shp(n, 1).begin(), shp(n, 1).end());
+        out.insert(out.end(), x.begin() + axis + 1, x.end());
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      },
+      [](Node& n) {
+        if (in(n, 0).rank() == 0) fail("cannot gather from a scalar");
+        axis_attr(n, "axis", in(n, 0).rank());
+      });
+  def("GatherElements", 2, 2, 1, 1, {A("axis", K::kInt, 0)},
+      [](const Node& n) {
+        require_int_indices(n, 1);
+        if (shp(n, 1).size() != shp(n, 0).size()) fail("indices must have the data's rank");
+        return std::vector<TensorType>{{in(n, 0).elem(), shp(n, 1)}};
+      },
+      [](Node& n) {
+        if (in(n, 0).rank() == 0) fail("cannot gather from a scalar");
+        axis_attr(n, "axis", in(n, 0).rank());
+      });
+  def("Expand", 1, 1, 1, 1, {A("shape", K::kInts)}, [](const Node& n) {
+    return std::vector<TensorType>{{in(n, 0).elem(), broadcast_shapes({shp(n, 0), n.attr_ints("shape")})}};
+  });
+  def("Tile", 1, 1, 1, 1, {A("repeats", K::kInts)}, [](const Node& n) {
+    Shape out = shp(n, 0);
+    const auto& rep = n.attr_ints("repeats");
+    if (rep.size() != out.size()) fail("repeats " + str_ints(rep) + " must have one entry per dim of " + in(n, 0).type.str());
+    for (size_t d = 0; d < out.size(); ++d) {
+      if (rep[d] < 0) fail("repeats " + str_ints(rep) + " has a negative entry");
+      out[d] *= rep[d];
+    }
+    return std::vector<TensorType>{{in(n, 0).elem(), out}};
+  });
+  def("Pad", 1, 1, 1, 1, {A("pads", K::kInts), A("mode", K::kString, "constant"), A("value", K::kFloat, 0.0f)},
+      [](const Node& n) {
+        Shape out = shp(n, 0);
+        const auto& pads = n.attr_ints("pads");
+        const std::string& mode = n.attr_string("mode");
+        if (mode != "constant" && mode != "reflect" && mode != "edge")
+          throw UnsupportedError("Pad mode '" + mode + "' is not supported (constant, reflect, edge)");
+        if (pads.size() != 2 * out.size())
+          fail("pads " + str_ints(pads) + " must have 2 entries per dim of " + in(n, 0).type.str());
+        size_t r = out.size();
+        for (size_t d = 0; d < r; ++d) {
+          int64_t o = out[d] + pads[d] + pads[d + r];
+          if (o < 0) fail("pads " + str_ints(pads) + " crop dim " + std::to_string(d) + " below 0");
+          if (mode != "constant" && (pads[d] > 0 || pads[d + r] > 0) && out[d] == 0)
+            fail("cannot " + mode + "-pad an empty dim");
+          if (mode == "reflect" && (pads[d] >= out[d] || pads[d + r] >= out[d]) && (pads[d] > 0 || pads[d + r] > 0))
+            fail("reflect pads " + str_ints(pads) + " must be smaller than dim " + std::to_string(d));
+          out[d] = o;
+        }
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      });
+  def("DepthToSpace", 1, 1, 1, 1, {A("blocksize", K::kInt), A("mode", K::kString, "DCR")}, [](const Node& n) {
+    require_rank(n, 0, 4, 4);
+    Shape x = shp(n, 0);
+    int64_t b = n.attr_int("blocksize");
+    const std::string& mode = n.attr_string("mode");
+    if (mode != "DCR" && mode != "CRD") fail("mode must be DCR or CRD, got '" + mode + "'");
+    if (b < 1 || x[1] % (b * b) != 0) fail("blocksize " + std::to_string(b) + " squared does not divide the channels");
+    return std::vector<TensorType>{{in(n, 0).elem(), {x[0], x[1] / (b * b), x[2] * b, x[3] * b}}};
+  });
+  def("SpaceToDepth", 1, 1, 1, 1, {A("blocksize", K::kInt)}, [](const Node& n) {
+    require_rank(n, 0, 4, 4);
+    Shape x = shp(n, 0);
+    int64_t b = n.attr_int("blocksize");
+    if (b < 1 || x[2] % b != 0 || x[3] % b != 0)
+      fail("blocksize " + std::to_string(b) + " does not divide the spatial dims");
+    return std::vector<TensorType>{{in(n, 0).elem(), {x[0], x[1] * b * b, x[2] / b, x[3] / b}}};
+  });
+  def("CumSum", 1, 1, 1, 1, {A("axis", K::kInt), A("exclusive", K::kInt, 0), A("reverse", K::kInt, 0)},
+      [](const Node& n) {
+        require_numeric(n, 0);
+        return same_as_input0(n);
+      },
+      [](Node& n) {
+        if (in(n, 0).rank() == 0) fail("input must have rank >= 1");
+        axis_attr(n, "axis", in(n, 0).rank());
+      });
+  def("Trilu", 1, 1, 1, 1, {A("upper", K::kInt, 1), A("k", K::kInt, 0)}, [](const Node& n) {
+    require_rank(n, 0, 2, 64);
+    return same_as_input0(n);
+  });
+
+  // Fold-only ops.
+  def("Shape", 1, 1, 1, 1, {A("start", K::kInt, 0), A("end", K::kInt, std::numeric_limits<int64_t>::max())},
+      [](const Node& n) {
+        int64_t cnt = std::max<int64_t>(0, n.attr_int("end") - n.attr_int("start"));
+        return std::vector<TensorType>{{ElemType::int64, {cnt}}};
+      },
+      [](Node& n) {
+        int64_t r = in(n, 0).rank();
+        for (const char* key : {"start", "end"}) {
+          int64_t v = n.attr_int(key);
+          if (v < 0) v += r;
+          n.attrs[key] = std::clamp<int64_t>(v, 0, r);
+        }
+      });
+  def("Size", 1, 1, 1, 1, {}, [](const Node&) { return std::vector<TensorType>{{ElemType::int64, {}}}; });
+  def("ConstantOfShape", 1, 1, 1, 1, {A("value", K::kTensor, Tensor::from_floats({1}, {0.0f}))},
+      [](const Node& n) {
+        const Value& s = in(n, 0);
+        if (!s.has_data()) fail("shape input '" + s.name + "' must be a constant (static shapes only)");
+        if (s.elem() != ElemType::int64 || s.rank() != 1) fail("shape input must be a 1-D int64 tensor");
+        const Tensor& v = n.attr_tensor("value");
+        if (v.numel() != 1) fail("value must hold one element");
+        Shape out = s.data->ints();
+        for (int64_t d : out)
+          if (d < 0) fail("shape " + str_ints(out) + " has a negative dim");
+        return std::vector<TensorType>{{v.elem(), out}};
+      });
+  def("Range", 3, 3, 1, 1, {}, [](const Node& n) {
+    for (size_t k = 0; k < 3; ++k) {
+      if (!in(n, k).has_data())
+        fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') must be a constant (static shapes only)");
+      if (in(n, k).type.numel() != 1) fail("inputs must be scalars");
+      require_same_elem(n, 0, k);
+    }
+    double start = in(n, 0).data->at(0), limit = in(n, 1).data->at(0), delta = in(n, 2).data->at(0);
+    if (delta == 0) fail("delta must not be 0");
+    int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+    return std::vector<TensorType>{{in(n, 0).elem(), {cnt}}};
+  });
+}
+
+const std::map<std::string, OpDef, std::less<>>& ops() {
+  static const bool once = (register_ops(), true);
+  (void)once;
+  return table();
+}
+
+const OpDef& lookup(const Node& n) {
+  auto it = ops().find(n.op);
+  if (it == ops().end()) throw UnsupportedError("unknown op type '" + n.op + "'");
+  return it->second;
+}
+
+}  // namespace
+
+const OpSchema* find_op_schema(std::string_view op) {
+  auto it = ops().find(op);
+  return it == ops().end() ? nullptr : &it->second.schema;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> r;
+  for (const auto& [name, d] : ops()) r.push_back(name);
+  return r;
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank, bool inclusive) {
+  int64_t hi = inclusive ? rank : rank - 1;
+  if (axis < -rank || axis > hi)
+    fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+void normalize_node(Node& n) {
+  const OpDef& d = lookup(n);
+  const OpSchema& s = d.schema;
+  int nin = static_cast<int>(n.inputs.size());
+  if (nin < s.min_inputs || (s.max_inputs >= 0 && nin > s.max_inputs))
+    fail("has " + std::to_string(nin) + " inputs, expected " + std::to_string(s.min_inputs) +
+         (s.max_inputs == s.min_inputs ? "" : ".." + (s.max_inputs < 0 ? std::string("n") : std::to_string(s.max_inputs))));
+  for (int k = 0; k < s.min_inputs; ++k)
+    if (!n.inputs[k]) fail("input " + std::to_string(k) + " is required");
+  int nout = static_cast<int>(n.outputs.size());
+  if (nout && (nout < s.min_outputs || (s.max_outputs >= 0 && nout > s.max_outputs)))
+    fail("has " + std::to_string(nout) + " outputs, expected " + std::to_string(s.min_outputs) +
+         (s.max_outputs == s.min_outputs ? "" : ".." + (s.max_outputs < 0 ? std::string("n") : std::to_string(s.max_outputs))));
+  for (const auto& [key, a] : n.attrs) {
+    auto it = std::find_if(s.attrs.begin(), s.attrs.end(), [&](const AttrSpec& x) { return x.name == key; });
+    if (it == s.attrs.end()) fail("unknown attribute '" + key + "'");
+    if (a.kind() != it->kind)
+      fail("attribute '" + key + "' is " + std::string(attribute_kind_name(a.kind())) + ", expected " +
+           std::string(attribute_kind_name(it->kind)));
+  }
+  for (const AttrSpec& a : s.attrs)
+    if (a.has_default && !n.has_attr(a.name)) n.attrs[a.name] = a.dflt;
+  if (d.normalize) d.normalize(n);
+  for (const AttrSpec& a : s.attrs) {
+    if (!n.has_attr(a.name)) fail("missing attribute '" + a.name + "'");
+    if (n.attrs[a.name].kind() != a.kind) fail("attribute '" + a.name + "' has the wrong kind");
+  }
+}
+
+std::vector<TensorType> infer_types(const Node& n) { return lookup(n).infer(n); }
+
+Node* make_node(Graph& g, const std::string& op, std::vector<Value*> inputs,
+                std::map<std::string, Attribute> attrs, const std::string& node_name, int num_outputs,
+                const std::vector<std::string>& out_names, const Node* before) {
+  Node probe;
+  probe.op = op;
+  probe.name = node_name;
+  probe.inputs = inputs;
+  probe.attrs = std::move(attrs);
+  // Placeholder outputs so count checks and Split's default see the output count.
+  std::vector<Value> dummies(num_outputs);
+  for (auto& v : dummies) probe.outputs.push_back(&v);
+  std::vector<TensorType> types;
+  try {
+    normalize_node(probe);
+    types = infer_types(probe);
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(probe.label() + ": " + e.what());
+  } catch (const CompileError& e) {
+    throw CompileError(probe.label() + ": " + e.what());
+  }
+  if (static_cast<int>(types.size()) < num_outputs)
+    throw CompileError(probe.label() + ": has at most " + std::to_string(types.size()) + " outputs");
+  std::vector<std::pair<std::string, TensorType>> outs;
+  std::string base = node_name.empty() ? op : node_name;
+  for (int k = 0; k < num_outputs; ++k) {
+    std::string nm = k < static_cast<int>(out_names.size()) && !out_names[k].empty()
+                         ? out_names[k]
+                         : g.unique_name(base + (num_outputs > 1 ? "_out" + std::to_string(k) : "_out"));
+    outs.emplace_back(nm, types[k]);
+  }
+  return g.add_node(op, std::move(inputs), outs, std::move(probe.attrs), node_name, before);
+}
+
+// ---------------------------------------------------------------------------
+// Geometry
+
+Shape broadcast_shapes(const std::vector<Shape>& shapes) {
+  size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, 1);
+  for (const auto& s : shapes) {
+    size_t off = rank - s.size();
+    for (size_t d = 0; d < s.size(); ++d) {
+      int64_t& o = out[off + d];
+      if (s[d] == o || s[d] == 1) continue;
+      if (o == 1) {
+        o = s[d];
+        continue;
+      }
+      std::string all;
+      for (const auto& t : shapes) all += (all.empty() ? "" : ", ") + shape_str(t);
+      fail("shapes " + all + " do not broadcast");
+    }
+  }
+  return out;
+}
+
+WindowGeometry window_geometry(const Node& n) {
+  WindowGeometry g;
+  const Shape& x = shp(n, 0);
+  size_t k = x.size() - 2;
+  g.in.assign(x.begin() + 2, x.end());
+  g.kernel = n.attr_ints("kernel_shape");
+  g.strides = n.attr_ints("strides");
+  g.dilations = n.has_attr("dilations") ? n.attr_ints("dilations") : std::vector<int64_t>(k, 1);
+  const auto& pads = n.attr_ints("pads");
+  if (g.kernel.size() != k || g.strides.size() != k || g.dilations.size() != k || pads.size() != 2 * k)
+    fail("kernel_shape/strides/dilations need " + std::to_string(k) + " entries and pads " + std::to_string(2 * k) +
+         " for input " + shape_str(x));
+  g.pads_begin.assign(pads.begin(), pads.begin() + k);
+  g.pads_end.assign(pads.begin() + k, pads.end());
+  bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
+  bool transposed = n.op == "ConvTranspose";
+  for (size_t i = 0; i < k; ++i) {
+    if (g.kernel[i] < 1 || g.strides[i] < 1 || g.dilations[i] < 1)
+      fail("kernel_shape, strides and dilations must be positive");
+    if (g.pads_begin[i] < 0 || g.pads_end[i] < 0) fail("pads must not be negative");
+    int64_t span = (g.kernel[i] - 1) * g.dilations[i] + 1;
+    int64_t o;
+    if (transposed) {
+      const auto& op = n.attr_ints("output_padding");
+      if (op.size() != k) fail("output_padding needs " + std::to_string(k) + " entries");
+      o = g.strides[i] * (g.in[i] - 1) + op[i] + span - g.pads_begin[i] - g.pads_end[i];
+    } else {
+      int64_t padded = g.in[i] + g.pads_begin[i] + g.pads_end[i];
+      if (padded < span)
+        fail("window " + std::to_string(span) + " is larger than padded input dim " + std::to_string(padded));
+      int64_t num = padded - span;
+      o = (ceil_mode ? (num + g.strides[i] - 1) / g.strides[i] : num / g.strides[i]) + 1;
+      if (ceil_mode && (o - 1) * g.strides[i] >= g.in[i] + g.pads_begin[i]) --o;
+    }
+    if (o < 1) fail("output dim " + std::to_string(i) + " would be " + std::to_string(o));
+    g.out.push_back(o);
+  }
+  return g;
+}
+
+std::vector<SliceDim> slice_dims(const Node& n, const Shape& in) {
+  std::vector<SliceDim> r(in.size());
+  for (size_t d = 0; d < in.size(); ++d) r[d] = {0, 1, in[d]};
+  const auto& starts = n.attr_ints("starts");
+  const auto& ends = n.attr_ints("ends");
+  const auto& axes = n.attr_ints("axes");
+  const auto& steps = n.attr_ints("steps");
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    fail("starts, ends, axes and steps must have the same length");
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = normalize_axis(axes[i], static_cast<int64_t>(in.size()));
+    int64_t dim = in[a], step = steps[i];
+    if (step == 0) fail("slice step must not be 0");
+    int64_t s = starts[i], e = ends[i];
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    int64_t cnt;
+    if (dim == 0) {
+      s = 0;
+      cnt = 0;
+    } else if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      cnt = e > s ? (e - s + step - 1) / step : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      cnt = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+    }
+    r[a] = {s, step, cnt};
+  }
+  return r;
+}
+
+}  // namespace trnsim::ir
