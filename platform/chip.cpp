@@ -12,6 +12,11 @@ chip::chip(const sc_core::sc_module_name& name, const platform_config& cfg,
   }
 }
 
+void chip::reset_stats() {
+  hbm.reset_stats();
+  for (auto& c : cores) c->reset_stats();
+}
+
 void chip::register_stats(stats::group& g) {
   hbm.register_stats(g.child("hbm", "high-bandwidth memory shared by the cores"));
   for (size_t i = 0; i < cores.size(); ++i)

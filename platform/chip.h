@@ -21,6 +21,7 @@ class chip : public sc_core::sc_module {
   std::vector<std::unique_ptr<neuron_core>> cores;
 
   void register_stats(stats::group& g);
+  void reset_stats();  // every block's counters to 0 (the runtime's stats are per run)
 };
 
 }  // namespace trnsim::platform

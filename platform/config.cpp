@@ -287,8 +287,10 @@ isa::Limits platform_config::limits() const {
   l.sbuf_partition_bytes = core.sbuf.partition_bytes;
   l.psum_partition_bytes = core.psum.partition_bytes;
   l.psum_bank_bytes = core.psum.bank_bytes;
-  l.matmul_max_k = core.tensor.rows;
-  l.matmul_max_m = core.tensor.cols;
+  // A matmul's K lies on the SBUF partitions and its M becomes the PSUM partitions;
+  // a smaller PE array folds the matmul into passes (tensor_engine.h).
+  l.matmul_max_k = core.sbuf.partitions;
+  l.matmul_max_m = core.psum.partitions;
   l.matmul_max_n = core.tensor.max_moving_free;
   l.hbm_bytes = hbm.size_bytes;
   l.dma_engines = core.dma.engines;

@@ -1,5 +1,6 @@
 #include "platform/config_schema.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -71,6 +72,12 @@ std::vector<KeyDef> build() {
       {"hbm.latency", T::time, "s", "HBM access latency", any(), REF(double, hbm.latency_s)});
   v.push_back(
       {"hbm.stacks", T::count, "stacks", "HBM stacks", at_least(1), REF(uint32_t, hbm.stacks)});
+  v.push_back({"hbm.channels_per_stack", T::count, "channels",
+               "independent channels per stack; each serves bandwidth / (stacks x channels)",
+               range(1, 1024), REF(uint32_t, hbm.channels_per_stack)});
+  v.push_back({"hbm.interleave", T::size, "B",
+               "address interleaving granule: consecutive granules go to different channels",
+               Check{.min = 1, .power_of_two = true}, REF(uint64_t, hbm.interleave_bytes)});
 
   // Semaphore ids are 16 bits in the ISA.
   v.push_back({"core.semaphores", T::count, "semaphores", "semaphores per core", range(1, 65536),
@@ -78,20 +85,49 @@ std::vector<KeyDef> build() {
 
   add_engine<&core_config::tensor>(v, "tensor", "Tensor Engine");
   v.push_back({"core.tensor.rows", T::count, "PEs",
-               "PE array rows: the contraction size K of one matmul", range(1, 128),
-               REF(uint32_t, core.tensor.rows)});
+               "PE array rows, along the contraction K (a matmul with K > rows folds into passes)",
+               range(1, 128), REF(uint32_t, core.tensor.rows)});
   v.push_back({"core.tensor.cols", T::count, "PEs",
-               "PE array columns: the stationary free size M of one matmul", range(1, 128),
-               REF(uint32_t, core.tensor.cols)});
+               "PE array columns, along the stationary free size M (M > cols folds into passes)",
+               range(1, 128), REF(uint32_t, core.tensor.cols)});
   v.push_back({"core.tensor.fp32_slowdown", T::count, "x",
                "passes an fp32 matmul takes relative to bf16", at_least(1),
                REF(uint32_t, core.tensor.fp32_slowdown)});
   v.push_back({"core.tensor.fp8_double_row", T::boolean, "",
-               "fp8 matmul contracts 2*rows per instruction at bf16 time (NC-v3+)", any(),
+               "fp8 matmul contracts 2*rows per pass at bf16 time (NC-v3+)", any(),
                REF(bool, core.tensor.fp8_double_row)});
   v.push_back({"core.tensor.max_moving_free", T::count, "elements",
                "largest moving free size N of one matmul (fp32 results fit one PSUM bank)",
                at_least(1), REF(uint32_t, core.tensor.max_moving_free)});
+  v.push_back({"core.tensor.background_load", T::boolean, "",
+               "load the next stationary tile during the previous multiply and overlap "
+               "fill/drain of consecutive multiplies (off: each pass loads R cycles, streams "
+               "and drains alone)",
+               any(), REF(bool, core.tensor.background_load)});
+  v.push_back({"core.tensor.fast_load_speedup", T::count, "x",
+               "background stationary load vs a multiply of the same free size: a tile of M "
+               "columns loads in ceil(M / this) cycles",
+               at_least(1), REF(uint32_t, core.tensor.fast_load_speedup)});
+  v.push_back({"core.tensor.tile_size", T::count, "PEs",
+               "array tiling: matmuls with K and M <= this run concurrently in min(rows, cols) "
+               "/ this tiles (= rows: no tiling; 64: 2x64; 32: 4x32)",
+               range(1, 128), REF(uint32_t, core.tensor.tile_size)});
+  v.push_back({"core.tensor.throttle", T::boolean, "",
+               "throughput throttling: ramp from throttle_start to full after idle", any(),
+               REF(bool, core.tensor.throttle)});
+  v.push_back({"core.tensor.throttle_start", T::ratio, "fraction",
+               "streaming throughput when the throttle ramp starts (fraction of peak)",
+               Check{.min = 0, .min_exclusive = true, .max = 1},
+               REF(double, core.tensor.throttle_start)});
+  v.push_back({"core.tensor.throttle_ramp", T::time, "s",
+               "time the throttle ramps from throttle_start to full throughput", any(),
+               REF(double, core.tensor.throttle_ramp_s)});
+  v.push_back({"core.tensor.throttle_idle", T::time, "s",
+               "window of utilisation below throttle_reengage after which the ramp restarts",
+               positive(), REF(double, core.tensor.throttle_idle_s)});
+  v.push_back({"core.tensor.throttle_reengage", T::ratio, "fraction",
+               "array utilisation below which a throttle_idle window re-engages the throttle",
+               range(0, 1), REF(double, core.tensor.throttle_reengage)});
 
   add_engine<&core_config::vector>(v, "vector", "Vector Engine");
   v.push_back({"core.vector.reciprocal_slowdown", T::count, "x",
@@ -324,6 +360,12 @@ std::vector<CrossError> cross_check(const platform_config& cfg) {
                                             " exceeds core.psum.partitions (" +
                                             std::to_string(c.psum.partitions) +
                                             "): M becomes the PSUM partition axis"});
+  const uint32_t side = std::min(c.tensor.rows, c.tensor.cols);
+  if (c.tensor.tile_size > side || side % c.tensor.tile_size != 0)
+    errs.push_back({"core.tensor.tile_size", std::to_string(c.tensor.tile_size) +
+                                                 " must divide min(core.tensor.rows, " +
+                                                 "core.tensor.cols) = " + std::to_string(side) +
+                                                 " (tiles split the array evenly)"});
   if (uint64_t{c.tensor.max_moving_free} * 4 > c.psum.bank_bytes)
     errs.push_back({"core.tensor.max_moving_free",
                     std::to_string(c.tensor.max_moving_free) + " fp32 results (" +

@@ -52,6 +52,15 @@ models::engine& neuron_core::engine_for(isa::Engine e) {
   }
 }
 
+void neuron_core::reset_stats() {
+  for (isa::Engine e : {isa::Engine::tensor, isa::Engine::vector, isa::Engine::scalar,
+                        isa::Engine::gpsimd, isa::Engine::sync})
+    engine_for(e).reset_stats();
+  sbuf.reset_stats();
+  psum.reset_stats();
+  for (auto& d : dma) d->reset_stats();
+}
+
 void neuron_core::register_stats(stats::group& g) {
   auto& engines = g.child("engines", "compute engines");
   for (isa::Engine e : {isa::Engine::tensor, isa::Engine::vector, isa::Engine::scalar,

@@ -39,6 +39,7 @@ class neuron_core : public sc_core::sc_module {
   // Compute engines indexed by isa::Engine (tensor..sync).
   models::engine& engine_for(isa::Engine e);
   void register_stats(stats::group& g);
+  void reset_stats();  // every block's counters to 0 (the runtime's stats are per run)
 };
 
 }  // namespace trnsim::platform

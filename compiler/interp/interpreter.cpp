@@ -30,19 +30,24 @@ std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
   return st;
 }
 
-bool has_kernel(std::string_view op) { return kernel_map().count(op) != 0; }
+bool has_kernel(std::string_view op) {
+  return kernel_map().count(op) != 0;
+}
 
 std::vector<Tensor> eval_node(const ir::Node& n, const std::vector<const Tensor*>& inputs) {
   auto it = kernel_map().find(n.op);
-  if (it == kernel_map().end()) throw ir::UnsupportedError(n.label() + ": the interpreter has no kernel");
+  if (it == kernel_map().end())
+    throw ir::UnsupportedError(n.label() + ": the interpreter has no kernel");
+  const bool types_only = n.op == "Shape" || n.op == "Size";  // they read n.inputs[0]->type
   for (size_t k = 0; k < inputs.size() && k < n.inputs.size(); ++k) {
-    if (!n.inputs[k]) continue;
+    if (!n.inputs[k] || (types_only && !inputs[k])) continue;
     if (!inputs[k])
-      throw ir::CompileError(n.label() + ": input " + std::to_string(k) + " ('" + n.inputs[k]->name +
-                             "') has no data");
+      throw ir::CompileError(n.label() + ": input " + std::to_string(k) + " ('" +
+                             n.inputs[k]->name + "') has no data");
     if (inputs[k]->type() != n.inputs[k]->type)
       throw ir::CompileError(n.label() + ": input '" + n.inputs[k]->name + "' is " +
-                             inputs[k]->type().str() + ", the graph says " + n.inputs[k]->type.str());
+                             inputs[k]->type().str() + ", the graph says " +
+                             n.inputs[k]->type.str());
   }
   Outs outs;
   for (const ir::Value* o : n.outputs) outs.emplace_back(o->type);
@@ -55,8 +60,9 @@ std::vector<Tensor> eval_node(const ir::Node& n, const std::vector<const Tensor*
   }
   for (size_t k = 0; k < outs.size(); ++k) {
     if (outs[k].type() != n.outputs[k]->type)
-      throw ir::CompileError(n.label() + ": internal: kernel produced " + outs[k].type().str() + " for output '" +
-                             n.outputs[k]->name + "' typed " + n.outputs[k]->type.str());
+      throw ir::CompileError(n.label() + ": internal: kernel produced " + outs[k].type().str() +
+                             " for output '" + n.outputs[k]->name + "' typed " +
+                             n.outputs[k]->type.str());
     outs[k].normalize();
   }
   return outs;
@@ -66,14 +72,18 @@ TensorMap run(const ir::Graph& g, const TensorMap& inputs, const RunOptions& opt
   std::unordered_map<const ir::Value*, Tensor> env;
   for (const auto& [name, t] : inputs) {
     const ir::Value* v = g.find_value(name);
-    if (!v || !v->is_graph_input) throw ir::CompileError("interpreter: '" + name + "' is not an input of graph '" + g.name + "'");
+    if (!v || !v->is_graph_input)
+      throw ir::CompileError("interpreter: '" + name + "' is not an input of graph '" + g.name +
+                             "'");
     if (t.type() != v->type)
-      throw ir::CompileError("interpreter: input '" + name + "' is " + t.type().str() + ", the graph expects " +
-                             v->type.str());
+      throw ir::CompileError("interpreter: input '" + name + "' is " + t.type().str() +
+                             ", the graph expects " + v->type.str());
   }
   for (const ir::Value* v : g.inputs()) {
     auto it = inputs.find(v->name);
-    if (it == inputs.end()) throw ir::CompileError("interpreter: missing input '" + v->name + "' (" + v->type.str() + ")");
+    if (it == inputs.end())
+      throw ir::CompileError("interpreter: missing input '" + v->name + "' (" + v->type.str() +
+                             ")");
     env.emplace(v, it->second);
   }
   // Last reader of each value, so dead intermediates are freed as we go.
@@ -83,14 +93,16 @@ TensorMap run(const ir::Graph& g, const TensorMap& inputs, const RunOptions& opt
     for (const ir::Value* in : nodes[k]->inputs)
       if (in) last_use[in] = k;
 
-  TensorMap keep;
   auto value_of = [&](const ir::Value* v) -> const Tensor* {
     if (v->is_constant) {
-      if (!v->data) throw ir::CompileError("interpreter: constant '" + v->name + "' has no data (type-only constant)");
+      if (!v->data)
+        throw ir::CompileError("interpreter: constant '" + v->name +
+                               "' has no data (type-only constant)");
       return &*v->data;
     }
     auto it = env.find(v);
-    if (it == env.end()) throw ir::CompileError("interpreter: value '" + v->name + "' is used before it is computed");
+    if (it == env.end())
+      throw ir::CompileError("interpreter: value '" + v->name + "' is used before it is computed");
     return &it->second;
   };
   for (size_t k = 0; k < nodes.size(); ++k) {
@@ -101,7 +113,8 @@ TensorMap run(const ir::Graph& g, const TensorMap& inputs, const RunOptions& opt
     for (size_t o = 0; o < outs.size(); ++o) env[n.outputs[o]] = std::move(outs[o]);
     if (!opts.keep_intermediates) {
       for (const ir::Value* v : n.inputs)
-        if (v && !v->is_constant && !v->is_graph_input && last_use[v] == k && !g.is_output(v)) env.erase(v);
+        if (v && !v->is_constant && !v->is_graph_input && last_use[v] == k && !g.is_output(v))
+          env.erase(v);
     }
   }
   TensorMap result;

@@ -31,7 +31,9 @@ void register_nn(KernelMap& m);
 void register_reduce(KernelMap& m);
 void register_shape(KernelMap& m);
 
-[[noreturn]] inline void kfail(const std::string& msg) { throw ir::CompileError(msg); }
+[[noreturn]] inline void kfail(const std::string& msg) {
+  throw ir::CompileError(msg);
+}
 
 // Calls f(std::vector<T>& out_data, const std::vector<T>& in_data) with T = float
 // or int64_t according to the storage kind (both tensors must share it).

@@ -88,8 +88,7 @@ Value* Graph::new_value(const std::string& name, TensorType type) {
   if (by_name_.count(name))
     throw CompileError("graph '" + this->name + "': value '" + name + "' is defined twice");
   for (int64_t d : type.shape)
-    if (d < 0)
-      throw CompileError("value '" + name + "': negative dim in " + shape_str(type.shape));
+    if (d < 0) throw CompileError("value '" + name + "': negative dim in " + shape_str(type.shape));
   auto v = std::make_unique<Value>();
   v->name = name;
   v->type = std::move(type);
@@ -137,7 +136,8 @@ Node* Graph::add_node(const std::string& op, std::vector<Value*> inputs,
   Node* p = n.get();
   auto pos = nodes_.end();
   if (before) {
-    pos = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& x) { return x.get() == before; });
+    pos = std::find_if(nodes_.begin(), nodes_.end(),
+                       [&](const auto& x) { return x.get() == before; });
     if (pos == nodes_.end()) throw CompileError("add_node: insertion point is not in the graph");
   }
   nodes_.insert(pos, std::move(n));
@@ -157,6 +157,38 @@ std::string Graph::unique_name(const std::string& base) const {
     std::string c = b + "_" + std::to_string(k);
     if (!by_name_.count(c)) return c;
   }
+}
+
+Graph Graph::clone() const {
+  Graph g;
+  g.name = name;
+  std::unordered_map<const Value*, Value*> vmap;
+  std::unordered_map<const Node*, Node*> nmap;
+  for (const auto& n : nodes_) {
+    auto c = std::make_unique<Node>(*n);
+    nmap[n.get()] = c.get();
+    g.nodes_.push_back(std::move(c));
+  }
+  for (const auto& v : values_) {
+    auto c = std::make_unique<Value>(*v);
+    if (c->producer) c->producer = nmap.at(v->producer);
+    vmap[v.get()] = c.get();
+    g.by_name_[c->name] = c.get();
+    g.values_.push_back(std::move(c));
+  }
+  auto remap = [&](std::vector<Value*>& vs) {
+    for (auto& v : vs)
+      if (v) v = vmap.at(v);
+  };
+  for (auto& n : g.nodes_) {
+    remap(n->inputs);
+    remap(n->outputs);
+  }
+  g.inputs_ = inputs_;
+  g.outputs_ = outputs_;
+  remap(g.inputs_);
+  remap(g.outputs_);
+  return g;
 }
 
 // ---------------------------------------------------------------------------
@@ -192,8 +224,8 @@ bool Graph::is_output(const Value* v) const {
 void Graph::replace_all_uses(Value* from, Value* to) {
   if (from == to) return;
   if (from->type != to->type)
-    throw CompileError("replace_all_uses: '" + from->name + "' is " + from->type.str() +
-                       " but '" + to->name + "' is " + to->type.str());
+    throw CompileError("replace_all_uses: '" + from->name + "' is " + from->type.str() + " but '" +
+                       to->name + "' is " + to->type.str());
   for (auto& n : nodes_)
     for (auto& in : n->inputs)
       if (in == from) in = to;
@@ -203,7 +235,8 @@ void Graph::replace_all_uses(Value* from, Value* to) {
 
 void Graph::erase_value(Value* v) {
   by_name_.erase(v->name);
-  auto it = std::find_if(values_.begin(), values_.end(), [&](const auto& x) { return x.get() == v; });
+  auto it =
+      std::find_if(values_.begin(), values_.end(), [&](const auto& x) { return x.get() == v; });
   if (it != values_.end()) values_.erase(it);
 }
 
@@ -343,7 +376,8 @@ void Graph::verify() const {
     try {
       normalize_node(copy);
       if (copy.attrs != n.attrs)
-        throw CompileError("attributes are not in normalized form (missing defaults or negative axes)");
+        throw CompileError(
+            "attributes are not in normalized form (missing defaults or negative axes)");
       std::vector<TensorType> types = infer_types(copy);
       for (size_t k = 0; k < n.outputs.size() && k < types.size(); ++k)
         if (types[k] != n.outputs[k]->type)

@@ -121,6 +121,10 @@ class Graph {
   Graph(Graph&&) = default;
   Graph& operator=(Graph&&) = default;
 
+  // A deep copy (values, nodes, constants' data), e.g. to compare a graph before
+  // and after a pass.
+  Graph clone() const;
+
   // --- building -------------------------------------------------------------
   // Names must be unique in the graph (CompileError otherwise); unique_name()
   // makes one from a base.

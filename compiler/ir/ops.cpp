@@ -22,9 +22,13 @@ struct OpDef {
   InferFn infer;
 };
 
-[[noreturn]] void fail(const std::string& msg) { throw CompileError(msg); }
+[[noreturn]] void fail(const std::string& msg) {
+  throw CompileError(msg);
+}
 
-std::string str_ints(const std::vector<int64_t>& v) { return shape_str(v); }
+std::string str_ints(const std::vector<int64_t>& v) {
+  return shape_str(v);
+}
 
 const Value& in(const Node& n, size_t k) {
   const Value* v = n.input(k);
@@ -32,7 +36,9 @@ const Value& in(const Node& n, size_t k) {
   return *v;
 }
 
-const Shape& shp(const Node& n, size_t k) { return in(n, k).shape(); }
+const Shape& shp(const Node& n, size_t k) {
+  return in(n, k).shape();
+}
 
 void require_float(const Node& n, size_t k) {
   if (!is_float(in(n, k).elem()))
@@ -57,13 +63,14 @@ void require_rank(const Node& n, size_t k, int64_t lo, int64_t hi) {
   int64_t r = in(n, k).rank();
   if (r < lo || r > hi)
     fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') has rank " + std::to_string(r) +
-         ", expected " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi)));
+         ", expected " +
+         (lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi)));
 }
 void require_int_indices(const Node& n, size_t k) {
   ElemType e = in(n, k).elem();
   if (e != ElemType::int64 && e != ElemType::int32)
-    fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') must be int32/int64 indices, got " +
-         in(n, k).type.str());
+    fail("input " + std::to_string(k) + " ('" + in(n, k).name +
+         "') must be int32/int64 indices, got " + in(n, k).type.str());
 }
 
 int64_t axis_attr(Node& n, const std::string& key, int64_t rank, bool inclusive = false) {
@@ -76,11 +83,14 @@ std::vector<int64_t> sorted_axes(const std::vector<int64_t>& axes, int64_t rank)
   std::vector<int64_t> r;
   for (int64_t a : axes) r.push_back(normalize_axis(a, rank));
   std::sort(r.begin(), r.end());
-  if (std::adjacent_find(r.begin(), r.end()) != r.end()) fail("axes " + str_ints(axes) + " repeat an axis");
+  if (std::adjacent_find(r.begin(), r.end()) != r.end())
+    fail("axes " + str_ints(axes) + " repeat an axis");
   return r;
 }
 
-std::vector<TensorType> same_as_input0(const Node& n) { return {in(n, 0).type}; }
+std::vector<TensorType> same_as_input0(const Node& n) {
+  return {in(n, 0).type};
+}
 
 std::vector<TensorType> bcast_out(const Node& n, ElemType elem, size_t first = 0) {
   std::vector<Shape> shapes;
@@ -114,7 +124,8 @@ std::vector<TensorType> infer_conv(const Node& n) {
   const Shape& w = shp(n, 1);
   int64_t g = n.attr_int("group");
   if (w.size() != x.size()) fail("weights " + in(n, 1).type.str() + " must have the input's rank");
-  if (g < 1 || x[1] % g != 0) fail("group " + std::to_string(g) + " does not divide the input channels");
+  if (g < 1 || x[1] % g != 0)
+    fail("group " + std::to_string(g) + " does not divide the input channels");
   bool transposed = n.op == "ConvTranspose";
   int64_t out_ch;
   if (!transposed) {
@@ -137,7 +148,8 @@ std::vector<TensorType> infer_conv(const Node& n) {
   WindowGeometry geo = window_geometry(n);
   for (size_t i = 0; i < geo.kernel.size(); ++i)
     if (geo.kernel[i] != w[i + 2])
-      fail("kernel_shape " + str_ints(geo.kernel) + " does not match weights " + in(n, 1).type.str());
+      fail("kernel_shape " + str_ints(geo.kernel) + " does not match weights " +
+           in(n, 1).type.str());
   Shape out{x[0], out_ch};
   out.insert(out.end(), geo.out.begin(), geo.out.end());
   return {{in(n, 0).elem(), out}};
@@ -197,11 +209,15 @@ std::map<std::string, OpDef, std::less<>>& table() {
   return t;
 }
 
-AttrSpec A(std::string name, K kind) { return {std::move(name), kind, false, {}}; }
-AttrSpec A(std::string name, K kind, Attribute dflt) { return {std::move(name), kind, true, std::move(dflt)}; }
+AttrSpec A(std::string name, K kind) {
+  return {std::move(name), kind, false, {}};
+}
+AttrSpec A(std::string name, K kind, Attribute dflt) {
+  return {std::move(name), kind, true, std::move(dflt)};
+}
 
-void def(std::string name, int min_in, int max_in, int min_out, int max_out, std::vector<AttrSpec> attrs,
-         InferFn infer, NormFn norm = {}) {
+void def(std::string name, int min_in, int max_in, int min_out, int max_out,
+         std::vector<AttrSpec> attrs, InferFn infer, NormFn norm = {}) {
   OpDef d;
   d.schema = {name, min_in, max_in, min_out, max_out, std::move(attrs)};
   d.infer = std::move(infer);
@@ -217,15 +233,18 @@ void register_ops() {
     require_float(n, 0);
     return same_as_input0(n);
   };
-  for (const char* op : {"Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Softplus", "Softsign",
-                         "HardSwish", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
-                         "Acosh", "Atanh", "Floor", "Ceil", "Round"})
+  for (const char* op :
+       {"Sigmoid",  "Tanh",      "Erf",   "Exp",   "Log",   "Sqrt",  "Reciprocal", "Softplus",
+        "Softsign", "HardSwish", "Sin",   "Cos",   "Tan",   "Asin",  "Acos",       "Atan",
+        "Sinh",     "Cosh",      "Asinh", "Acosh", "Atanh", "Floor", "Ceil",       "Round"})
     def(op, 1, 1, 1, 1, {}, unary_float);
-  def("HardSigmoid", 1, 1, 1, 1, {A("alpha", K::kFloat, 0.2f), A("beta", K::kFloat, 0.5f)}, unary_float);
+  def("HardSigmoid", 1, 1, 1, 1, {A("alpha", K::kFloat, 0.2f), A("beta", K::kFloat, 0.5f)},
+      unary_float);
   def("Elu", 1, 1, 1, 1, {A("alpha", K::kFloat, 1.0f)}, unary_float);
   def("Celu", 1, 1, 1, 1, {A("alpha", K::kFloat, 1.0f)}, unary_float);
   def("Selu", 1, 1, 1, 1,
-      {A("alpha", K::kFloat, 1.67326319217681884765625f), A("gamma", K::kFloat, 1.05070102214813232421875f)},
+      {A("alpha", K::kFloat, 1.67326319217681884765625f),
+       A("gamma", K::kFloat, 1.05070102214813232421875f)},
       unary_float);
   def("LeakyRelu", 1, 1, 1, 1, {A("alpha", K::kFloat, 0.01f)}, unary_float);
   def("ThresholdedRelu", 1, 1, 1, 1, {A("alpha", K::kFloat, 1.0f)}, unary_float);
@@ -246,7 +265,8 @@ void register_ops() {
     return std::vector<TensorType>{{ElemType::boolean, shp(n, 0)}};
   };
   def("IsNaN", 1, 1, 1, 1, {}, float_to_bool);
-  def("IsInf", 1, 1, 1, 1, {A("detect_negative", K::kInt, 1), A("detect_positive", K::kInt, 1)}, float_to_bool);
+  def("IsInf", 1, 1, 1, 1, {A("detect_negative", K::kInt, 1), A("detect_positive", K::kInt, 1)},
+      float_to_bool);
 
   // Binary and variadic broadcasting ops.
   auto arith = [](const Node& n) {
@@ -273,7 +293,8 @@ void register_ops() {
     require_same_elem(n, 0, 1);
     return bcast_out(n, ElemType::boolean);
   };
-  for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) def(op, 2, 2, 1, 1, {}, compare);
+  for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
+    def(op, 2, 2, 1, 1, {}, compare);
   auto logic = [](const Node& n) {
     require_bool(n, 0);
     require_bool(n, 1);
@@ -298,7 +319,8 @@ void register_ops() {
     return std::vector<TensorType>{{in(n, 0).elem(), matmul_shape(shp(n, 0), shp(n, 1))}};
   });
   def("Gemm", 2, 3, 1, 1,
-      {A("alpha", K::kFloat, 1.0f), A("beta", K::kFloat, 1.0f), A("transA", K::kInt, 0), A("transB", K::kInt, 0)},
+      {A("alpha", K::kFloat, 1.0f), A("beta", K::kFloat, 1.0f), A("transA", K::kInt, 0),
+       A("transB", K::kInt, 0)},
       [](const Node& n) {
         require_numeric(n, 0);
         require_same_elem(n, 0, 1);
@@ -310,7 +332,9 @@ void register_ops() {
         int64_t ka = n.attr_int("transA") ? a[0] : a[1];
         int64_t kb = n.attr_int("transB") ? b[1] : b[0];
         int64_t nn = n.attr_int("transB") ? b[0] : b[1];
-        if (ka != kb) fail("inner dims differ: A " + shape_str(a) + ", B " + shape_str(b) + " (after transA/transB)");
+        if (ka != kb)
+          fail("inner dims differ: A " + shape_str(a) + ", B " + shape_str(b) +
+               " (after transA/transB)");
         Shape out{m, nn};
         if (const Value* c = n.input(2)) {
           require_same_elem(n, 0, 2);
@@ -319,18 +343,20 @@ void register_ops() {
         }
         return std::vector<TensorType>{{in(n, 0).elem(), out}};
       });
-  std::vector<AttrSpec> conv_attrs{A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts),
-                                   A("dilations", K::kInts), A("group", K::kInt, 1)};
+  std::vector<AttrSpec> conv_attrs{A("kernel_shape", K::kInts), A("strides", K::kInts),
+                                   A("pads", K::kInts), A("dilations", K::kInts),
+                                   A("group", K::kInt, 1)};
   def("Conv", 2, 3, 1, 1, conv_attrs, infer_conv, [](Node& n) { norm_window(n, true); });
   conv_attrs.push_back(A("output_padding", K::kInts));
   def("ConvTranspose", 2, 3, 1, 1, conv_attrs, infer_conv, [](Node& n) { norm_window(n, true); });
   def("MaxPool", 1, 1, 1, 1,
-      {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts), A("dilations", K::kInts),
-       A("ceil_mode", K::kInt, 0)},
+      {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts),
+       A("dilations", K::kInts), A("ceil_mode", K::kInt, 0)},
       infer_pool, [](Node& n) { norm_window(n, false); });
-  def("AveragePool", 1, 1, 1, 1,
-      {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts), A("ceil_mode", K::kInt, 0),
-       A("count_include_pad", K::kInt, 0)},
+  def(
+      "AveragePool", 1, 1, 1, 1,
+      {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts),
+       A("ceil_mode", K::kInt, 0), A("count_include_pad", K::kInt, 0)},
       [](const Node& n) {
         require_float(n, 0);
         return infer_pool(n);
@@ -358,7 +384,8 @@ void register_ops() {
              std::to_string(shp(n, 0)[1]) + "]");
     return same_as_input0(n);
   });
-  def("LayerNormalization", 2, 3, 1, 3, {A("axis", K::kInt, -1), A("epsilon", K::kFloat, 1e-5f)},
+  def(
+      "LayerNormalization", 2, 3, 1, 3, {A("axis", K::kInt, -1), A("epsilon", K::kFloat, 1e-5f)},
       [](const Node& n) {
         require_float(n, 0);
         const Shape& x = shp(n, 0);
@@ -368,16 +395,18 @@ void register_ops() {
           if (const Value* p = n.input(k)) {
             require_same_elem(n, 0, k);
             if (broadcast_shapes({inner, p->shape()}) != inner)
-              fail("input " + std::to_string(k) + " " + p->type.str() + " does not broadcast to the normalized dims " +
-                   shape_str(inner));
+              fail("input " + std::to_string(k) + " " + p->type.str() +
+                   " does not broadcast to the normalized dims " + shape_str(inner));
           }
         Shape stat = x;
         for (size_t d = axis; d < stat.size(); ++d) stat[d] = 1;
-        return std::vector<TensorType>{in(n, 0).type, {ElemType::fp32, stat}, {ElemType::fp32, stat}};
+        return std::vector<TensorType>{
+            in(n, 0).type, {ElemType::fp32, stat}, {ElemType::fp32, stat}};
       },
       [](Node& n) { axis_attr(n, "axis", in(n, 0).rank()); });
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"})
-    def(op, 1, 1, 1, 1, {A("axis", K::kInt, -1)},
+    def(
+        op, 1, 1, 1, 1, {A("axis", K::kInt, -1)},
         [](const Node& n) {
           require_float(n, 0);
           return same_as_input0(n);
@@ -385,12 +414,16 @@ void register_ops() {
         [](Node& n) { axis_attr(n, "axis", in(n, 0).rank()); });
 
   // Reductions.
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                         "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
-    def(op, 1, 1, 1, 1, {A("axes", K::kInts, std::vector<int64_t>{}), A("keepdims", K::kInt, 1)}, infer_reduce,
+  for (const char* op :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+        "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
+    def(op, 1, 1, 1, 1, {A("axes", K::kInts, std::vector<int64_t>{}), A("keepdims", K::kInt, 1)},
+        infer_reduce,
         [](Node& n) { n.attrs["axes"] = sorted_axes(n.attr_ints("axes"), in(n, 0).rank()); });
   for (const char* op : {"ArgMax", "ArgMin"})
-    def(op, 1, 1, 1, 1, {A("axis", K::kInt, 0), A("keepdims", K::kInt, 1), A("select_last_index", K::kInt, 0)},
+    def(
+        op, 1, 1, 1, 1,
+        {A("axis", K::kInt, 0), A("keepdims", K::kInt, 1), A("select_last_index", K::kInt, 0)},
         [](const Node& n) {
           require_numeric(n, 0);
           Shape out = shp(n, 0);
@@ -416,15 +449,18 @@ void register_ops() {
       fail("cannot reshape " + in(n, 0).type.str() + " to " + str_ints(s));
     return std::vector<TensorType>{{in(n, 0).elem(), s}};
   });
-  def("Flatten", 1, 1, 1, 1, {A("axis", K::kInt, 1)},
+  def(
+      "Flatten", 1, 1, 1, 1, {A("axis", K::kInt, 1)},
       [](const Node& n) {
         const Shape& x = shp(n, 0);
         int64_t axis = n.attr_int("axis");
-        Shape out{num_elements(Shape(x.begin(), x.begin() + axis)), num_elements(Shape(x.begin() + axis, x.end()))};
+        Shape out{num_elements(Shape(x.begin(), x.begin() + axis)),
+                  num_elements(Shape(x.begin() + axis, x.end()))};
         return std::vector<TensorType>{{in(n, 0).elem(), out}};
       },
       [](Node& n) { axis_attr(n, "axis", in(n, 0).rank(), true); });
-  def("Transpose", 1, 1, 1, 1, {A("perm", K::kInts)},
+  def(
+      "Transpose", 1, 1, 1, 1, {A("perm", K::kInts)},
       [](const Node& n) {
         const Shape& x = shp(n, 0);
         const auto& perm = n.attr_ints("perm");
@@ -432,7 +468,8 @@ void register_ops() {
         std::sort(sorted.begin(), sorted.end());
         for (size_t i = 0; i < sorted.size(); ++i)
           if (sorted[i] != static_cast<int64_t>(i) || sorted.size() != x.size())
-            fail("perm " + str_ints(perm) + " is not a permutation of 0.." + std::to_string(x.size() - 1));
+            fail("perm " + str_ints(perm) + " is not a permutation of 0.." +
+                 std::to_string(x.size() - 1));
         Shape out;
         for (int64_t p : perm) out.push_back(x[p]);
         return std::vector<TensorType>{{in(n, 0).elem(), out}};
@@ -451,7 +488,8 @@ void register_ops() {
           n.attrs["perm"] = p;
         }
       });
-  def("Squeeze", 1, 1, 1, 1, {A("axes", K::kInts)},
+  def(
+      "Squeeze", 1, 1, 1, 1, {A("axes", K::kInts)},
       [](const Node& n) {
         const Shape& x = shp(n, 0);
         const auto& axes = n.attr_ints("axes");
@@ -460,7 +498,8 @@ void register_ops() {
           if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
             out.push_back(x[d]);
           } else if (x[d] != 1) {
-            fail("cannot squeeze dim " + std::to_string(d) + " of " + in(n, 0).type.str() + " (size is not 1)");
+            fail("cannot squeeze dim " + std::to_string(d) + " of " + in(n, 0).type.str() +
+                 " (size is not 1)");
           }
         }
         return std::vector<TensorType>{{in(n, 0).elem(), out}};
@@ -476,7 +515,8 @@ void register_ops() {
           n.attrs["axes"] = sorted_axes(n.attr_ints("axes"), in(n, 0).rank());
         }
       });
-  def("Unsqueeze", 1, 1, 1, 1, {A("axes", K::kInts)},
+  def(
+      "Unsqueeze", 1, 1, 1, 1, {A("axes", K::kInts)},
       [](const Node& n) {
         const Shape& x = shp(n, 0);
         const auto& axes = n.attr_ints("axes");
@@ -494,7 +534,8 @@ void register_ops() {
         int64_t out_rank = in(n, 0).rank() + static_cast<int64_t>(n.attr_ints("axes").size());
         n.attrs["axes"] = sorted_axes(n.attr_ints("axes"), out_rank);
       });
-  def("Concat", 1, -1, 1, 1, {A("axis", K::kInt)},
+  def(
+      "Concat", 1, -1, 1, 1, {A("axis", K::kInt)},
       [](const Node& n) {
         Shape out = shp(n, 0);
         int64_t axis = n.attr_int("axis");
@@ -505,8 +546,9 @@ void register_ops() {
           for (size_t d = 0; ok && d < s.size(); ++d)
             if (static_cast<int64_t>(d) != axis && s[d] != out[d]) ok = false;
           if (!ok)
-            fail("input " + std::to_string(k) + " " + in(n, k).type.str() + " does not match input 0 " +
-                 in(n, 0).type.str() + " outside axis " + std::to_string(axis));
+            fail("input " + std::to_string(k) + " " + in(n, k).type.str() +
+                 " does not match input 0 " + in(n, 0).type.str() + " outside axis " +
+                 std::to_string(axis));
           out[axis] += s[axis];
         }
         return std::vector<TensorType>{{in(n, 0).elem(), out}};
@@ -515,7 +557,8 @@ void register_ops() {
         if (in(n, 0).rank() == 0) fail("cannot concatenate scalars");
         axis_attr(n, "axis", in(n, 0).rank());
       });
-  def("Split", 1, 1, 1, -1, {A("axis", K::kInt, 0), A("split", K::kInts)},
+  def(
+      "Split", 1, 1, 1, -1, {A("axis", K::kInt, 0), A("split", K::kInts)},
       [](const Node& n) {
         const Shape& x = shp(n, 0);
         int64_t axis = n.attr_int("axis");
@@ -526,7 +569,8 @@ void register_ops() {
           total += s;
         }
         if (total != x[axis])
-          fail("split " + str_ints(split) + " does not sum to dim " + std::to_string(axis) + " of " + in(n, 0).type.str());
+          fail("split " + str_ints(split) + " does not sum to dim " + std::to_string(axis) +
+               " of " + in(n, 0).type.str());
         if (!n.outputs.empty() && split.size() != n.outputs.size())
           fail("split " + str_ints(split) + " has " + std::to_string(split.size()) + " parts for " +
                std::to_string(n.outputs.size()) + " outputs");
@@ -545,12 +589,13 @@ void register_ops() {
           int64_t parts = static_cast<int64_t>(n.outputs.size());
           int64_t dim = shp(n, 0)[axis];
           if (parts == 0 || dim % parts != 0)
-            fail("dim " + std::to_string(axis) + " (" + std::to_string(dim) + ") does not split evenly into " +
-                 std::to_string(parts) + " outputs");
+            fail("dim " + std::to_string(axis) + " (" + std::to_string(dim) +
+                 ") does not split evenly into " + std::to_string(parts) + " outputs");
           n.attrs["split"] = std::vector<int64_t>(parts, dim / parts);
         }
       });
-  def("Slice", 1, 1, 1, 1,
+  def(
+      "Slice", 1, 1, 1, 1,
       {A("starts", K::kInts), A("ends", K::kInts), A("axes", K::kInts), A("steps", K::kInts)},
       [](const Node& n) {
         Shape out = shp(n, 0);
@@ -572,14 +617,16 @@ void register_ops() {
         for (auto& a : axes) a = normalize_axis(a, r);
         std::vector<int64_t> chk = axes;
         std::sort(chk.begin(), chk.end());
-        if (std::adjacent_find(chk.begin(), chk.end()) != chk.end()) fail("axes " + str_ints(axes) + " repeat an axis");
+        if (std::adjacent_find(chk.begin(), chk.end()) != chk.end())
+          fail("axes " + str_ints(axes) + " repeat an axis");
         n.attrs["axes"] = axes;
         if (!n.has_attr("steps")) n.attrs["steps"] = std::vector<int64_t>(cnt, 1);
         if (n.attr_ints("steps").size() != cnt) fail("steps and starts differ in length");
         for (int64_t s : n.attr_ints("steps"))
           if (s == 0) fail("slice step must not be 0");
       });
-  def("Gather", 2, 2, 1, 1, {A("axis", K::kInt, 0)},
+  def(
+      "Gather", 2, 2, 1, 1, {A("axis", K::kInt, 0)},
       [](const Node& n) {
         require_int_indices(n, 1);
         const Shape& x = shp(n, 0);
@@ -593,7 +640,8 @@ void register_ops() {
         if (in(n, 0).rank() == 0) fail("cannot gather from a scalar");
         axis_attr(n, "axis", in(n, 0).rank());
       });
-  def("GatherElements", 2, 2, 1, 1, {A("axis", K::kInt, 0)},
+  def(
+      "GatherElements", 2, 2, 1, 1, {A("axis", K::kInt, 0)},
       [](const Node& n) {
         require_int_indices(n, 1);
         if (shp(n, 1).size() != shp(n, 0).size()) fail("indices must have the data's rank");
@@ -604,25 +652,29 @@ void register_ops() {
         axis_attr(n, "axis", in(n, 0).rank());
       });
   def("Expand", 1, 1, 1, 1, {A("shape", K::kInts)}, [](const Node& n) {
-    return std::vector<TensorType>{{in(n, 0).elem(), broadcast_shapes({shp(n, 0), n.attr_ints("shape")})}};
+    return std::vector<TensorType>{
+        {in(n, 0).elem(), broadcast_shapes({shp(n, 0), n.attr_ints("shape")})}};
   });
   def("Tile", 1, 1, 1, 1, {A("repeats", K::kInts)}, [](const Node& n) {
     Shape out = shp(n, 0);
     const auto& rep = n.attr_ints("repeats");
-    if (rep.size() != out.size()) fail("repeats " + str_ints(rep) + " must have one entry per dim of " + in(n, 0).type.str());
+    if (rep.size() != out.size())
+      fail("repeats " + str_ints(rep) + " must have one entry per dim of " + in(n, 0).type.str());
     for (size_t d = 0; d < out.size(); ++d) {
       if (rep[d] < 0) fail("repeats " + str_ints(rep) + " has a negative entry");
       out[d] *= rep[d];
     }
     return std::vector<TensorType>{{in(n, 0).elem(), out}};
   });
-  def("Pad", 1, 1, 1, 1, {A("pads", K::kInts), A("mode", K::kString, "constant"), A("value", K::kFloat, 0.0f)},
+  def("Pad", 1, 1, 1, 1,
+      {A("pads", K::kInts), A("mode", K::kString, "constant"), A("value", K::kFloat, 0.0f)},
       [](const Node& n) {
         Shape out = shp(n, 0);
         const auto& pads = n.attr_ints("pads");
         const std::string& mode = n.attr_string("mode");
         if (mode != "constant" && mode != "reflect" && mode != "edge")
-          throw UnsupportedError("Pad mode '" + mode + "' is not supported (constant, reflect, edge)");
+          throw UnsupportedError("Pad mode '" + mode +
+                                 "' is not supported (constant, reflect, edge)");
         if (pads.size() != 2 * out.size())
           fail("pads " + str_ints(pads) + " must have 2 entries per dim of " + in(n, 0).type.str());
         size_t r = out.size();
@@ -631,21 +683,26 @@ void register_ops() {
           if (o < 0) fail("pads " + str_ints(pads) + " crop dim " + std::to_string(d) + " below 0");
           if (mode != "constant" && (pads[d] > 0 || pads[d + r] > 0) && out[d] == 0)
             fail("cannot " + mode + "-pad an empty dim");
-          if (mode == "reflect" && (pads[d] >= out[d] || pads[d + r] >= out[d]) && (pads[d] > 0 || pads[d + r] > 0))
-            fail("reflect pads " + str_ints(pads) + " must be smaller than dim " + std::to_string(d));
+          if (mode == "reflect" && (pads[d] >= out[d] || pads[d + r] >= out[d]) &&
+              (pads[d] > 0 || pads[d + r] > 0))
+            fail("reflect pads " + str_ints(pads) + " must be smaller than dim " +
+                 std::to_string(d));
           out[d] = o;
         }
         return std::vector<TensorType>{{in(n, 0).elem(), out}};
       });
-  def("DepthToSpace", 1, 1, 1, 1, {A("blocksize", K::kInt), A("mode", K::kString, "DCR")}, [](const Node& n) {
-    require_rank(n, 0, 4, 4);
-    Shape x = shp(n, 0);
-    int64_t b = n.attr_int("blocksize");
-    const std::string& mode = n.attr_string("mode");
-    if (mode != "DCR" && mode != "CRD") fail("mode must be DCR or CRD, got '" + mode + "'");
-    if (b < 1 || x[1] % (b * b) != 0) fail("blocksize " + std::to_string(b) + " squared does not divide the channels");
-    return std::vector<TensorType>{{in(n, 0).elem(), {x[0], x[1] / (b * b), x[2] * b, x[3] * b}}};
-  });
+  def("DepthToSpace", 1, 1, 1, 1, {A("blocksize", K::kInt), A("mode", K::kString, "DCR")},
+      [](const Node& n) {
+        require_rank(n, 0, 4, 4);
+        Shape x = shp(n, 0);
+        int64_t b = n.attr_int("blocksize");
+        const std::string& mode = n.attr_string("mode");
+        if (mode != "DCR" && mode != "CRD") fail("mode must be DCR or CRD, got '" + mode + "'");
+        if (b < 1 || x[1] % (b * b) != 0)
+          fail("blocksize " + std::to_string(b) + " squared does not divide the channels");
+        return std::vector<TensorType>{
+            {in(n, 0).elem(), {x[0], x[1] / (b * b), x[2] * b, x[3] * b}}};
+      });
   def("SpaceToDepth", 1, 1, 1, 1, {A("blocksize", K::kInt)}, [](const Node& n) {
     require_rank(n, 0, 4, 4);
     Shape x = shp(n, 0);
@@ -654,7 +711,9 @@ void register_ops() {
       fail("blocksize " + std::to_string(b) + " does not divide the spatial dims");
     return std::vector<TensorType>{{in(n, 0).elem(), {x[0], x[1] * b * b, x[2] / b, x[3] / b}}};
   });
-  def("CumSum", 1, 1, 1, 1, {A("axis", K::kInt), A("exclusive", K::kInt, 0), A("reverse", K::kInt, 0)},
+  def(
+      "CumSum", 1, 1, 1, 1,
+      {A("axis", K::kInt), A("exclusive", K::kInt, 0), A("reverse", K::kInt, 0)},
       [](const Node& n) {
         require_numeric(n, 0);
         return same_as_input0(n);
@@ -669,7 +728,9 @@ void register_ops() {
   });
 
   // Fold-only ops.
-  def("Shape", 1, 1, 1, 1, {A("start", K::kInt, 0), A("end", K::kInt, std::numeric_limits<int64_t>::max())},
+  def(
+      "Shape", 1, 1, 1, 1,
+      {A("start", K::kInt, 0), A("end", K::kInt, std::numeric_limits<int64_t>::max())},
       [](const Node& n) {
         int64_t cnt = std::max<int64_t>(0, n.attr_int("end") - n.attr_int("start"));
         return std::vector<TensorType>{{ElemType::int64, {cnt}}};
@@ -682,12 +743,17 @@ void register_ops() {
           n.attrs[key] = std::clamp<int64_t>(v, 0, r);
         }
       });
-  def("Size", 1, 1, 1, 1, {}, [](const Node&) { return std::vector<TensorType>{{ElemType::int64, {}}}; });
+  def("Size", 1, 1, 1, 1, {}, [](const Node&) {
+    return std::vector<TensorType>{{ElemType::int64, {}}};
+  });
   def("ConstantOfShape", 1, 1, 1, 1, {A("value", K::kTensor, Tensor::from_floats({1}, {0.0f}))},
       [](const Node& n) {
         const Value& s = in(n, 0);
-        if (!s.has_data()) fail("shape input '" + s.name + "' must be a constant (static shapes only)");
-        if (s.elem() != ElemType::int64 || s.rank() != 1) fail("shape input must be a 1-D int64 tensor");
+        if (!s.has_data())
+          throw UnsupportedError("shape input '" + s.name +
+                                 "' must be a constant (static shapes only)");
+        if (s.elem() != ElemType::int64 || s.rank() != 1)
+          fail("shape input must be a 1-D int64 tensor");
         const Tensor& v = n.attr_tensor("value");
         if (v.numel() != 1) fail("value must hold one element");
         Shape out = s.data->ints();
@@ -698,7 +764,8 @@ void register_ops() {
   def("Range", 3, 3, 1, 1, {}, [](const Node& n) {
     for (size_t k = 0; k < 3; ++k) {
       if (!in(n, k).has_data())
-        fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') must be a constant (static shapes only)");
+        throw UnsupportedError("input " + std::to_string(k) + " ('" + in(n, k).name +
+                               "') must be a constant (static shapes only)");
       if (in(n, k).type.numel() != 1) fail("inputs must be scalars");
       require_same_elem(n, 0, k);
     }
@@ -747,19 +814,24 @@ void normalize_node(Node& n) {
   int nin = static_cast<int>(n.inputs.size());
   if (nin < s.min_inputs || (s.max_inputs >= 0 && nin > s.max_inputs))
     fail("has " + std::to_string(nin) + " inputs, expected " + std::to_string(s.min_inputs) +
-         (s.max_inputs == s.min_inputs ? "" : ".." + (s.max_inputs < 0 ? std::string("n") : std::to_string(s.max_inputs))));
+         (s.max_inputs == s.min_inputs
+              ? ""
+              : ".." + (s.max_inputs < 0 ? std::string("n") : std::to_string(s.max_inputs))));
   for (int k = 0; k < s.min_inputs; ++k)
     if (!n.inputs[k]) fail("input " + std::to_string(k) + " is required");
   int nout = static_cast<int>(n.outputs.size());
   if (nout && (nout < s.min_outputs || (s.max_outputs >= 0 && nout > s.max_outputs)))
     fail("has " + std::to_string(nout) + " outputs, expected " + std::to_string(s.min_outputs) +
-         (s.max_outputs == s.min_outputs ? "" : ".." + (s.max_outputs < 0 ? std::string("n") : std::to_string(s.max_outputs))));
+         (s.max_outputs == s.min_outputs
+              ? ""
+              : ".." + (s.max_outputs < 0 ? std::string("n") : std::to_string(s.max_outputs))));
   for (const auto& [key, a] : n.attrs) {
-    auto it = std::find_if(s.attrs.begin(), s.attrs.end(), [&](const AttrSpec& x) { return x.name == key; });
+    auto it = std::find_if(s.attrs.begin(), s.attrs.end(),
+                           [&](const AttrSpec& x) { return x.name == key; });
     if (it == s.attrs.end()) fail("unknown attribute '" + key + "'");
     if (a.kind() != it->kind)
-      fail("attribute '" + key + "' is " + std::string(attribute_kind_name(a.kind())) + ", expected " +
-           std::string(attribute_kind_name(it->kind)));
+      fail("attribute '" + key + "' is " + std::string(attribute_kind_name(a.kind())) +
+           ", expected " + std::string(attribute_kind_name(it->kind)));
   }
   for (const AttrSpec& a : s.attrs)
     if (a.has_default && !n.has_attr(a.name)) n.attrs[a.name] = a.dflt;
@@ -770,11 +842,13 @@ void normalize_node(Node& n) {
   }
 }
 
-std::vector<TensorType> infer_types(const Node& n) { return lookup(n).infer(n); }
+std::vector<TensorType> infer_types(const Node& n) {
+  return lookup(n).infer(n);
+}
 
 Node* make_node(Graph& g, const std::string& op, std::vector<Value*> inputs,
-                std::map<std::string, Attribute> attrs, const std::string& node_name, int num_outputs,
-                const std::vector<std::string>& out_names, const Node* before) {
+                std::map<std::string, Attribute> attrs, const std::string& node_name,
+                int num_outputs, const std::vector<std::string>& out_names, const Node* before) {
   Node probe;
   probe.op = op;
   probe.name = node_name;
@@ -793,13 +867,15 @@ Node* make_node(Graph& g, const std::string& op, std::vector<Value*> inputs,
     throw CompileError(probe.label() + ": " + e.what());
   }
   if (static_cast<int>(types.size()) < num_outputs)
-    throw CompileError(probe.label() + ": has at most " + std::to_string(types.size()) + " outputs");
+    throw CompileError(probe.label() + ": has at most " + std::to_string(types.size()) +
+                       " outputs");
   std::vector<std::pair<std::string, TensorType>> outs;
   std::string base = node_name.empty() ? op : node_name;
   for (int k = 0; k < num_outputs; ++k) {
-    std::string nm = k < static_cast<int>(out_names.size()) && !out_names[k].empty()
-                         ? out_names[k]
-                         : g.unique_name(base + (num_outputs > 1 ? "_out" + std::to_string(k) : "_out"));
+    std::string nm =
+        k < static_cast<int>(out_names.size()) && !out_names[k].empty()
+            ? out_names[k]
+            : g.unique_name(base + (num_outputs > 1 ? "_out" + std::to_string(k) : "_out"));
     outs.emplace_back(nm, types[k]);
   }
   return g.add_node(op, std::move(inputs), outs, std::move(probe.attrs), node_name, before);
@@ -838,9 +914,10 @@ WindowGeometry window_geometry(const Node& n) {
   g.strides = n.attr_ints("strides");
   g.dilations = n.has_attr("dilations") ? n.attr_ints("dilations") : std::vector<int64_t>(k, 1);
   const auto& pads = n.attr_ints("pads");
-  if (g.kernel.size() != k || g.strides.size() != k || g.dilations.size() != k || pads.size() != 2 * k)
-    fail("kernel_shape/strides/dilations need " + std::to_string(k) + " entries and pads " + std::to_string(2 * k) +
-         " for input " + shape_str(x));
+  if (g.kernel.size() != k || g.strides.size() != k || g.dilations.size() != k ||
+      pads.size() != 2 * k)
+    fail("kernel_shape/strides/dilations need " + std::to_string(k) + " entries and pads " +
+         std::to_string(2 * k) + " for input " + shape_str(x));
   g.pads_begin.assign(pads.begin(), pads.begin() + k);
   g.pads_end.assign(pads.begin() + k, pads.end());
   bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
@@ -858,7 +935,8 @@ WindowGeometry window_geometry(const Node& n) {
     } else {
       int64_t padded = g.in[i] + g.pads_begin[i] + g.pads_end[i];
       if (padded < span)
-        fail("window " + std::to_string(span) + " is larger than padded input dim " + std::to_string(padded));
+        fail("window " + std::to_string(span) + " is larger than padded input dim " +
+             std::to_string(padded));
       int64_t num = padded - span;
       o = (ceil_mode ? (num + g.strides[i] - 1) / g.strides[i] : num / g.strides[i]) + 1;
       if (ceil_mode && (o - 1) * g.strides[i] >= g.in[i] + g.pads_begin[i]) --o;

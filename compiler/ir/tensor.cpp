@@ -96,15 +96,18 @@ std::vector<float>& Tensor::floats() {
     throw CompileError("tensor of " + std::string(elem_type_name(elem_)) + " has no float data");
   return f_;
 }
-const std::vector<float>& Tensor::floats() const { return const_cast<Tensor*>(this)->floats(); }
+const std::vector<float>& Tensor::floats() const {
+  return const_cast<Tensor*>(this)->floats();
+}
 
 std::vector<int64_t>& Tensor::ints() {
   if (holds_floats())
-    throw CompileError("tensor of " + std::string(elem_type_name(elem_)) +
-                       " has no integer data");
+    throw CompileError("tensor of " + std::string(elem_type_name(elem_)) + " has no integer data");
   return i_;
 }
-const std::vector<int64_t>& Tensor::ints() const { return const_cast<Tensor*>(this)->ints(); }
+const std::vector<int64_t>& Tensor::ints() const {
+  return const_cast<Tensor*>(this)->ints();
+}
 
 std::vector<int64_t> Tensor::to_int64s() const {
   if (!holds_floats()) return i_;

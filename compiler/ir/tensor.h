@@ -26,8 +26,7 @@ class Tensor {
   explicit Tensor(const TensorType& t) : Tensor(t.elem, t.shape) {}
 
   // Build from values (count must match the shape); the values are normalized.
-  static Tensor from_floats(Shape shape, std::vector<float> values,
-                            ElemType elem = ElemType::fp32);
+  static Tensor from_floats(Shape shape, std::vector<float> values, ElemType elem = ElemType::fp32);
   static Tensor from_ints(Shape shape, std::vector<int64_t> values,
                           ElemType elem = ElemType::int64);
   static Tensor scalar(float v) { return from_floats({}, {v}); }
@@ -48,7 +47,9 @@ class Tensor {
 
   // Element access through double, whatever the storage (exact for float and for
   // integers up to 2^53).
-  double at(int64_t flat) const { return holds_floats() ? f_[flat] : static_cast<double>(i_[flat]); }
+  double at(int64_t flat) const {
+    return holds_floats() ? f_[flat] : static_cast<double>(i_[flat]);
+  }
 
   // Values converted to int64 (floats truncated): for shape-like constants.
   std::vector<int64_t> to_int64s() const;

@@ -18,7 +18,8 @@ namespace {
 // Printing
 
 bool bare_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-';
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' ||
+         c == '-';
 }
 
 std::string ident(const std::string& s) {
@@ -136,7 +137,8 @@ class Parser {
         ++col;
       }
     }
-    throw CompileError(file_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: " + msg);
+    throw CompileError(file_ + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                       ": error: " + msg);
   }
 
   // Skips blanks and comments, including newlines.
@@ -179,7 +181,8 @@ class Parser {
   std::string word() {
     skip_space();
     size_t b = pos_;
-    while (!at_end() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+    while (!at_end() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+      ++pos_;
     return s_.substr(b, pos_ - b);
   }
   void expect_word(const std::string& w) {
@@ -314,7 +317,8 @@ class Parser {
       } while (accept(','));
       expect(']');
     }
-    int64_t n = is_float(t.elem) ? static_cast<int64_t>(fs.size()) : static_cast<int64_t>(is.size());
+    int64_t n =
+        is_float(t.elem) ? static_cast<int64_t>(fs.size()) : static_cast<int64_t>(is.size());
     if (n != t.numel())
       error(t.str() + " needs " + std::to_string(t.numel()) + " values, got " + std::to_string(n));
     return is_float(t.elem) ? Tensor::from_floats(t.shape, std::move(fs), t.elem)
@@ -374,7 +378,8 @@ class Parser {
 
   Value* lookup(const std::string& name, size_t at) {
     Value* v = g_.find_value(name);
-    if (!v) error_at(at, "value '%" + name + "' is not defined (values must be defined before use)");
+    if (!v)
+      error_at(at, "value '%" + name + "' is not defined (values must be defined before use)");
     return v;
   }
 
@@ -384,7 +389,8 @@ class Parser {
 
   void end_of_statement() {
     skip_inline();
-    if (!at_end() && peek() != '\n' && peek() != '}') error("unexpected text at the end of the statement");
+    if (!at_end() && peek() != '\n' && peek() != '}')
+      error("unexpected text at the end of the statement");
   }
 
   void statement() {
@@ -521,7 +527,8 @@ class Parser {
 std::string print_graph(const Graph& g, const PrintOptions& opts) {
   std::ostringstream o;
   o << "graph " << ident(g.name) << " {\n";
-  for (const Value* v : g.inputs()) o << "  input %" << ident(v->name) << ": " << v->type.str() << "\n";
+  for (const Value* v : g.inputs())
+    o << "  input %" << ident(v->name) << ": " << v->type.str() << "\n";
   for (const auto& v : g.values()) {
     if (!v->is_constant) continue;
     o << "  const %" << ident(v->name) << ": " << v->type.str();
@@ -531,7 +538,8 @@ std::string print_graph(const Graph& g, const PrintOptions& opts) {
   for (const auto& n : g.nodes()) {
     o << "  ";
     for (size_t k = 0; k < n->outputs.size(); ++k)
-      o << (k ? ", " : "") << "%" << ident(n->outputs[k]->name) << ": " << n->outputs[k]->type.str();
+      o << (k ? ", " : "") << "%" << ident(n->outputs[k]->name) << ": "
+        << n->outputs[k]->type.str();
     o << " = " << n->op << "(";
     for (size_t k = 0; k < n->inputs.size(); ++k)
       o << (k ? ", " : "") << (n->inputs[k] ? "%" + ident(n->inputs[k]->name) : std::string("_"));
@@ -550,7 +558,8 @@ std::string print_graph(const Graph& g, const PrintOptions& opts) {
   }
   if (!g.outputs().empty()) {
     o << "  output ";
-    for (size_t k = 0; k < g.outputs().size(); ++k) o << (k ? ", " : "") << "%" << ident(g.outputs()[k]->name);
+    for (size_t k = 0; k < g.outputs().size(); ++k)
+      o << (k ? ", " : "") << "%" << ident(g.outputs()[k]->name);
     o << "\n";
   }
   o << "}\n";

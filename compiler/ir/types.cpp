@@ -50,7 +50,9 @@ bool is_float(ElemType t) {
   }
 }
 
-bool is_integer(ElemType t) { return !is_float(t) && t != ElemType::boolean; }
+bool is_integer(ElemType t) {
+  return !is_float(t) && t != ElemType::boolean;
+}
 
 std::optional<isa::DType> to_isa(ElemType t) {
   switch (t) {
@@ -108,6 +110,8 @@ std::string shape_str(const Shape& s) {
   return r + "]";
 }
 
-std::string TensorType::str() const { return std::string(elem_type_name(elem)) + shape_str(shape); }
+std::string TensorType::str() const {
+  return std::string(elem_type_name(elem)) + shape_str(shape);
+}
 
 }  // namespace trnsim::ir

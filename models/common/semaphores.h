@@ -1,8 +1,10 @@
 // The core's hardware semaphores: counters that start at 0 at launch and are only
 // incremented. Engines wait for a counter to reach a value and increment counters
-// at read-start or completion. Modelled: values, events and who waits on what (for
-// deadlock reports). Not modelled: the semaphore write latency (engines' sequencer
-// latency covers it).
+// at read-start or completion. Modelled: values, waits (a waiter resumes one delta
+// cycle after the increment that releases it) and who waits on what (for deadlock
+// reports). Not modelled: the semaphore write latency (engines' sequencer latency
+// covers it). Only increments someone waits for notify an event, which keeps
+// semaphore traffic off the simulation kernel.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,10 @@
 #include <string>
 #include <systemc>
 #include <vector>
+
+namespace trnsim::trace {
+class recorder;
+}
 
 namespace trnsim::models {
 
@@ -21,19 +27,32 @@ class semaphores : public sc_core::sc_module {
  public:
   semaphores(const sc_core::sc_module_name& name, const semaphores_params& p);
 
-  void reset();  // every counter to 0
+  void reset();  // every counter to 0, every pending watch dropped
   uint32_t count() const { return static_cast<uint32_t>(values_.size()); }
   uint32_t value(uint16_t id) const { return values_.at(id); }
   // Blocks the calling thread until semaphore `id` >= `v`.
   void wait_ge(uint16_t id, uint32_t v);
   void increment(uint16_t id, uint32_t inc);
-  // Notified on every increment of any semaphore (DMA engines pick among queues).
-  const sc_core::sc_event& changed_event() const { return changed_; }
+  // Notifies `ev` (delta) once semaphore `id` reaches `v`, for a thread that waits
+  // on several conditions (a DMA engine's queues). Returns false, registering
+  // nothing, when `id` already has. A watch fires once; registering the same
+  // (id, v, ev) again while it is pending changes nothing.
+  bool notify_when_ge(uint16_t id, uint32_t v, sc_core::sc_event& ev);
+
+  // Records every value change (VCD); nullptr: off.
+  void set_trace(trace::recorder* t) { trace_ = t; }
 
  private:
+  struct watch {
+    uint32_t value;
+    sc_core::sc_event* ev;
+  };
+  void check(uint16_t id) const;
   std::vector<uint32_t> values_;
+  std::vector<uint32_t> waiters_;  // threads blocked in wait_ge, per semaphore
+  std::vector<std::vector<watch>> watches_;
   std::vector<std::unique_ptr<sc_core::sc_event>> events_;
-  sc_core::sc_event changed_;
+  trace::recorder* trace_ = nullptr;
 };
 
 }  // namespace trnsim::models

@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+namespace trnsim::trace {
+class recorder;
+}
+
 namespace trnsim::models {
 
 struct sim_fault {
@@ -14,6 +18,7 @@ struct sim_fault {
 
 struct sim_context {
   bool functional = true;  // false: timing only, no data moved or computed
+  trace::recorder* trace = nullptr;  // set: engines and DMA queues record every instruction
   std::vector<sim_fault> faults;
 };
 

@@ -35,6 +35,17 @@ void group::add_value(const std::string& name, const std::string& unit, const st
   add(name, unit, desc, [value] { return *value; });
 }
 
+void group::add_fixed(const std::string& name, const std::string& unit, const std::string& desc,
+                      double value, bool integer) {
+  add(name, unit, desc, [value] { return value; }, integer);
+}
+
+void group::clear() {
+  stats_.clear();
+  children_.clear();
+  visible_ = nullptr;
+}
+
 double group::value(const std::string& dotted) const {
   auto dot = dotted.find('.');
   if (dot == std::string::npos) {
@@ -97,6 +108,7 @@ void group::json_values(std::string& out, int indent) const {
     out += pad + "\"" + json_escape(s.name) + "\": " + json_number(s.get(), s.integer);
   }
   for (auto& c : children_) {
+    if (!c->visible()) continue;
     out += first ? "\n" : ",\n";
     first = false;
     out += pad + "\"" + json_escape(c->name_) + "\": ";
@@ -112,7 +124,8 @@ void group::json_meta(std::string& out, const std::string& prefix, bool& first) 
     out += "    \"" + json_escape(prefix + s.name) + "\": {\"unit\": \"" + json_escape(s.unit) +
            "\", \"desc\": \"" + json_escape(s.desc) + "\"}";
   }
-  for (auto& c : children_) c->json_meta(out, prefix + c->name_ + ".", first);
+  for (auto& c : children_)
+    if (c->visible()) c->json_meta(out, prefix + c->name_ + ".", first);
 }
 
 std::string group::to_json() const {
@@ -144,7 +157,8 @@ void group::text(std::string& out, const std::string& prefix) const {
     if (unit.size() < 10) unit.resize(10, ' ');
     out += name + " " + val + " " + unit + " # " + s.desc + "\n";
   }
-  for (auto& c : children_) c->text(out, prefix + c->name_ + ".");
+  for (auto& c : children_)
+    if (c->visible()) c->text(out, prefix + c->name_ + ".");
 }
 
 std::string group::to_text() const {

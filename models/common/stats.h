@@ -33,6 +33,14 @@ class group {
                    const uint64_t* value);
   void add_value(const std::string& name, const std::string& unit, const std::string& desc,
                  const double* value);
+  // A value known when the tree is built (the runtime's per-run figures).
+  void add_fixed(const std::string& name, const std::string& unit, const std::string& desc,
+                 double value, bool integer = false);
+  // Groups whose predicate is false are left out of the dumps (unused DMA queues,
+  // cores a run did not use); value() still finds their stats.
+  void set_visible(std::function<bool()> visible) { visible_ = std::move(visible); }
+  bool visible() const { return !visible_ || visible_(); }
+  void clear();  // drop every stat and child group
   // Value of a stat by dotted path relative to this group; NaN when absent.
   double value(const std::string& dotted) const;
 
@@ -46,6 +54,7 @@ class group {
   std::string name_, desc_;
   std::vector<stat> stats_;
   std::vector<std::unique_ptr<group>> children_;
+  std::function<bool()> visible_;
 };
 
 std::string json_number(double v, bool integer);

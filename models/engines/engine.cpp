@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/common/ap_extension.h"
+#include "models/common/trace.h"
 #include "models/isa/assembler.h"
 
 namespace trnsim::models {
@@ -18,6 +19,7 @@ engine::engine(const sc_core::sc_module_name& name, isa::Engine kind, const engi
       ctx_(ctx) {
   SC_HAS_PROCESS(engine);
   SC_THREAD(run);
+  SC_THREAD(complete);
 }
 
 void engine::load(const std::vector<isa::Instruction>* instrs) {
@@ -59,6 +61,15 @@ void engine::register_stats(stats::group& g) {
         [this] { return sem_wait_ns(); });
   g.add("port_stall_ns", "ns", "time accesses waited for an SBUF/PSUM port held by another engine",
         [this] { return port_stall_ns(); });
+  if (kind_ == isa::Engine::tensor)
+    g.add(
+        "flops", "FLOP", "matmul floating-point operations (2 x K x M x N each)",
+        [this] {
+          uint64_t f = 0;
+          for (uint64_t x : flops_) f += x;
+          return double(f);
+        },
+        true);
   auto& ops = g.child("opcodes", "instructions executed by opcode");
   for (int i = 0; i < isa::kNumOpcodes; ++i) {
     auto op = static_cast<isa::Opcode>(i);
@@ -66,6 +77,20 @@ void engine::register_stats(stats::group& g) {
     ops.add_counter(std::string(isa::opcode_name(op)), "instructions",
                     "instructions of this opcode", &by_opcode_[i]);
   }
+}
+
+void engine::reset_stats() {
+  instructions_ = 0;
+  by_opcode_.fill(0);
+  flops_.fill(0);
+  busy_ = sem_wait_ = port_stall_ = sc_core::SC_ZERO_TIME;
+}
+
+// The dtype a matmul's FLOPs count against: the wider input (fp32 > bf16/fp16 > fp8);
+// the moving one when both are as wide.
+static isa::DType matmul_dtype(const isa::Instruction& in) {
+  const isa::DType s = in.src[0].dtype, m = in.src[1].dtype;
+  return isa::dtype_size(s) > isa::dtype_size(m) ? s : m;
 }
 
 void engine::signal(const isa::Instruction& in, isa::SignalWhen when) {
@@ -123,6 +148,44 @@ sc_core::sc_time engine::execute(const isa::Instruction& in) {
   return port;
 }
 
+engine::timing engine::instruction_timing(const isa::Instruction& in,
+                                          const sc_core::sc_time& port) {
+  // A nop has no datapath work: it costs the static overhead only.
+  const uint64_t cycles = in.op == isa::Opcode::nop ? 0 : cost_cycles(in);
+  const sc_core::sc_time d =
+      cycles_to_time(params_.overhead_cycles) + std::max(cycles_to_time(double(cycles)), port);
+  return {d, d};
+}
+
+void engine::complete_at(const isa::Instruction& in, const sc_core::sc_time& at) {
+  completes_at_ = at;
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (at <= now && completions_.empty()) {
+    last_done_ = now;
+    signal(in, isa::SignalWhen::done);
+    return;
+  }
+  if (completions_.empty()) completion_event_.notify(at - now);
+  completions_.push_back({at, &in});
+}
+
+void engine::complete() {
+  for (;;) {
+    sc_core::wait(completion_event_);
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    while (!completions_.empty() && completions_.front().at <= now) {
+      const isa::Instruction* in = completions_.front().in;
+      completions_.pop_front();
+      last_done_ = now;
+      signal(*in, isa::SignalWhen::done);
+    }
+    if (completions_.empty())
+      completed_.notify();
+    else
+      completion_event_.notify(completions_.front().at - now);
+  }
+}
+
 void engine::run() {
   for (;;) {
     sc_core::wait(start_event_);
@@ -143,13 +206,9 @@ void engine::run() {
       sem_wait_ += sc_core::sc_time_stamp() - t0;
       state_ = state::running;
       signal(in, isa::SignalWhen::start);
-      sc_core::sc_time dur;
+      timing tm;
       try {
-        const sc_core::sc_time port = execute(in);
-        // A nop has no datapath work: it costs the static overhead only.
-        const uint64_t cycles = in.op == isa::Opcode::nop ? 0 : cost_cycles(in);
-        const sc_core::sc_time compute = cycles_to_time(double(cycles));
-        dur = cycles_to_time(params_.overhead_cycles) + std::max(compute, port);
+        tm = instruction_timing(in, execute(in));
       } catch (const std::exception& e) {
         std::string where = name();
         ctx_.faults.push_back(
@@ -159,13 +218,24 @@ void engine::run() {
         state_ = state::failed;
         break;
       }
-      sc_core::wait(dur);
-      busy_ += dur;
+      const sc_core::sc_time issued = sc_core::sc_time_stamp();
+      sc_core::wait(tm.issue);
+      // Completions keep issue order; busy time is the union of [issue, done].
+      const sc_core::sc_time end = std::max({issued + tm.issue, issued + tm.done, completes_at_});
+      busy_ += end - std::min(end, std::max(issued, busy_until_));
+      busy_until_ = std::max(busy_until_, end);
       ++instructions_;
       ++by_opcode_[static_cast<size_t>(in.op)];
-      last_done_ = sc_core::sc_time_stamp();
-      signal(in, isa::SignalWhen::done);
+      if (in.op == isa::Opcode::matmul)  // K x M x N multiply-adds, 2 FLOP each
+        flops_[static_cast<size_t>(matmul_dtype(in))] +=
+            2 * in.src[0].partition_count * in.src[0].free_elems() * in.src[1].free_elems();
+      if (ctx_.trace)
+        ctx_.trace->slice(ctx_.trace->track(this), in, uint32_t(pc_), issued, tm.issue,
+                          issued - t0, end - issued);
+      complete_at(in, end);
     }
+    // The queue is done when its last instruction has completed.
+    while (!completions_.empty()) sc_core::wait(completed_);
     if (state_ != state::failed) state_ = state::done;
   }
 }

@@ -4,13 +4,15 @@
 // TLM sockets, computes (alu.h) unless timing-only, writes the result, waits the
 // instruction's duration and signals its completion increments. Duration =
 // static overhead + max(compute cycles from the engine's cost model, port time of
-// every access). Modelled: issue order, semaphores, per-instruction cost. Not
-// modelled: pipelining of consecutive instructions beyond the cost model.
+// every access). Modelled: issue order, semaphores, per-instruction cost. An engine
+// may pipeline (instruction_timing: the tensor engine's next instruction issues
+// before the previous one completes); completions keep issue order.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <systemc>
 #include <tlm>
@@ -48,6 +50,10 @@ class engine : public sc_core::sc_module {
   double busy_ns() const { return busy_.to_seconds() * 1e9; }
   double sem_wait_ns() const { return sem_wait_.to_seconds() * 1e9; }
   double port_stall_ns() const { return port_stall_.to_seconds() * 1e9; }
+  uint64_t opcode_count(isa::Opcode op) const { return by_opcode_[static_cast<size_t>(op)]; }
+  // Matmul FLOPs (2 x K x M x N each) by input dtype (the wider of the two inputs).
+  uint64_t flops(isa::DType t) const { return flops_[static_cast<size_t>(t)]; }
+  void reset_stats();  // zero the counters (the runtime's stats are per run)
 
   sc_core::sc_time cycles_to_time(double cycles) const;
 
@@ -56,6 +62,16 @@ class engine : public sc_core::sc_module {
   virtual uint64_t cost_cycles(const isa::Instruction& in) = 0;
   // Reads operands, computes, writes; returns the longest port time of its accesses.
   virtual sc_core::sc_time execute(const isa::Instruction& in);
+  // Timing of the instruction issued now, relative to now: the sequencer takes the
+  // next instruction after `issue`; the instruction completes (done-signals fire,
+  // last_done() moves) after `done`. An engine that pipelines (the tensor engine)
+  // returns done > issue; completions always keep issue order. Default: both =
+  // static overhead + max(cost_cycles, port time); a nop costs the overhead only.
+  struct timing {
+    sc_core::sc_time issue;
+    sc_core::sc_time done;
+  };
+  virtual timing instruction_timing(const isa::Instruction& in, const sc_core::sc_time& port);
 
   sc_core::sc_time read_tile(const isa::AccessPattern& ap, Tile* t);
   sc_core::sc_time write_tile(const isa::AccessPattern& ap, const Tile* t, bool accumulate = false);
@@ -69,6 +85,19 @@ class engine : public sc_core::sc_module {
   enum class state { idle, waiting, running, done, failed };
   void run();
   void signal(const isa::Instruction& in, isa::SignalWhen when);
+  // Completion of `in` at absolute time `at`: now, or deferred to complete().
+  void complete_at(const isa::Instruction& in, const sc_core::sc_time& at);
+  void complete();  // thread: fires deferred completions in order
+
+  struct completion {
+    sc_core::sc_time at;
+    const isa::Instruction* in;
+  };
+  std::deque<completion> completions_;
+  sc_core::sc_event completion_event_;                     // the front completion is due
+  sc_core::sc_event completed_;                            // no completion left
+  sc_core::sc_time completes_at_ = sc_core::SC_ZERO_TIME;  // latest completion time
+  sc_core::sc_time busy_until_ = sc_core::SC_ZERO_TIME;    // end of the busy union
 
   sc_core::sc_event start_event_;
   const std::vector<isa::Instruction>* queue_ = nullptr;
@@ -81,6 +110,7 @@ class engine : public sc_core::sc_module {
 
   uint64_t instructions_ = 0;
   std::array<uint64_t, isa::kNumOpcodes> by_opcode_{};
+  std::array<uint64_t, isa::kNumDTypes> flops_{};
   sc_core::sc_time busy_ = sc_core::SC_ZERO_TIME;
   sc_core::sc_time sem_wait_ = sc_core::SC_ZERO_TIME;
   sc_core::sc_time port_stall_ = sc_core::SC_ZERO_TIME;

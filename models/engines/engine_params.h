@@ -21,6 +21,16 @@ struct tensor_engine_params : engine_params {
   uint32_t fp32_slowdown = 4;      // fp32 inputs take this many passes [x]
   bool fp8_double_row = true;      // fp8 matmul takes K=2*rows at bf16 time (NC-v3+)
   uint32_t max_moving_free = 512;  // N limit per matmul (one fp32 PSUM bank) [elements]
+  // Weight load in the background of the previous multiply, with fill/drain of
+  // consecutive multiplies overlapped (off: every pass loads, streams and drains alone).
+  bool background_load = true;
+  uint32_t fast_load_speedup = 4;  // background load vs a multiply of the same free size [x]
+  uint32_t tile_size = 32;         // smallest square tile a small matmul runs in [PEs]
+  bool throttle = true;            // throughput ramp after idle (trn2/trn3)
+  double throttle_start = 0.5;     // throughput when the ramp starts [fraction of peak]
+  double throttle_ramp_s = 3e-6;   // time from throttle_start to full throughput [s]
+  double throttle_idle_s = 3e-6;   // window of low utilisation that re-engages it [s]
+  double throttle_reengage = 0.5;  // utilisation below which the window re-engages it [fraction]
 };
 
 struct vector_engine_params : engine_params {

@@ -1,10 +1,44 @@
-// Tensor engine: the systolic PE array. Reads SBUF, writes PSUM (accumulating for
-// matmul with accumulate=1). First-order timing from hardware.md: a matmul costs its
-// initiation interval max(N, min_ii) cycles (x fp32_slowdown for fp32 inputs); a
-// transpose max(P, min(64, F)). Not modelled yet: load-stationary as its own step,
-// fill/drain, background weight load, array tiling, throttling, fp8 double-row
-// (fp8_double_row is carried but not used yet).
+// Tensor engine: a weight-stationary systolic array of rows x cols PEs. Reads SBUF,
+// writes PSUM (accumulating for matmul with accumulate=1). Cycle model, in engine
+// cycles, with R x C the array (or the tile a small matmul runs in):
+//
+// - A matmul stationary[K,M]^T @ moving[K,N] folds onto the array in
+//   ceil(K / R') x ceil(M / C) passes, R' = 2R for fp8 with fp8_double_row (two K
+//   rows per PE at bf16 time), else R. A pass loads the stationary tile, streams
+//   S = max(N, min_ii) moving columns (x fp32_slowdown when an input is fp32), and
+//   drains: the last result leaves the array R + C - 2 cycles after the last column
+//   entered it.
+// - background_load off: a pass shifts its weights in row by row (R cycles) once the
+//   previous pass has drained, so a pass takes R + S + (R + C - 2) = 2R + C + S - 2
+//   cycles, the weight-stationary fold formula (SCALE-Sim's), and the sequencer waits
+//   for the instruction to complete.
+// - background_load on: a pass's weights load into a shadow buffer in
+//   ceil(M_pass / fast_load_speedup) cycles while the previous pass streams (hidden
+//   when shorter), and it streams as soon as they are in and the previous stream has
+//   ended: fill and drain overlap the next stream, so back-to-back multiplies issue
+//   every max(N, min_ii) cycles. The sequencer takes the next instruction once this
+//   one's last pass starts loading (the shadow buffer holds one pending tile), so the
+//   static overhead of the next instruction overlaps the running multiply.
+// - The static overhead comes before an instruction's first load; the port time of
+//   its SBUF/PSUM accesses bounds the span from its first load to its last stream's
+//   end (with the presets' ports, one column per cycle at the TE clock, it never
+//   binds without background load).
+// - Array tiling (tile_size < min(rows, cols)): min(rows, cols) / tile_size tile
+//   slots. A matmul with K, M <= tile_size (not fp8 double-row, which needs the whole
+//   array) runs in the earliest free slot with R = C = tile_size, others take every
+//   slot; the sequencer moves on once a tiled matmul starts, so small matmuls overlap.
+// - Transpose [P,F] (a matmul against the identity): ceil(P / rows) x ceil(F / cols)
+//   passes of max(P', min(min_ii, F')) cycles (P', F' the pass's share) streaming on
+//   the whole array after the previous stream (or drain, without background load);
+//   not pipelined.
+// - Throttling: streaming runs at a rate that ramps linearly from throttle_start to
+//   full over throttle_ramp from the first stream; the ramp restarts at a stream that
+//   starts after a throttle_idle window (entirely after the current ramp began) in
+//   which the array's utilisation was below throttle_reengage. Utilisation counts
+//   stream time, a tile's stream weighted by its share of the PEs.
 #pragma once
+
+#include <vector>
 
 #include "models/engines/engine.h"
 
@@ -16,11 +50,45 @@ class tensor_engine : public engine {
                 semaphores& sems, sim_context& ctx);
   const tensor_engine_params& params() const { return tparams_; }
 
+  // How a matmul maps onto the array.
+  struct mapping {
+    uint32_t rows = 0, cols = 0;  // array or tile it runs on [PEs]
+    bool tiled = false;           // runs in one tile slot
+    uint64_t k_passes = 0;        // folds along K (rows)
+    uint64_t m_passes = 0;        // folds along M (columns)
+    uint64_t stream = 0;          // cycles one pass streams the moving tile
+  };
+  mapping map_matmul(const isa::Instruction& in) const;
+  uint32_t tile_slots() const { return static_cast<uint32_t>(slots_.size()); }
+
  protected:
+  // Cycles of one instruction alone on an idle, unthrottled array without background
+  // load (the fold formula for a matmul), not counting the static overhead.
   uint64_t cost_cycles(const isa::Instruction& in) override;
+  timing instruction_timing(const isa::Instruction& in, const sc_core::sc_time& port) override;
 
  private:
+  // Pipeline state of the whole array (one slot) or of one tile.
+  struct slot {
+    sc_core::sc_time shadow_free;  // the weight shadow buffer takes the next tile
+    sc_core::sc_time stream_free;  // the last stream has entered the array
+    sc_core::sc_time done;         // the last result has left the array
+  };
+  struct activity {
+    sc_core::sc_time start, end;
+    double weight;  // share of the PEs
+  };
+  // Time that `cycles` cycles of full-rate streaming starting at `at` take under the
+  // throttle; records the stream for the utilisation window.
+  sc_core::sc_time stream_time(const sc_core::sc_time& at, uint64_t cycles, double weight);
+  double utilisation(const sc_core::sc_time& from, const sc_core::sc_time& to) const;
+  timing transpose_timing(const isa::Instruction& in, const sc_core::sc_time& port);
+
   tensor_engine_params tparams_;
+  std::vector<slot> slots_;
+  std::vector<activity> activity_;  // recent streams (throttle on only)
+  bool ramping_ = false;            // a throttle ramp has begun
+  sc_core::sc_time ramp_origin_ = sc_core::SC_ZERO_TIME;
 };
 
 }  // namespace trnsim::models

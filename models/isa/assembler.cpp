@@ -247,6 +247,7 @@ enum class Key {
   axes,
   pstep,
   steps,
+  spread,
   wait,
   signal,
 };
@@ -265,6 +266,9 @@ std::vector<KeySpec> keys_for(Opcode op) {
   for (int i = 0; i < info.nsrc; ++i)
     k.push_back({info.src_names[i], static_cast<Key>(static_cast<int>(Key::src0) + i), true});
   switch (op) {
+    case Opcode::dma_copy:
+      k.push_back({"spread", Key::spread, false});
+      break;
     case Opcode::matmul:
       k.push_back({"accumulate", Key::accumulate, false});
       break;
@@ -761,6 +765,9 @@ class Assembler {
       case Key::pstep:
         in.pstep = static_cast<int32_t>(c.integer(kI32Min, kI32Max, "pstep"));
         break;
+      case Key::spread:
+        in.spread = static_cast<uint8_t>(c.integer(1, 16, "spread"));
+        break;
       case Key::steps: {
         const auto v = c.int_list(kI32Min, kI32Max, "step", kMaxDims);
         for (size_t i = 0; i < v.size(); ++i) in.steps[i] = static_cast<int32_t>(v[i]);
@@ -858,6 +865,9 @@ std::string disassemble(const Instruction& in, const Program* p) {
     if (in.has_accum) key("accum", ap_text(in.accum, p));
   };
   switch (in.op) {
+    case Opcode::dma_copy:
+      if (in.spread != 1) key("spread", std::to_string(in.spread));
+      break;
     case Opcode::matmul:
       if (in.accumulate) key("accumulate", "1");
       break;

@@ -125,7 +125,7 @@ bool Instruction::operator==(const Instruction& o) const {
   return func == o.func && op0 == o.op0 && op1 == o.op1 && accum_op == o.accum_op &&
          arg0 == o.arg0 && arg1 == o.arg1 && reverse0 == o.reverse0 && reverse1 == o.reverse1 &&
          accumulate == o.accumulate && axes == o.axes && pstep == o.pstep && steps == o.steps &&
-         same_float(fill, o.fill) && waits == o.waits && signals == o.signals;
+         same_float(fill, o.fill) && spread == o.spread && waits == o.waits && signals == o.signals;
 }
 
 }  // namespace trnsim::isa

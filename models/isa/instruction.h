@@ -104,6 +104,7 @@ struct Instruction {
   int32_t pstep = 0;        // iota/affine_select: coefficient of the partition index
   std::array<int32_t, kMaxDims> steps{};  // ... and of each free index
   float fill = 0.0f;                      // affine_select: value where the predicate fails
+  uint8_t spread = 1;  // dma_copy: DMA engines of the core sharing the rows (1..16)
 
   std::vector<SemWait> waits;
   std::vector<SemSignal> signals;

@@ -1,5 +1,6 @@
 #include "models/isa/validate.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <tuple>
@@ -80,6 +81,21 @@ class Checker {
     if (static_cast<int>(in_.func) >= kNumActFuncs) broken("bad activation function");
     for (AluOp o : {in_.op0, in_.op1, in_.accum_op})
       if (static_cast<int>(o) >= kNumAluOps) broken("bad ALU op " + s(int(o)));
+    if (in_.spread != 1 && in_.op != Opcode::dma_copy)
+      broken("spread=" + s(int{in_.spread}) + " is only for dma_copy");
+  }
+
+  // dma_copy spread=N: rows split over N engines, so both sides need >= N equal rows.
+  void spread() {
+    const uint32_t n = in_.spread;
+    const uint32_t most = std::min<uint32_t>(16, lim_.dma_engines);
+    if (n < 1 || n > most)
+      broken("spread=" + s(n) + " must be 1.." + s(most) + " (DMA engines per core)");
+    if (n == 1) return;
+    const uint32_t rd = in_.dst.partition_count, rs = in_.src[0].partition_count;
+    if (rd != rs || rd < n)
+      broken("spread=" + s(n) + " splits rows over engines: src and dst need the same " +
+             "row count, at least " + s(n) + " (src has " + s(rs) + ", dst " + s(rd) + ")");
   }
 
   void sync() {
@@ -224,6 +240,7 @@ class Checker {
       case Opcode::dma_copy:
         if (d.elems() != in_.src[0].elems())
           broken("dst has " + s(d.elems()) + " elements but src has " + s(in_.src[0].elems()));
+        spread();
         break;
       case Opcode::matmul:
         matmul();

@@ -16,8 +16,8 @@ struct Limits {
   uint64_t sbuf_partition_bytes = 192 * 1024;
   uint64_t psum_partition_bytes = 16 * 1024;
   uint64_t psum_bank_bytes = 2 * 1024;
-  uint32_t matmul_max_k = 128;  // tensor-engine rows
-  uint32_t matmul_max_m = 128;  // tensor-engine columns
+  uint32_t matmul_max_k = 128;  // SBUF partitions (K; the PE array folds)
+  uint32_t matmul_max_m = 128;  // PSUM partitions (M)
   uint32_t matmul_max_n = 512;
   uint64_t hbm_bytes = 0;       // space available to the program (0: unchecked)
   uint32_t dma_engines = 16;

@@ -1,11 +1,34 @@
 #include "models/memory/dma_engine.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "models/common/ap_extension.h"
+#include "models/common/trace.h"
 #include "models/isa/assembler.h"
 
 namespace trnsim::models {
+
+namespace {
+
+// Rows [lo, hi) of a pattern (partitions of sbuf, rows of hbm).
+isa::AccessPattern rows_of(const isa::AccessPattern& ap, uint32_t lo, uint32_t hi) {
+  isa::AccessPattern r = ap;
+  r.partition_count = hi - lo;
+  if (ap.space == isa::MemSpace::hbm)
+    r.offset = uint64_t(int64_t(ap.offset) +
+                        int64_t(lo) * ap.partition_stride * int64_t(isa::dtype_size(ap.dtype)));
+  else
+    r.partition_start += lo;
+  return r;
+}
+
+std::string at_instruction(size_t pc, const isa::Instruction& in) {
+  return "instruction " + std::to_string(pc) +
+         (in.line ? " (line " + std::to_string(in.line) + ")" : "") + ": " + isa::disassemble(in);
+}
+
+}  // namespace
 
 dma_engine::dma_engine(const sc_core::sc_module_name& name, const dma_params& p, semaphores& sems,
                        sim_context& ctx)
@@ -21,22 +44,25 @@ dma_engine::dma_engine(const sc_core::sc_module_name& name, const dma_params& p,
 }
 
 void dma_engine::load(uint16_t q, const std::vector<isa::Instruction>* instrs) {
-  queues_.at(q) = queue_state{instrs, 0, 0, 0};
+  queues_.at(q) = queue_state{instrs, 0, 0, 0, nullptr};
 }
 
 void dma_engine::clear() {
   for (auto& q : queues_) q = queue_state{};
+  shares_.clear();
   failed_ = false;
 }
 
 void dma_engine::start() {
   next_ = 0;
-  running_ = !idle();
+  head_since_.assign(queues_.size(), sc_core::sc_time_stamp());
+  running_ =
+      std::any_of(queues_.begin(), queues_.end(), [](const queue_state& q) { return !q.done(); });
   if (running_) start_event_.notify(sc_core::SC_ZERO_TIME);
 }
 
 bool dma_engine::idle() const {
-  if (failed_) return false;
+  if (failed_ || !shares_.empty()) return false;
   return std::all_of(queues_.begin(), queues_.end(), [](const queue_state& q) { return q.done(); });
 }
 
@@ -47,12 +73,16 @@ std::vector<std::string> dma_engine::pending() const {
     if (q.done()) continue;
     const isa::Instruction& in = (*q.instrs)[q.pc];
     std::string s = "queue " + std::to_string(i) + ": ";
-    for (const auto& w : in.waits)
-      if (sems_.value(w.sem) < w.value) {
-        s += "waiting for s" + std::to_string(w.sem) + " >= " + std::to_string(w.value) + " (now " +
-             std::to_string(sems_.value(w.sem)) + ") ";
-        break;
-      }
+    if (q.spread) {
+      s += "waiting for " + std::to_string(q.spread->remaining) + " spread shares ";
+    } else {
+      for (const auto& w : in.waits)
+        if (sems_.value(w.sem) < w.value) {
+          s += "waiting for s" + std::to_string(w.sem) + " >= " + std::to_string(w.value) +
+               " (now " + std::to_string(sems_.value(w.sem)) + ") ";
+          break;
+        }
+    }
     s += "at instruction " + std::to_string(q.pc);
     if (in.line) s += " (line " + std::to_string(in.line) + ")";
     out.push_back(s + ": " + isa::disassemble(in));
@@ -60,21 +90,34 @@ std::vector<std::string> dma_engine::pending() const {
   return out;
 }
 
+dma_engine::queue_stats dma_engine::queue(size_t q) const {
+  const auto& s = queues_.at(q);
+  return {s.instrs && !s.instrs->empty(), s.bytes, s.transfers};
+}
+
+void dma_engine::reset_stats() {
+  executed_ = transfers_ = bytes_ = descriptors_ = helper_shares_ = 0;
+  busy_ = sc_core::SC_ZERO_TIME;
+}
+
 void dma_engine::register_stats(stats::group& g) {
-  g.add_counter("instructions", "instructions", "instructions executed (dma_copy and nop)",
+  g.add_counter("instructions", "instructions", "instructions of this engine's queues completed",
                 &executed_);
-  g.add_counter("transfers", "transfers", "dma_copy instructions completed", &transfers_);
+  g.add_counter("transfers", "transfers",
+                "transfers this engine moved (whole dma_copy or one spread share)", &transfers_);
   g.add_counter("bytes", "bytes", "bytes written by this engine", &bytes_);
   g.add_counter("descriptors", "descriptors", "contiguous chunks moved", &descriptors_);
+  g.add_counter("helper_shares", "transfers", "spread shares moved for other engines' queues",
+                &helper_shares_);
   g.add("busy_ns", "ns", "time spent transferring", [this] { return busy_ns(); });
-  g.add("port_stall_ns", "ns", "time SBUF accesses waited for a port held by another initiator",
-        [this] { return port_stall_.to_seconds() * 1e9; });
   g.add("avg_transfer_bytes", "bytes", "mean bytes per transfer",
         [this] { return transfers_ ? double(bytes_) / double(transfers_) : 0.0; });
   for (size_t i = 0; i < queues_.size(); ++i) {
     auto& qg = g.child("q" + std::to_string(i), "one DMA queue");
-    qg.add_counter("bytes", "bytes", "bytes moved by this queue", &queues_[i].bytes);
-    qg.add_counter("transfers", "transfers", "transfers of this queue", &queues_[i].transfers);
+    qg.set_visible([this, i] { return queue(i).used; });  // only queues a program used
+    qg.add_counter("bytes", "bytes", "bytes moved by this queue's instructions", &queues_[i].bytes);
+    qg.add_counter("transfers", "transfers", "dma_copy instructions of this queue completed",
+                   &queues_[i].transfers);
   }
 }
 
@@ -84,28 +127,41 @@ bool dma_engine::ready(const isa::Instruction& in) const {
   return true;
 }
 
-uint64_t dma_engine::descriptors(const isa::AccessPattern& ap) const {
+uint64_t dma_engine::descriptors(const isa::AccessPattern& ap) {
   // One descriptor per contiguous run: a whole row when the free pattern is
-  // contiguous, otherwise one per innermost run of stride 1 (or per element).
-  if (ap.free_contiguous()) return ap.partition_count;
+  // contiguous (HBM rows laid end to end make one run), otherwise one per innermost
+  // run of stride 1 (or per element).
+  if (ap.free_contiguous()) {
+    const int64_t row_bytes = int64_t(ap.free_elems() * isa::dtype_size(ap.dtype));
+    if (ap.space == isa::MemSpace::hbm && ap.partition_count > 1 &&
+        ap.partition_stride * int64_t(isa::dtype_size(ap.dtype)) == row_bytes)
+      return 1;
+    return ap.partition_count;
+  }
   const int inner = ap.innermost_dim();
   const uint64_t run = inner >= 0 && ap.dims[inner].stride == 1 ? ap.dims[inner].size : 1;
   return ap.elems() / std::max<uint64_t>(run, 1);
 }
 
-sc_core::sc_time dma_engine::transfer(const isa::Instruction& in) {
-  isa::AccessPattern src = in.src[0], dst = in.dst;
-  if (src.space == isa::MemSpace::hbm) src.offset += hbm_base_;
-  if (dst.space == isa::MemSpace::hbm) dst.offset += hbm_base_;
+sc_core::sc_time dma_engine::own_time(uint64_t bytes, uint64_t descriptors) const {
+  return sc_core::sc_time(params_.fixed_cost_s + params_.descriptor_cost_s * double(descriptors) +
+                              double(bytes) / params_.bandwidth_bps,
+                          sc_core::SC_SEC);
+}
+
+sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern dst,
+                                      uint64_t base) {
+  if (src.space == isa::MemSpace::hbm) src.offset += base;
+  if (dst.space == isa::MemSpace::hbm) dst.offset += base;
   const bool f = ctx_.functional;
   const sc_core::sc_time fixed(params_.fixed_cost_s, sc_core::SC_SEC);
   auto& rs = src.space == isa::MemSpace::hbm ? hbm_socket : sbuf_socket;
   auto& ws = dst.space == isa::MemSpace::hbm ? hbm_socket : sbuf_socket;
 
+  // Both sides start after the fixed cost; HBM and SBUF report when they finish.
   sc_core::sc_time rd = fixed, wr = fixed;
   src_buf_.resize(f ? src.bytes() : 0);
-  ap_transport(rs, tlm::TLM_READ_COMMAND, src, f ? src_buf_.data() : nullptr, rd, false, !f,
-               &port_stall_);
+  ap_transport(rs, tlm::TLM_READ_COMMAND, src, f ? src_buf_.data() : nullptr, rd, false, !f);
   uint8_t* out = src_buf_.data();
   if (f && src.dtype != dst.dtype) {
     f32_.resize(src.elems());
@@ -114,68 +170,173 @@ sc_core::sc_time dma_engine::transfer(const isa::Instruction& in) {
     isa::from_fp32(dst.dtype, f32_.data(), dst_buf_.data(), f32_.size());
     out = dst_buf_.data();
   }
-  ap_transport(ws, tlm::TLM_WRITE_COMMAND, dst, f ? out : nullptr, wr, false, !f, &port_stall_);
+  ap_transport(ws, tlm::TLM_WRITE_COMMAND, dst, f ? out : nullptr, wr, false, !f);
 
-  const uint64_t bytes = std::max(src.bytes(), dst.bytes());
   const uint64_t desc = std::max(descriptors(src), descriptors(dst));
   descriptors_ += desc;
-  const sc_core::sc_time own = fixed + sc_core::sc_time(params_.descriptor_cost_s * double(desc) +
-                                                            double(bytes) / params_.bandwidth_bps,
-                                                        sc_core::SC_SEC);
-  return std::max({own, rd, wr});
+  return std::max({own_time(std::max(src.bytes(), dst.bytes()), desc), rd, wr});
+}
+
+const std::vector<dma_engine*>& dma_engine::peers() {
+  if (peers_.empty()) {
+    // The core's engines are this module's siblings sharing its semaphores.
+    const sc_core::sc_object* parent = get_parent_object();
+    const auto& objs = parent ? parent->get_child_objects() : sc_core::sc_get_top_level_objects();
+    for (sc_core::sc_object* o : objs)
+      if (auto* d = dynamic_cast<dma_engine*>(o); d && &d->sems_ == &sems_) peers_.push_back(d);
+  }
+  return peers_;
+}
+
+void dma_engine::execute(size_t qi) {
+  auto& q = queues_[qi];
+  const isa::Instruction& in = (*q.instrs)[q.pc];
+  for (const auto& s : in.signals)
+    if (s.when == isa::SignalWhen::start) sems_.increment(s.sem, s.inc);
+  if (in.op != isa::Opcode::dma_copy) {  // nop: waits and signals only
+    sc_core::wait(sc_core::SC_ZERO_TIME);
+    if (ctx_.trace) {
+      const sc_core::sc_time now = sc_core::sc_time_stamp();
+      ctx_.trace->slice(ctx_.trace->track(this, int(qi)), in, uint32_t(q.pc), now,
+                        sc_core::SC_ZERO_TIME, now - head_since_[qi], sc_core::SC_ZERO_TIME);
+    }
+    for (const auto& s : in.signals)
+      if (s.when == isa::SignalWhen::done) sems_.increment(s.sem, s.inc);
+    complete(q, in);
+    return;
+  }
+  const uint32_t n = std::max<uint32_t>(in.spread, 1);
+  const uint32_t rows = in.dst.partition_count;
+  auto st = std::make_shared<spread_state>(spread_state{this, qi, n});
+  if (n > 1) {
+    const auto& ps = peers();
+    std::string err;
+    if (n > ps.size())
+      err = "spread=" + std::to_string(n) + " but the core has " + std::to_string(ps.size()) +
+            " DMA engines";
+    else if (in.src[0].partition_count != rows || rows < n)
+      err = "spread=" + std::to_string(n) +
+            " needs src and dst with the same row count, at least " + std::to_string(n) +
+            " (src has " + std::to_string(in.src[0].partition_count) + ", dst " +
+            std::to_string(rows) + ")";
+    if (!err.empty()) {
+      ctx_.faults.push_back(
+          {std::string(name()) + ".q" + std::to_string(qi), at_instruction(q.pc, in) + ": " + err});
+      failed_ = true;
+      return;
+    }
+    const size_t self = size_t(std::find(ps.begin(), ps.end(), this) - ps.begin());
+    q.spread = st;
+    for (uint32_t k = 1; k < n; ++k) {
+      dma_engine* e = ps[(self + k) % ps.size()];
+      e->shares_.push_back(share{&in, uint32_t(uint64_t(rows) * k / n),
+                                 uint32_t(uint64_t(rows) * (k + 1) / n), hbm_base_, st});
+      e->wake_.notify(sc_core::SC_ZERO_TIME);
+    }
+  }
+  run_share(share{&in, 0, uint32_t(rows / n), hbm_base_, st});
+}
+
+bool dma_engine::run_share(const share& s) {
+  const isa::Instruction& in = *s.in;
+  const isa::AccessPattern src = rows_of(in.src[0], s.row_lo, s.row_hi);
+  const isa::AccessPattern dst = rows_of(in.dst, s.row_lo, s.row_hi);
+  sc_core::sc_time dur;
+  try {
+    dur = transfer(src, dst, s.hbm_base);
+  } catch (const std::exception& e) {
+    const dma_engine& o = *s.st->owner;
+    std::string msg = at_instruction(o.queues_[s.st->queue].pc, in) + ": ";
+    if (s.st->owner != this)
+      msg += "share of rows " + std::to_string(s.row_lo) + ".." + std::to_string(s.row_hi) +
+             " on " + name() + ": ";
+    ctx_.faults.push_back(
+        {std::string(o.name()) + ".q" + std::to_string(s.st->queue), msg + e.what()});
+    failed_ = true;
+    return false;
+  }
+  sc_core::wait(dur);
+  busy_ += dur;
+  if (ctx_.trace) {
+    const dma_engine& o = *s.st->owner;
+    const sc_core::sc_time start = sc_core::sc_time_stamp() - dur;
+    const int track = &o == this ? int(s.st->queue) : trace::recorder::kSpreadShares;
+    ctx_.trace->slice(ctx_.trace->track(this, track), in, uint32_t(o.queues_[s.st->queue].pc),
+                      start, dur, start - std::min(start, o.head_since_[s.st->queue]), dur);
+  }
+  bytes_ += dst.bytes();
+  ++transfers_;
+  if (s.st->owner != this) ++helper_shares_;
+  // Every engine that took part signals completion.
+  for (const auto& g : in.signals)
+    if (g.when == isa::SignalWhen::done) sems_.increment(g.sem, g.inc);
+  finish_share(s.st);
+  return true;
+}
+
+void dma_engine::finish_share(const std::shared_ptr<spread_state>& st) {
+  if (--st->remaining > 0) return;
+  dma_engine& o = *st->owner;
+  auto& q = o.queues_[st->queue];
+  const isa::Instruction& in = (*q.instrs)[q.pc];
+  q.bytes += in.dst.bytes();
+  ++q.transfers;
+  o.complete(q, in);
+  if (&o != this) o.wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void dma_engine::complete(queue_state& q, const isa::Instruction&) {
+  q.spread.reset();
+  head_since_[size_t(&q - queues_.data())] = sc_core::sc_time_stamp();
+  ++q.pc;
+  ++executed_;
+  last_done_ = std::max(last_done_, sc_core::sc_time_stamp());
 }
 
 void dma_engine::run() {
   for (;;) {
-    sc_core::wait(start_event_);
-    while (!failed_) {
-      // Round-robin over queues with a ready head; in order within each queue.
-      size_t pick = queues_.size();
-      bool any = false;
-      for (size_t k = 0; k < queues_.size(); ++k) {
-        size_t i = (next_ + k) % queues_.size();
-        if (queues_[i].done()) continue;
-        any = true;
-        if (ready((*queues_[i].instrs)[queues_[i].pc])) {
-          pick = i;
-          break;
-        }
-      }
-      if (!any) break;
-      if (pick == queues_.size()) {
-        sc_core::wait(sems_.changed_event());
+    if (failed_) {
+      sc_core::wait(start_event_);
+      continue;
+    }
+    // Round-robin over the queues with a ready head (in order within each) and one
+    // more slot for shares of other engines' spread transfers.
+    const size_t share_slot = queues_.size(), slots = share_slot + 1;
+    size_t pick = slots;
+    bool own_work = false;
+    for (size_t k = 0; k < slots && pick == slots; ++k) {
+      const size_t i = (next_ + k) % slots;
+      if (i == share_slot) {
+        if (!shares_.empty()) pick = i;
         continue;
       }
-      next_ = (pick + 1) % queues_.size();
-      auto& q = queues_[pick];
-      const isa::Instruction& in = (*q.instrs)[q.pc];
-      for (const auto& s : in.signals)
-        if (s.when == isa::SignalWhen::start) sems_.increment(s.sem, s.inc);
-      sc_core::sc_time dur = sc_core::SC_ZERO_TIME;
-      try {
-        if (in.op == isa::Opcode::dma_copy) dur = transfer(in);
-      } catch (const std::exception& e) {
-        ctx_.faults.push_back({std::string(name()) + ".q" + std::to_string(pick),
-                               "instruction " + std::to_string(q.pc) +
-                                   (in.line ? " (line " + std::to_string(in.line) + ")" : "") +
-                                   ": " + isa::disassemble(in) + ": " + e.what()});
-        failed_ = true;
-        break;
-      }
-      sc_core::wait(dur);
-      busy_ += dur;
-      if (in.op == isa::Opcode::dma_copy) {
-        const uint64_t b = in.dst.bytes();
-        bytes_ += b, q.bytes += b;
-        ++transfers_, ++q.transfers;
-      }
-      ++q.pc;
-      ++executed_;
-      last_done_ = sc_core::sc_time_stamp();
-      for (const auto& s : in.signals)
-        if (s.when == isa::SignalWhen::done) sems_.increment(s.sem, s.inc);
+      const auto& q = queues_[i];
+      if (!running_ || q.done()) continue;
+      own_work = true;
+      if (!q.spread && ready((*q.instrs)[q.pc])) pick = i;
     }
-    running_ = false;
+    if (pick == slots) {
+      if (running_ && !own_work) running_ = false;
+      if (running_) {
+        // Sleep until a blocked head's first unmet wait is met (or a peer wakes us):
+        // no wake-up for increments nobody here waits for.
+        for (const auto& q : queues_)
+          if (!q.done() && !q.spread)
+            for (const auto& w : (*q.instrs)[q.pc].waits)
+              if (sems_.notify_when_ge(w.sem, w.value, wake_)) break;
+        sc_core::wait(wake_);
+      } else
+        sc_core::wait(start_event_ | wake_);
+      continue;
+    }
+    next_ = (pick + 1) % slots;
+    if (pick == share_slot) {
+      const share s = shares_.front();
+      shares_.pop_front();
+      run_share(s);
+    } else {
+      execute(pick);
+    }
   }
 }
 

@@ -2,14 +2,30 @@
 // `queues_per_engine` in-order queues served round-robin among those whose head
 // instruction's semaphores are satisfied; one transfer at a time. A dma_copy reads
 // its source pattern, casts through fp32 when dtypes differ, and writes its
-// destination. Timing: fixed cost + a per-descriptor cost for each contiguous chunk
-// + bytes at the engine's bandwidth cap, or longer when HBM (shared by every engine
-// of the chip) or the SBUF port is the bottleneck. Not modelled yet: the
-// size-efficiency curve, DMA transposes, descriptor-generation instructions.
+// destination.
+//
+// Timing of one transfer: max(own, HBM side, SBUF side) where
+//   own  = fixed_cost + descriptor_cost x descriptors + bytes / bandwidth (the cap),
+//   HBM  = fixed_cost + HBM latency + the channels' time (shared by every engine of
+//          the chip), SBUF = fixed_cost + the engine's SBUF port time.
+// A descriptor is one contiguous chunk on both sides (one per SBUF partition at
+// least), so small chunks are overhead-bound: with descriptor_cost = 256 B / cap a
+// 256 B chunk moves at half the cap and a 4 KiB chunk at 94 % of it.
+//
+// Spread (dma_copy spread=N): the transfer's rows are split over N engines of the
+// core, starting with the issuing one and wrapping. Each other engine gets its share
+// as a helper request, served in its round-robin as one more slot after its queues,
+// so it is busy for that time. Each engine that took part signals the instruction's
+// done-semaphores when its share completes (+N x inc in all); start-signals fire
+// once, at issue. The issuing queue moves on when every share has completed.
+// Not modelled: DMA transposes, descriptor-generation instructions, the ~1.3 us
+// semaphore-to-start latency across engines (only the per-transfer fixed cost).
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <string>
 #include <systemc>
 #include <tlm>
@@ -39,40 +55,75 @@ class dma_engine : public sc_core::sc_module {
   bool idle() const;
   bool failed() const { return failed_; }
   std::vector<std::string> pending() const;  // one line per stuck queue
+  // Completion of this engine's last own instruction (a spread one completes when
+  // its last share does, on whichever engine).
   const sc_core::sc_time& last_done() const { return last_done_; }
 
   void register_stats(stats::group& g);
   uint64_t instructions() const { return executed_; }
   double busy_ns() const { return busy_.to_seconds() * 1e9; }
   uint64_t bytes() const { return bytes_; }
+  uint64_t transfers() const { return transfers_; }
+  uint64_t helper_shares() const { return helper_shares_; }
+  size_t queue_count() const { return queues_.size(); }
+  // Per-queue figures since the queue was loaded; `used`: it had instructions.
+  struct queue_stats {
+    bool used;
+    uint64_t bytes, transfers;
+  };
+  queue_stats queue(size_t q) const;
+  void reset_stats();  // zero the engine's counters (the runtime's stats are per run)
+
+  // The engine-side time of `bytes` moved in `descriptors` chunks.
+  sc_core::sc_time own_time(uint64_t bytes, uint64_t descriptors) const;
+  // Contiguous chunks of one side of a transfer.
+  static uint64_t descriptors(const isa::AccessPattern& ap);
 
  private:
+  struct spread_state {
+    dma_engine* owner;
+    size_t queue;
+    uint32_t remaining;  // shares not yet completed
+  };
+  struct share {
+    const isa::Instruction* in;
+    uint32_t row_lo, row_hi;
+    uint64_t hbm_base;
+    std::shared_ptr<spread_state> st;
+  };
   struct queue_state {
     const std::vector<isa::Instruction>* instrs = nullptr;
     size_t pc = 0;
     uint64_t bytes = 0, transfers = 0;
+    std::shared_ptr<spread_state> spread;  // head instruction's shares in flight
     bool done() const { return !instrs || pc >= instrs->size(); }
   };
   void run();
   bool ready(const isa::Instruction& in) const;
-  sc_core::sc_time transfer(const isa::Instruction& in);
-  uint64_t descriptors(const isa::AccessPattern& ap) const;
+  void execute(size_t q);
+  bool run_share(const share& s);
+  void finish_share(const std::shared_ptr<spread_state>& st);
+  void complete(queue_state& q, const isa::Instruction& in);
+  sc_core::sc_time transfer(isa::AccessPattern src, isa::AccessPattern dst, uint64_t base);
+  const std::vector<dma_engine*>& peers();  // this core's DMA engines, in order
 
   dma_params params_;
   semaphores& sems_;
   sim_context& ctx_;
   std::vector<queue_state> queues_;
+  std::deque<share> shares_;  // work for other engines' queues
+  std::vector<dma_engine*> peers_;
   uint64_t hbm_base_ = 0;
-  size_t next_ = 0;  // round-robin pointer
+  size_t next_ = 0;  // round-robin pointer over the queues and the share slot
   bool running_ = false, failed_ = false;
-  sc_core::sc_event start_event_;
+  sc_core::sc_event start_event_, wake_;
   sc_core::sc_time last_done_ = sc_core::SC_ZERO_TIME;
+  std::vector<sc_core::sc_time> head_since_;  // per queue: when its head became the head
   std::vector<uint8_t> src_buf_, dst_buf_;
   std::vector<float> f32_;
 
-  uint64_t executed_ = 0, transfers_ = 0, bytes_ = 0, descriptors_ = 0;
+  uint64_t executed_ = 0, transfers_ = 0, bytes_ = 0, descriptors_ = 0, helper_shares_ = 0;
   sc_core::sc_time busy_ = sc_core::SC_ZERO_TIME;
-  sc_core::sc_time port_stall_ = sc_core::SC_ZERO_TIME;
 };
 
 }  // namespace trnsim::models

@@ -11,8 +11,14 @@ hbm::hbm(const sc_core::sc_module_name& name, const hbm_params& p)
     : sc_module(name),
       tgt_socket("tgt_socket"),
       params_(p),
-      pages_((p.size_bytes + kPage - 1) >> kPageBits),
-      bw_(p.bandwidth_bps) {
+      pages_((p.size_bytes + kPage - 1) >> kPageBits) {
+  params_.stacks = std::max<uint32_t>(params_.stacks, 1);
+  params_.channels_per_stack = std::max<uint32_t>(params_.channels_per_stack, 1);
+  params_.interleave_bytes = std::max<uint64_t>(params_.interleave_bytes, 1);
+  const uint32_t n = params_.stacks * params_.channels_per_stack;
+  ch_.assign(n, bandwidth_resource(params_.bandwidth_bps / n));
+  ch_bytes_.assign(n, 0);
+  split_.assign(n, 0);
   tgt_socket.register_b_transport(this, &hbm::b_transport);
 }
 
@@ -49,12 +55,109 @@ void hbm::check_range(uint64_t addr, uint64_t n) const {
                             " bytes");
 }
 
+uint32_t hbm::rotation(uint64_t block) const {
+  // splitmix64 finaliser: neighbouring blocks get unrelated rotations.
+  uint64_t z = block + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<uint32_t>(z % ch_.size());
+}
+
+uint32_t hbm::channel_of(uint64_t addr) const {
+  const uint64_t c = ch_.size();
+  const uint64_t g = addr / params_.interleave_bytes;
+  return static_cast<uint32_t>((g % c + rotation(g / c)) % c);
+}
+
+void hbm::add_run(uint64_t addr, uint64_t n, std::vector<uint64_t>& per, uint64_t& every) const {
+  const uint64_t g = params_.interleave_bytes, c = ch_.size(), block = g * c;
+  while (n > 0) {
+    const uint64_t off = addr % block;
+    if (off == 0 && n >= block) {  // whole blocks: every channel gets one granule each
+      const uint64_t k = n / block;
+      every += k * g;
+      addr += k * block, n -= k * block;
+      continue;
+    }
+    const uint64_t end = off + std::min(n, block - off);  // within this block
+    const uint64_t rot = rotation(addr / block);
+    for (uint64_t x = off; x < end;) {
+      const uint64_t gi = x / g, take = std::min((gi + 1) * g, end) - x;
+      per[(gi + rot) % c] += take;
+      x += take;
+    }
+    addr += end - off, n -= end - off;
+  }
+}
+
+void hbm::split(const isa::AccessPattern& ap, std::vector<uint64_t>& per) const {
+  std::fill(per.begin(), per.end(), 0);
+  uint64_t every = 0;
+  const int64_t es = int64_t(isa::dtype_size(ap.dtype));
+  const uint64_t row_bytes = ap.free_elems() * es;
+  // Contiguous runs: the whole row, or the innermost stride-1 dim, or single elements.
+  isa::AccessPattern starts = ap;
+  uint64_t run = uint64_t(es);
+  const int inner = ap.innermost_dim();
+  const bool contiguous = ap.free_contiguous();
+  if (!contiguous && inner >= 0 && ap.dims[inner].stride == 1) {
+    run = uint64_t(ap.dims[inner].size) * es;
+    starts.dims[inner].size = 1;
+  }
+  for (uint32_t r = 0; r < ap.partition_count; ++r) {
+    const int64_t row_base = int64_t(ap.offset) + int64_t(r) * ap.partition_stride * es;
+    if (contiguous) {
+      add_run(uint64_t(row_base + ap.free_min_byte()), row_bytes, per, every);
+    } else {
+      isa::for_each_free(starts, [&](uint64_t, int64_t off) {
+        add_run(uint64_t(row_base + off), run, per, every);
+      });
+    }
+  }
+  if (every)
+    for (auto& b : per) b += every;
+}
+
+std::vector<uint64_t> hbm::channel_bytes(const isa::AccessPattern& ap) const {
+  std::vector<uint64_t> per(ch_.size());
+  split(ap, per);
+  return per;
+}
+
+double hbm::busy_ns() const {
+  double s = 0;
+  for (const auto& c : ch_) s += c.busy().to_seconds();
+  return s / double(ch_.size()) * 1e9;
+}
+
+void hbm::reset_stats() {
+  read_bytes_ = write_bytes_ = transfers_ = 0;
+  for (auto& c : ch_) c.reset_busy();
+  std::fill(ch_bytes_.begin(), ch_bytes_.end(), 0);
+}
+
 void hbm::register_stats(stats::group& g) {
   g.add_counter("read_bytes", "bytes", "bytes read from HBM", &read_bytes_);
   g.add_counter("write_bytes", "bytes", "bytes written to HBM", &write_bytes_);
   g.add_counter("transfers", "transfers", "DMA transactions served", &transfers_);
-  g.add("busy_ns", "ns", "time the HBM bandwidth was in use",
-        [this] { return bw_.busy().to_seconds() * 1e9; });
+  g.add("busy_ns", "ns",
+        "channel busy time summed over channels / channels (time at peak bandwidth)",
+        [this] { return busy_ns(); });
+  g.add("max_channel_busy_ns", "ns",
+        "busy time of the busiest channel (imbalance when above busy_ns)", [this] {
+          double m = 0;
+          for (uint32_t c = 0; c < channels(); ++c) m = std::max(m, channel_busy_ns(c));
+          return m;
+        });
+  g.add("peak_bytes_per_ns", "bytes/ns", "peak bandwidth (all channels)",
+        [this] { return params_.bandwidth_bps * 1e-9; });
+  for (uint32_t c = 0; c < channels(); ++c) {
+    auto& cg = g.child("ch" + std::to_string(c), "one HBM channel");
+    cg.add_counter("bytes", "bytes", "bytes served by this channel", &ch_bytes_[c]);
+    cg.add("busy_ns", "ns", "time this channel's bandwidth was in use",
+           [this, c] { return channel_busy_ns(c); });
+  }
 }
 
 void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
@@ -109,10 +212,18 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
   }
   (gp.is_read() ? read_bytes_ : write_bytes_) += ap.bytes();
   ++transfers_;
-  // Latency, then the bandwidth share, offered at the initiator's local time.
-  const sc_core::sc_time now = sc_core::sc_time_stamp() + delay;
-  const sc_core::sc_time offer = now + sc_core::sc_time(params_.latency_s, sc_core::SC_SEC);
-  delay = bw_.reserve(offer, ap.bytes()) - sc_core::sc_time_stamp();
+  // After the latency, every touched channel serves its share at its own rate,
+  // starting no earlier than the initiator's local time plus the latency.
+  const sc_core::sc_time offer =
+      sc_core::sc_time_stamp() + delay + sc_core::sc_time(params_.latency_s, sc_core::SC_SEC);
+  sc_core::sc_time finish = offer;
+  split(ap, split_);
+  for (size_t c = 0; c < ch_.size(); ++c) {
+    if (split_[c] == 0) continue;
+    ch_bytes_[c] += split_[c];
+    finish = std::max(finish, ch_[c].reserve(offer, split_[c]));
+  }
+  delay = finish - sc_core::sc_time_stamp();
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

@@ -1,9 +1,17 @@
 // High-bandwidth memory shared by every core of a chip: a TLM-2.0 target taking
 // access-pattern transactions with absolute byte offsets. Storage is paged and
 // allocated on first write (a 96 GiB device costs only what programs touch; unwritten
-// bytes read as 0). Timing: a fixed access latency plus the transfer's share of the
-// peak bandwidth, served first come first served by one analytic bandwidth resource.
-// Not modelled yet: stacks/channels with address interleaving, refresh, bank state.
+// bytes read as 0).
+//
+// Timing: stacks x channels_per_stack independent channels, each an analytic
+// bandwidth resource of bandwidth / channels served first come, first served.
+// Addresses interleave over the channels in `interleave_bytes` granules: the C
+// granules of each aligned block of C granules go to C different channels, in an
+// order rotated by a hash of the block index. The rotation stands in for the
+// hardware's hashed channel mapping, so power-of-two row strides do not all land on
+// one channel. A transaction's bytes are split over the channels its runs touch; it
+// finishes when the last of them does, after the access latency.
+// Not modelled: bank/row-buffer state, refresh, read/write turnaround.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
@@ -31,19 +39,36 @@ class hbm : public sc_core::sc_module {
   void write(uint64_t addr, const uint8_t* src, uint64_t n);
   void read(uint64_t addr, uint8_t* dst, uint64_t n) const;
 
+  uint32_t channels() const { return static_cast<uint32_t>(ch_.size()); }
+  uint32_t channel_of(uint64_t addr) const;
+  // Bytes of `ap` (absolute offsets) served by each channel.
+  std::vector<uint64_t> channel_bytes(const isa::AccessPattern& ap) const;
+
   void register_stats(stats::group& g);
+  void reset_stats();  // zero the counters (the runtime's stats are per run)
   uint64_t read_bytes() const { return read_bytes_; }
   uint64_t write_bytes() const { return write_bytes_; }
+  // Channel busy time summed over channels / channels: the time the whole HBM
+  // would have been busy at its peak bandwidth.
+  double busy_ns() const;
+  double channel_busy_ns(uint32_t c) const { return ch_.at(c).busy().to_seconds() * 1e9; }
 
  private:
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   void check_range(uint64_t addr, uint64_t n) const;  // throws std::out_of_range
-  static constexpr uint64_t kPageBits = 20;           // 1 MiB pages
+  uint32_t rotation(uint64_t block) const;
+  // Adds the bytes of [addr, addr + n) to `per` (one slot per channel); whole blocks
+  // of channels x granule bytes go to `every` (the same count on each channel).
+  void add_run(uint64_t addr, uint64_t n, std::vector<uint64_t>& per, uint64_t& every) const;
+  void split(const isa::AccessPattern& ap, std::vector<uint64_t>& per) const;
+  static constexpr uint64_t kPageBits = 20;  // 1 MiB pages
   static constexpr uint64_t kPage = uint64_t(1) << kPageBits;
 
   hbm_params params_;
   std::vector<std::unique_ptr<uint8_t[]>> pages_;
-  bandwidth_resource bw_;
+  std::vector<bandwidth_resource> ch_;
+  std::vector<uint64_t> ch_bytes_;
+  std::vector<uint64_t> split_;  // scratch for b_transport
   uint64_t read_bytes_ = 0, write_bytes_ = 0, transfers_ = 0;
 };
 

@@ -29,14 +29,16 @@ struct hbm_params {
   double bandwidth_bps = 2.9e12;      // peak bandwidth shared by all DMA engines [bytes/s]
   double latency_s = 100e-9;          // access latency [s]
   uint32_t stacks = 4;                // HBM stacks
+  uint32_t channels_per_stack = 16;   // independent channels per stack (HBM3: 16)
+  uint64_t interleave_bytes = 256;    // address interleaving granule across channels [bytes]
 };
 
 struct dma_params {
-  uint32_t engines = 16;            // DMA engines per core
-  uint32_t queues_per_engine = 16;  // queues per DMA engine
-  double bandwidth_bps = 23e9;      // per-engine bandwidth cap [bytes/s]
-  double fixed_cost_s = 1.3e-6;     // semaphore-to-transfer-start cost [s]
-  double descriptor_cost_s = 0.0;   // per contiguous chunk [s]
+  uint32_t engines = 16;              // DMA engines per core
+  uint32_t queues_per_engine = 16;    // queues per DMA engine
+  double bandwidth_bps = 27.2e9;      // per-engine bandwidth cap [bytes/s]
+  double fixed_cost_s = 170e-9;       // start cost of every transfer (or share) [s]
+  double descriptor_cost_s = 9.4e-9;  // per contiguous chunk [s]
 };
 
 }  // namespace trnsim::models

@@ -54,6 +54,11 @@ void partitioned_memory::clear() {
   std::fill(data_.begin(), data_.end(), 0);
 }
 
+void partitioned_memory::reset_stats() {
+  read_bytes_ = write_bytes_ = reads_ = writes_ = peak_byte_ = 0;
+  stall_total_ = sc_core::SC_ZERO_TIME;
+}
+
 void partitioned_memory::register_stats(stats::group& g) {
   g.add_counter("read_bytes", "bytes", "bytes read by engines and DMA", &read_bytes_);
   g.add_counter("write_bytes", "bytes", "bytes written by engines and DMA", &write_bytes_);

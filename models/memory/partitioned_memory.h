@@ -41,6 +41,8 @@ class partitioned_memory : public sc_core::sc_module {
   void clear();
 
   void register_stats(stats::group& g);
+  void reset_stats();  // zero the counters and the peak (the runtime's stats are per run)
+  uint64_t peak_bytes() const { return peak_byte_ * geo_.partitions; }
 
   // Port time of one access of `ap` (no side effects).
   sc_core::sc_time port_time(const isa::AccessPattern& ap) const;

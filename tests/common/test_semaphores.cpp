@@ -133,21 +133,36 @@ TEST(Semaphores, ResetZeroesEveryCounter) {
   EXPECT_EQ(s.value(0), 2u);
 }
 
-TEST(Semaphores, ChangedEventFiresOnAnyIncrement) {
+TEST(Semaphores, WatchFiresOnceWhenTheValueIsReached) {
   semaphores s("sems", semaphores_params{8});
-  std::vector<sc_time> changes;
+  std::vector<sc_time> fired;
+  bool again = true;
+  sc_time other_resumed;
   sc_core::sc_spawn(
       [&] {
-        for (int i = 0; i < 2; ++i) {
-          sc_core::wait(s.changed_event());
-          changes.push_back(sc_core::sc_time_stamp());
-        }
+        sc_core::sc_event ev;
+        EXPECT_TRUE(s.notify_when_ge(3, 2, ev));
+        sc_core::wait(ev);
+        fired.push_back(sc_core::sc_time_stamp());
+        again = s.notify_when_ge(3, 2, ev);  // already reached: nothing registered
       },
       "observer");
-  test::increment_at(s, 3, 1, ns(7));
-  test::increment_at(s, 6, 2, ns(19));
+  sc_core::sc_spawn(
+      [&] {
+        // s6 only reaches 2: the watch for 5 never fires, the timeout ends the wait.
+        sc_core::sc_event ev;
+        EXPECT_TRUE(s.notify_when_ge(6, 5, ev));
+        sc_core::wait(ns(50), ev);
+        other_resumed = sc_core::sc_time_stamp();
+      },
+      "other");
+  test::increment_at(s, 3, 1, ns(7));   // s3 = 1: below the watch
+  test::increment_at(s, 6, 2, ns(12));  // another semaphore
+  test::increment_at(s, 3, 1, ns(19));  // s3 = 2: fires, in the same instant
   sc_core::sc_start();
-  EXPECT_EQ(changes, test::times_ns({7, 19}));
+  EXPECT_EQ(fired, test::times_ns({19}));
+  EXPECT_FALSE(again);
+  EXPECT_EQ(other_resumed, ns(50));
 }
 
 TEST(Semaphores, OutOfRangeIdThrows) {

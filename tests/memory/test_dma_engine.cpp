@@ -32,7 +32,7 @@ constexpr uint64_t kMiB = 1ull << 20;
 
 // Figures chosen for exact arithmetic (1 ns = 1000 ps):
 //   SBUF: 128 partitions x 16 KiB, 1 GHz, 128 elem/cycle -> 1 element per ns per lane.
-//   HBM: 16 MiB, 64 B/ns, 100 ns latency.
+//   HBM: 16 MiB, 64 B/ns, 100 ns latency, one channel.
 //   DMA: 16 B/ns per engine, 1000 ns fixed cost, 10 ns per descriptor.
 // A transfer takes max(own, HBM side, SBUF side) with
 //   own  = 1000 + 10 x descriptors + bytes / 16
@@ -50,6 +50,8 @@ struct dma_setup {
     hbm.size_bytes = 16 * kMiB;
     hbm.bandwidth_bps = 64e9;
     hbm.latency_s = 100e-9;
+    hbm.stacks = 1;
+    hbm.channels_per_stack = 1;
     dma.engines = 2;
     dma.queues_per_engine = 16;
     dma.bandwidth_bps = 16e9;

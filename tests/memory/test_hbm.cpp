@@ -22,12 +22,15 @@ using test::ns;
 constexpr uint64_t kMiB = 1ull << 20;
 
 // 8 MiB at 64 B/ns (64e9 B/s) with a 100 ns access latency: 4096 B take
-// 100 + 4096/64 = 164 ns.
+// 100 + 4096/64 = 164 ns. One channel, so every transfer sees the whole bandwidth
+// (channels and interleaving: test_hbm_timing.cpp).
 hbm_params test_hbm_params() {
   hbm_params p;
   p.size_bytes = 8 * kMiB;
   p.bandwidth_bps = 64e9;
   p.latency_s = 100e-9;
+  p.stacks = 1;
+  p.channels_per_stack = 1;
   return p;
 }
 

@@ -1,0 +1,899 @@
+#include "compiler/frontend/onnx_import.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/frontend/tensor_proto.h"
+#include "compiler/interp/fold.h"
+#include "compiler/interp/interpreter.h"
+#include "compiler/ir/error.h"
+#include "compiler/ir/ops.h"
+
+namespace trnsim::frontend {
+namespace {
+
+using ir::Attribute;
+using ir::ElemType;
+using ir::Shape;
+using ir::Tensor;
+using ir::Value;
+using AttrMap = std::map<std::string, Attribute>;
+
+constexpr int64_t kMaxOpset = 17;
+
+// ONNX op types converted by the front end beyond the IR's own op set.
+const std::set<std::string>& extra_onnx_ops() {
+  static const std::set<std::string> s{"Constant", "Dropout", "CastLike"};
+  return s;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string r;
+  for (const auto& s : v) r += (r.empty() ? "" : ", ") + s;
+  return r;
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& m, std::string label, const ImportOptions& opts)
+      : model_(m), label_(std::move(label)), opts_(opts) {}
+
+  ir::Graph run() {
+    read_opset();
+    const onnx::GraphProto& gp = model_.graph();
+    g_.name = gp.name().empty() ? "main" : gp.name();
+    for (const auto& n : gp.node())
+      for (const auto& i : n.input()) used_.insert(i);
+    for (const auto& o : gp.output()) used_.insert(o.name());
+    if (gp.sparse_initializer_size() > 0)
+      throw ir::UnsupportedError(label_ + ": sparse initializers are not supported");
+    for (const auto& init : gp.initializer()) {
+      if (init.name().empty()) throw ir::CompileError(label_ + ": an initializer has no name");
+      Tensor t = tensor_from_proto(init, label_ + ": initializer '" + init.name() + "'");
+      bind(init.name(), g_.add_constant(fresh(init.name()), std::move(t)));
+    }
+    for (const auto& in : gp.input()) {
+      if (env_.count(in.name())) continue;  // an initializer (IR v3 lists them as inputs)
+      add_graph_input(in);
+    }
+    for (int k = 0; k < gp.node_size(); ++k) {
+      node_ = &gp.node(k);
+      node_index_ = k;
+      convert_node();
+    }
+    node_ = nullptr;
+    for (const auto& o : gp.output()) add_graph_output(o);
+    g_.erase_dead_nodes();
+    try {
+      g_.verify();
+    } catch (const ir::UnsupportedError& e) {
+      throw ir::UnsupportedError(label_ + ": " + e.what());
+    } catch (const ir::CompileError& e) {
+      throw ir::CompileError(label_ + ": " + e.what());
+    }
+    return std::move(g_);
+  }
+
+ private:
+  // --- model-level ----------------------------------------------------------
+  void read_opset() {
+    for (const auto& o : model_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    if (opset_ == 0 && model_.opset_import_size() == 0) opset_ = 1;  // very old models carry none
+    if (opset_ > kMaxOpset)
+      throw ir::UnsupportedError(label_ + ": opset " + std::to_string(opset_) +
+                                 " is newer than supported (1.." + std::to_string(kMaxOpset) + ")");
+  }
+
+  void add_graph_input(const onnx::ValueInfoProto& in) {
+    const std::string what = label_ + ": input '" + in.name() + "'";
+    if (!in.type().has_tensor_type())
+      throw ir::UnsupportedError(
+          what + " is not a tensor (sequence/map/optional inputs are not supported)");
+    const auto& tt = in.type().tensor_type();
+    auto et = elem_type_from_onnx(tt.elem_type());
+    if (!et)
+      throw ir::UnsupportedError(what + " has element type " + onnx_type_name(tt.elem_type()) +
+                                 " (supported: " + supported_onnx_types() + ")");
+    if (auto c = opts_.constant_inputs.find(in.name()); c != opts_.constant_inputs.end()) {
+      if (c->second.elem() != *et)
+        throw ir::CompileError(what + ": the constant given for it is " + c->second.type().str() +
+                               ", declared " + onnx_type_name(tt.elem_type()));
+      bind(in.name(), g_.add_constant(fresh(in.name()), c->second));
+      return;
+    }
+    auto given = opts_.input_shapes.find(in.name());
+    Shape shape;
+    if (given != opts_.input_shapes.end()) {
+      shape = given->second;
+      if (tt.has_shape()) {
+        const auto& dims = tt.shape().dim();
+        bool match = dims.size() == static_cast<int>(shape.size());
+        for (int d = 0; match && d < dims.size(); ++d)
+          if (dims[d].has_dim_value() && dims[d].dim_value() != shape[d]) match = false;
+        if (!match)
+          throw ir::CompileError(what + ": the given shape " + ir::shape_str(shape) +
+                                 " does not match the declared shape " +
+                                 declared_shape(tt.shape()));
+      }
+    } else {
+      if (!tt.has_shape())
+        throw ir::UnsupportedError(
+            what +
+            " has no declared shape (unknown rank); pass its concrete shape in "
+            "ImportOptions::input_shapes");
+      const auto& dims = tt.shape().dim();
+      for (int d = 0; d < dims.size(); ++d) {
+        if (!dims[d].has_dim_value() || dims[d].dim_value() < 0) {
+          std::string sym =
+              dims[d].has_dim_param() ? " ('" + dims[d].dim_param() + "')" : " (unknown)";
+          throw ir::UnsupportedError(what + " has dynamic dim " + std::to_string(d) + sym + " in " +
+                                     declared_shape(tt.shape()) +
+                                     "; only static shapes are supported: pass a concrete shape in "
+                                     "ImportOptions::input_shapes");
+        }
+        shape.push_back(dims[d].dim_value());
+      }
+    }
+    bind(in.name(), g_.add_input(fresh(in.name()), {*et, shape}));
+  }
+
+  static std::string declared_shape(const onnx::TensorShapeProto& s) {
+    std::string r = "[";
+    for (int d = 0; d < s.dim_size(); ++d) {
+      if (d) r += ",";
+      const auto& dim = s.dim(d);
+      r += dim.has_dim_value()   ? std::to_string(dim.dim_value())
+           : dim.has_dim_param() ? dim.dim_param()
+                                 : "?";
+    }
+    return r + "]";
+  }
+
+  void add_graph_output(const onnx::ValueInfoProto& o) {
+    const std::string what = label_ + ": output '" + o.name() + "'";
+    auto it = env_.find(o.name());
+    if (it == env_.end()) throw ir::CompileError(what + " is not produced by any node");
+    Value* v = it->second;
+    if (o.type().has_tensor_type()) {
+      const auto& tt = o.type().tensor_type();
+      if (tt.elem_type() != 0) {
+        auto et = elem_type_from_onnx(tt.elem_type());
+        if (!et)
+          throw ir::UnsupportedError(what + " has element type " + onnx_type_name(tt.elem_type()) +
+                                     " (supported: " + supported_onnx_types() + ")");
+        if (*et != v->elem())
+          throw ir::CompileError(what + " is declared " + onnx_type_name(tt.elem_type()) +
+                                 " but computes " + v->type.str());
+      }
+      if (tt.has_shape()) {
+        const auto& dims = tt.shape().dim();
+        bool static_dims = true;
+        for (const auto& d : dims) static_dims = static_dims && d.has_dim_value();
+        if (static_dims) {
+          Shape decl;
+          for (const auto& d : dims) decl.push_back(d.dim_value());
+          if (decl != v->shape())
+            throw ir::CompileError(what + " is declared " + ir::shape_str(decl) +
+                                   " but shape inference gives " + v->type.str());
+        }
+      }
+    }
+    g_.add_output(v);
+  }
+
+  // --- naming ---------------------------------------------------------------
+  // IR names equal ONNX names. A helper value the importer made earlier may hold a
+  // name an ONNX value now needs: rename the helper.
+  std::string fresh(const std::string& onnx_name) {
+    if (Value* clash = g_.find_value(onnx_name)) {
+      if (onnx_names_.count(onnx_name)) fail_model("value '" + onnx_name + "' is defined twice");
+      g_.rename_value(clash, g_.unique_name(onnx_name + ".trnsim"));
+    }
+    return onnx_name;
+  }
+  void bind(const std::string& onnx_name, Value* v) {
+    if (env_.count(onnx_name)) fail_model("value '" + onnx_name + "' is defined twice");
+    env_[onnx_name] = v;
+    onnx_names_.insert(onnx_name);
+  }
+  std::string helper_name(const std::string& base) { return g_.unique_name(base + ".trnsim"); }
+
+  // --- errors ---------------------------------------------------------------
+  // The node's name; for unnamed nodes its first named output, else its index.
+  std::string node_who() const {
+    if (!node_->name().empty()) return node_->name();
+    for (const auto& o : node_->output())
+      if (!o.empty()) return o;
+    return "#" + std::to_string(node_index_);
+  }
+  std::string node_label() const {
+    return "node '" + node_who() + "' (op " + node_->op_type() + ")";
+  }
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw ir::CompileError(label_ + ": " + node_label() + ": " + msg);
+  }
+  [[noreturn]] void unsupported(const std::string& msg) const {
+    throw ir::UnsupportedError(label_ + ": " + node_label() + ": " + msg);
+  }
+  [[noreturn]] void fail_model(const std::string& msg) const {
+    if (node_) fail(msg);
+    throw ir::CompileError(label_ + ": " + msg);
+  }
+
+  // --- node inputs, outputs and attributes -----------------------------------
+  bool has_in(int k) const { return k < node_->input_size() && !node_->input(k).empty(); }
+  Value* in(int k) const {
+    if (!has_in(k)) return nullptr;
+    auto it = env_.find(node_->input(k));
+    if (it == env_.end())
+      fail("input '" + node_->input(k) +
+           "' is not defined before this node (graph not topologically sorted?)");
+    return it->second;
+  }
+  Value* req(int k) const {
+    Value* v = in(k);
+    if (!v) fail("input " + std::to_string(k) + " is required");
+    return v;
+  }
+  const Tensor& cin(int k, const std::string& what) const {
+    Value* v = req(k);
+    if (!v->has_data())
+      throw NeedsConstantError(
+          label_ + ": " + node_label() + ": input " + std::to_string(k) + " ('" + v->name + "', " +
+              what + ") must be a constant: only static shapes and parameters are supported",
+          v->name);
+    return *v->data;
+  }
+  std::vector<int64_t> cints(int k, const std::string& what) const {
+    const Tensor& t = cin(k, what);
+    if (t.holds_floats()) fail(what + " must be an integer tensor, got " + t.type().str());
+    return t.ints();
+  }
+  bool out_used(int k) const {
+    return k < node_->output_size() && !node_->output(k).empty() && used_.count(node_->output(k));
+  }
+
+  const onnx::AttributeProto* attr(const std::string& name) const {
+    for (const auto& a : node_->attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  bool has_attr(const std::string& name) const { return attr(name) != nullptr; }
+  int64_t ai(const std::string& name, int64_t dflt) const {
+    const auto* a = attr(name);
+    if (!a) return dflt;
+    if (!a->has_i()) fail("attribute '" + name + "' must be an int");
+    return a->i();
+  }
+  float af(const std::string& name, float dflt) const {
+    const auto* a = attr(name);
+    if (!a) return dflt;
+    if (!a->has_f()) fail("attribute '" + name + "' must be a float");
+    return a->f();
+  }
+  std::string as(const std::string& name, const std::string& dflt) const {
+    const auto* a = attr(name);
+    return a ? a->s() : dflt;
+  }
+  std::vector<int64_t> aints(const std::string& name) const {
+    const auto* a = attr(name);
+    if (!a) return {};
+    return {a->ints().begin(), a->ints().end()};
+  }
+
+  Attribute convert_attr(const onnx::AttributeProto& a) const {
+    using AP = onnx::AttributeProto;
+    int type = a.type();
+    if (type == AP::UNDEFINED) {  // old models leave the type out
+      type = a.has_f()         ? AP::FLOAT
+             : a.has_i()       ? AP::INT
+             : a.has_s()       ? AP::STRING
+             : a.has_t()       ? AP::TENSOR
+             : a.floats_size() ? AP::FLOATS
+             : a.ints_size()   ? AP::INTS
+                               : AP::UNDEFINED;
+    }
+    switch (type) {
+      case AP::INT:
+        return Attribute(static_cast<int64_t>(a.i()));
+      case AP::FLOAT:
+        return Attribute(a.f());
+      case AP::STRING:
+        return Attribute(a.s());
+      case AP::INTS:
+        return Attribute(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+      case AP::FLOATS:
+        return Attribute(std::vector<float>(a.floats().begin(), a.floats().end()));
+      case AP::TENSOR:
+        return Attribute(tensor_from_proto(
+            a.t(), label_ + ": " + node_label() + ": attribute '" + a.name() + "'"));
+      default:
+        unsupported("attribute '" + a.name() +
+                    "' has a kind the compiler does not support (graph, sparse, list)");
+    }
+  }
+  AttrMap copy_attrs(const std::set<std::string>& drop = {}) const {
+    AttrMap m;
+    for (const auto& a : node_->attribute())
+      if (!drop.count(a.name()) && a.name() != "consumed_inputs") m[a.name()] = convert_attr(a);
+    return m;
+  }
+
+  // --- emitting IR ------------------------------------------------------------
+  // Create (or fold, when every input is constant) one IR node. `out_names` are the
+  // IR names of its outputs: ONNX names, or helper names.
+  std::vector<Value*> emit(const std::string& op, std::vector<Value*> ins, AttrMap attrs,
+                           const std::vector<std::string>& out_names) {
+    ir::Node probe;
+    probe.op = op;
+    probe.name = node_->name();
+    probe.inputs = ins;
+    probe.attrs = std::move(attrs);
+    std::vector<Value> dummies(out_names.size());
+    for (size_t k = 0; k < dummies.size(); ++k) {
+      dummies[k].name = out_names[k];
+      probe.outputs.push_back(&dummies[k]);
+    }
+    std::vector<ir::TensorType> types;
+    try {
+      ir::normalize_node(probe);
+      types = ir::infer_types(probe);
+      if (types.size() < out_names.size()) throw ir::CompileError("too many outputs");
+    } catch (const ir::UnsupportedError& e) {
+      unsupported(e.what());
+    } catch (const ir::CompileError& e) {
+      fail(e.what());
+    }
+    std::vector<Value*> outs;
+    if (interp::foldable(probe)) {
+      for (size_t k = 0; k < dummies.size(); ++k) dummies[k].type = types[k];
+      std::vector<const Tensor*> tin;
+      for (const Value* v : ins) tin.push_back(v && v->has_data() ? &*v->data : nullptr);
+      std::vector<Tensor> res;
+      try {
+        res = interp::eval_node(probe, tin);
+      } catch (const ir::UnsupportedError& e) {
+        unsupported(std::string("while folding: ") + e.what());
+      } catch (const ir::CompileError& e) {
+        fail(std::string("while folding: ") + e.what());
+      }
+      for (size_t k = 0; k < res.size(); ++k)
+        outs.push_back(g_.add_constant(out_names[k], std::move(res[k])));
+      return outs;
+    }
+    std::vector<std::pair<std::string, ir::TensorType>> decl;
+    for (size_t k = 0; k < out_names.size(); ++k) decl.emplace_back(out_names[k], types[k]);
+    ir::Node* n = g_.add_node(op, std::move(ins), decl, std::move(probe.attrs), node_->name());
+    return n->outputs;
+  }
+
+  // Emit with the node's own outputs (the first `count`, or all up to the last
+  // non-empty name) and bind them.
+  void emit_bound(const std::string& op, std::vector<Value*> ins, AttrMap attrs, int count = -1) {
+    if (count < 0) {
+      count = node_->output_size();
+      while (count > 0 && node_->output(count - 1).empty()) --count;
+    }
+    std::vector<std::string> names;
+    for (int k = 0; k < count; ++k)
+      names.push_back(node_->output(k).empty() ? helper_name(node_->op_type() + "_unused")
+                                               : fresh(node_->output(k)));
+    std::vector<Value*> outs = emit(op, std::move(ins), std::move(attrs), names);
+    for (int k = 0; k < count; ++k)
+      if (!node_->output(k).empty()) bind(node_->output(k), outs[k]);
+  }
+
+  std::vector<Value*> all_inputs() const {
+    std::vector<Value*> v;
+    for (int k = 0; k < node_->input_size(); ++k) v.push_back(in(k));
+    while (!v.empty() && !v.back()) v.pop_back();
+    return v;
+  }
+
+  Value* reshape(Value* x, const Shape& s, const std::string& tag) {
+    return emit("Reshape", {x}, {{"shape", Attribute(s)}}, {helper_name(x->name + "/" + tag)})[0];
+  }
+
+  // --- per-op conversion ----------------------------------------------------
+  void convert_node() {
+    const std::string& op = node_->op_type();
+    const std::string& dom = node_->domain();
+    const auto& ops = supported_onnx_ops();
+    if ((!dom.empty() && dom != "ai.onnx") || !std::binary_search(ops.begin(), ops.end(), op))
+      throw ir::UnsupportedError(label_ + ": node '" + node_who() + "' has unsupported op type '" +
+                                 (dom.empty() || dom == "ai.onnx" ? op : dom + "." + op) +
+                                 "'; supported: " + join(ops));
+    if (opset_ == 0) fail("the model imports no version of the default ONNX op set");
+    for (const auto& a : node_->attribute())
+      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
+        unsupported("subgraph attributes are not supported");
+
+    static const std::unordered_map<std::string, void (Importer::*)()> special{
+        {"Constant", &Importer::conv_constant},
+        {"Dropout", &Importer::conv_dropout},
+        {"Cast", &Importer::conv_cast},
+        {"CastLike", &Importer::conv_cast},
+        {"Clip", &Importer::conv_clip},
+        {"Conv", &Importer::conv_window},
+        {"ConvTranspose", &Importer::conv_window},
+        {"MaxPool", &Importer::conv_window},
+        {"AveragePool", &Importer::conv_window},
+        {"BatchNormalization", &Importer::conv_batchnorm},
+        {"LayerNormalization", &Importer::conv_layernorm},
+        {"Softmax", &Importer::conv_softmax},
+        {"LogSoftmax", &Importer::conv_softmax},
+        {"Hardmax", &Importer::conv_softmax},
+        {"Reshape", &Importer::conv_reshape},
+        {"Squeeze", &Importer::conv_squeeze},
+        {"Unsqueeze", &Importer::conv_squeeze},
+        {"Split", &Importer::conv_split},
+        {"Slice", &Importer::conv_slice},
+        {"Expand", &Importer::conv_expand},
+        {"Tile", &Importer::conv_tile},
+        {"Pad", &Importer::conv_pad},
+        {"CumSum", &Importer::conv_cumsum},
+        {"Trilu", &Importer::conv_trilu},
+        {"Gemm", &Importer::conv_gemm},
+        {"Range", &Importer::conv_range},
+        {"ConstantOfShape", &Importer::conv_constant_of_shape},
+        {"PRelu", &Importer::conv_prelu},
+    };
+    auto it = special.find(op);
+    if (it != special.end()) return (this->*(it->second))();
+    if (op.rfind("Reduce", 0) == 0) return conv_reduce();
+    conv_passthrough();
+  }
+
+  // Ops whose ONNX inputs and attributes are the IR's. Before opset 7, binary ops
+  // could carry a legacy `broadcast`/`axis` pair: B aligns with A at `axis`.
+  void conv_passthrough() {
+    std::vector<Value*> ins = all_inputs();
+    if (has_attr("broadcast") && ins.size() == 2 && ins[0] && ins[1]) {
+      if (ai("broadcast", 0) && has_attr("axis")) {
+        int64_t ra = ins[0]->rank(), rb = ins[1]->rank();
+        int64_t axis = ai("axis", 0);
+        if (axis < 0) axis += ra;
+        if (axis < 0 || axis + rb > ra)
+          fail("legacy broadcast axis " + std::to_string(ai("axis", 0)) + " is out of range");
+        Shape s = ins[1]->shape();
+        s.resize(ra - axis, 1);
+        if (s != ins[1]->shape()) ins[1] = reshape(ins[1], s, "bcast");
+      }
+      emit_bound(node_->op_type(), ins, copy_attrs({"broadcast", "axis"}));
+      return;
+    }
+    emit_bound(node_->op_type(), ins, copy_attrs());
+  }
+
+  void conv_constant() {
+    if (node_->output_size() != 1) fail("must have one output");
+    const std::string& name = node_->output(0);
+    Tensor t;
+    if (const auto* a = attr("value")) {
+      t = tensor_from_proto(a->t(), label_ + ": " + node_label() + ": value");
+    } else if (const auto* a = attr("value_float")) {
+      t = Tensor::scalar(a->f());
+    } else if (const auto* a = attr("value_floats")) {
+      t = Tensor::from_floats({a->floats_size()}, {a->floats().begin(), a->floats().end()});
+    } else if (const auto* a = attr("value_int")) {
+      t = Tensor::scalar_int(a->i());
+    } else if (const auto* a = attr("value_ints")) {
+      t = Tensor::from_ints({a->ints_size()}, {a->ints().begin(), a->ints().end()});
+    } else {
+      unsupported(
+          "only tensor, float(s) and int(s) values are supported (not strings or sparse tensors)");
+    }
+    bind(name, g_.add_constant(fresh(name), std::move(t)));
+  }
+
+  void conv_dropout() {
+    if (opset_ >= 12 && has_in(2)) {
+      const Tensor& tm = cin(2, "training_mode");
+      if (tm.numel() != 1) fail("training_mode must be a scalar");
+      if (tm.at(0) != 0) unsupported("training mode is not supported (inference only)");
+    }
+    if (ai("is_test", 1) == 0 && opset_ < 7 && out_used(1))
+      unsupported("training mode (is_test=0 with a mask output) is not supported");
+    Value* x = req(0);
+    emit_bound("Identity", {x}, {}, 1);
+    if (node_->output_size() > 1 && !node_->output(1).empty()) {
+      // The inference-mode mask keeps every element.
+      Tensor mask = opset_ >= 10
+                        ? Tensor::from_ints(x->shape(), std::vector<int64_t>(x->type.numel(), 1),
+                                            ElemType::boolean)
+                        : Tensor(x->type).cast(x->elem());
+      if (opset_ < 10) {
+        if (mask.holds_floats())
+          std::fill(mask.floats().begin(), mask.floats().end(), 1.0f);
+        else
+          std::fill(mask.ints().begin(), mask.ints().end(), 1);
+      }
+      bind(node_->output(1), g_.add_constant(fresh(node_->output(1)), std::move(mask)));
+    }
+  }
+
+  void conv_cast() {
+    ElemType to;
+    if (node_->op_type() == "CastLike") {
+      to = req(1)->elem();
+    } else {
+      int64_t code = ai("to", -1);
+      if (const auto* a = attr("to"); a && a->has_s())
+        fail("'to' given as a string is not supported (opset 1 form)");
+      auto et = elem_type_from_onnx(static_cast<int>(code));
+      if (!et)
+        unsupported("cast to " + onnx_type_name(static_cast<int>(code)) +
+                    " is not supported (supported: " + supported_onnx_types() + ")");
+      to = *et;
+    }
+    emit_bound("Cast", {req(0)}, {{"to", Attribute(std::string(ir::elem_type_name(to)))}});
+  }
+
+  // A scalar bound given as an input, checked to be exactly representable as a
+  // float attribute when the data is integer.
+  float scalar_input(int k, const std::string& what) {
+    const Tensor& t = cin(k, what);
+    if (t.numel() != 1) fail(what + " must hold one element, got " + t.type().str());
+    if (t.holds_floats()) return t.floats()[0];
+    int64_t v = t.ints()[0];
+    float f = static_cast<float>(v);
+    if (static_cast<double>(f) != static_cast<double>(v) || std::fabs(f) >= 9.2e18f)
+      unsupported(what + " " + std::to_string(v) +
+                  " is not exactly representable as a float attribute");
+    return f;
+  }
+
+  void conv_clip() {
+    const float inf = std::numeric_limits<float>::infinity();
+    float lo = -inf, hi = inf;
+    if (opset_ < 11) {
+      lo = af("min", -inf);
+      hi = af("max", inf);
+      // Pre-11 defaults are the float limits: the same as no bound.
+      if (lo == std::numeric_limits<float>::lowest()) lo = -inf;
+      if (hi == std::numeric_limits<float>::max()) hi = inf;
+    } else {
+      if (has_in(1)) lo = scalar_input(1, "min");
+      if (has_in(2)) hi = scalar_input(2, "max");
+    }
+    emit_bound("Clip", {req(0)}, {{"min", Attribute(lo)}, {"max", Attribute(hi)}});
+  }
+
+  void conv_gemm() { emit_bound("Gemm", all_inputs(), copy_attrs({"broadcast"})); }
+
+  // Conv, ConvTranspose, MaxPool, AveragePool: auto_pad and output_shape become
+  // explicit pads (and output_padding).
+  void conv_window() {
+    const std::string& op = node_->op_type();
+    Value* x = req(0);
+    if (x->rank() < 3) fail("input '" + x->name + "' must have rank >= 3, got " + x->type.str());
+    const size_t k = x->rank() - 2;
+    AttrMap attrs = copy_attrs({"auto_pad", "output_shape", "storage_order"});
+    std::vector<int64_t> kernel = aints("kernel_shape");
+    if (kernel.empty()) {
+      if (op == "Conv" || op == "ConvTranspose") {
+        Value* w = req(1);
+        if (w->rank() != x->rank())
+          fail("weights '" + w->name + "' " + w->type.str() + " must have the input's rank");
+        kernel.assign(w->shape().begin() + 2, w->shape().end());
+        attrs["kernel_shape"] = kernel;
+      } else {
+        fail("missing attribute 'kernel_shape'");
+      }
+    }
+    if (kernel.size() != k)
+      fail("kernel_shape " + ir::shape_str(kernel) + " does not match input " + x->type.str());
+    std::vector<int64_t> strides = aints("strides"), dil = aints("dilations");
+    if (strides.empty()) strides.assign(k, 1);
+    if (dil.empty()) dil.assign(k, 1);
+    if (strides.size() != k || dil.size() != k)
+      fail("strides/dilations need " + std::to_string(k) + " entries");
+    std::string auto_pad = as("auto_pad", "NOTSET");
+    std::vector<int64_t> pads = aints("pads");
+    if (pads.empty()) pads.assign(2 * k, 0);
+    const Shape& xs = x->shape();
+    if (op == "ConvTranspose") {
+      std::vector<int64_t> out_pad = aints("output_padding");
+      if (out_pad.empty()) out_pad.assign(k, 0);
+      std::vector<int64_t> out_shape = aints("output_shape");
+      bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+      if (!out_shape.empty() || same) {
+        if (out_shape.empty())
+          for (size_t i = 0; i < k; ++i) out_shape.push_back(xs[2 + i] * strides[i]);
+        if (out_shape.size() == k + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+        if (out_shape.size() != k) fail("output_shape needs " + std::to_string(k) + " entries");
+        for (size_t i = 0; i < k; ++i) {
+          int64_t total = strides[i] * (xs[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 -
+                          out_shape[i];
+          if (total < 0) {
+            // A larger output than the natural one: extra rows at the end.
+            pads[i] = 0;
+            pads[i + k] = 0;
+            out_pad[i] += -total;
+          } else if (auto_pad == "SAME_UPPER") {
+            pads[i] = total / 2;
+            pads[i + k] = total - total / 2;
+          } else {
+            pads[i] = total - total / 2;
+            pads[i + k] = total / 2;
+          }
+        }
+      } else if (auto_pad == "VALID") {
+        pads.assign(2 * k, 0);
+      } else if (auto_pad != "NOTSET" && !auto_pad.empty()) {
+        fail("unknown auto_pad '" + auto_pad + "'");
+      }
+      attrs["output_padding"] = out_pad;
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      for (size_t i = 0; i < k; ++i) {
+        int64_t out = (xs[2 + i] + strides[i] - 1) / strides[i];
+        int64_t total =
+            std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - xs[2 + i]);
+        int64_t small = total / 2, big = total - small;
+        pads[i] = auto_pad == "SAME_UPPER" ? small : big;
+        pads[i + k] = auto_pad == "SAME_UPPER" ? big : small;
+      }
+    } else if (auto_pad == "VALID") {
+      pads.assign(2 * k, 0);
+    } else if (auto_pad != "NOTSET" && !auto_pad.empty()) {
+      fail("unknown auto_pad '" + auto_pad + "'");
+    }
+    attrs["pads"] = pads;
+    if (op == "MaxPool" && out_used(1))
+      unsupported("the Indices output of MaxPool is not supported");
+    if (op == "AveragePool" && has_attr("dilations")) {
+      for (int64_t d : dil)
+        if (d != 1) unsupported("AveragePool dilations other than 1 are not supported");
+      attrs.erase("dilations");
+    }
+    emit_bound(op, all_inputs(), std::move(attrs), 1);
+  }
+
+  void conv_batchnorm() {
+    if (ai("training_mode", 0) != 0) unsupported("training mode is not supported (inference only)");
+    if (ai("spatial", 1) == 0)
+      unsupported("spatial=0 (per-activation statistics) is not supported");
+    for (int k = 1; k < node_->output_size(); ++k)
+      if (out_used(k))
+        unsupported("output " + std::to_string(k) + " (training statistics) is not supported");
+    emit_bound("BatchNormalization", all_inputs(), {{"epsilon", Attribute(af("epsilon", 1e-5f))}},
+               1);
+  }
+
+  void conv_layernorm() {
+    emit_bound("LayerNormalization", all_inputs(), copy_attrs({"stash_type"}));
+  }
+
+  void conv_softmax() {
+    const std::string& op = node_->op_type();
+    Value* x = req(0);
+    if (opset_ >= 13) {
+      emit_bound(op, {x}, copy_attrs());
+      return;
+    }
+    // Before opset 13 the op works on the input coerced to 2-D at `axis`.
+    const int64_t r = x->rank();
+    int64_t axis;
+    try {
+      axis = ir::normalize_axis(ai("axis", 1), r);
+    } catch (const ir::CompileError& e) {
+      fail(e.what());
+    }
+    if (axis == r - 1) {
+      emit_bound(op, {x}, {{"axis", Attribute(axis)}});
+      return;
+    }
+    const Shape& s = x->shape();
+    Shape flat{ir::num_elements(Shape(s.begin(), s.begin() + axis)),
+               ir::num_elements(Shape(s.begin() + axis, s.end()))};
+    Value* x2 = reshape(x, flat, "2d");
+    Value* y2 = emit(op, {x2}, {{"axis", Attribute(int64_t{1})}},
+                     {helper_name(node_->output(0) + "/2d")})[0];
+    emit_bound("Reshape", {y2}, {{"shape", Attribute(s)}}, 1);
+  }
+
+  void conv_reduce() {
+    Value* x = req(0);
+    std::vector<int64_t> axes;
+    bool axes_from_input = node_->op_type() == "ReduceSum" && opset_ >= 13;
+    if (axes_from_input) {
+      if (has_in(1)) axes = cints(1, "axes");
+    } else {
+      axes = aints("axes");
+    }
+    if (axes.empty() && ai("noop_with_empty_axes", 0) != 0) {
+      emit_bound("Identity", {x}, {});
+      return;
+    }
+    emit_bound(node_->op_type(), {x},
+               {{"axes", Attribute(axes)}, {"keepdims", Attribute(ai("keepdims", 1))}});
+  }
+
+  void conv_reshape() {
+    Value* x = req(0);
+    std::vector<int64_t> shape = opset_ < 5 ? aints("shape") : cints(1, "shape");
+    const bool allow_zero = ai("allowzero", 0) != 0;
+    int64_t known = 1, infer_at = -1;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 0 && !allow_zero) {
+        if (static_cast<int64_t>(i) >= x->rank())
+          fail("shape " + ir::shape_str(shape) + " copies a dim the input lacks");
+        shape[i] = x->shape()[i];
+      }
+      if (shape[i] == -1) {
+        if (infer_at >= 0) fail("shape " + ir::shape_str(shape) + " has more than one -1");
+        infer_at = static_cast<int64_t>(i);
+      } else if (shape[i] < 0) {
+        fail("shape " + ir::shape_str(shape) + " has a negative dim");
+      } else {
+        known *= shape[i];
+      }
+    }
+    if (infer_at >= 0) {
+      if (known == 0 || x->type.numel() % known != 0)
+        fail("cannot infer the -1 dim reshaping " + x->type.str() + " to " + ir::shape_str(shape));
+      shape[infer_at] = x->type.numel() / known;
+    }
+    emit_bound("Reshape", {x}, {{"shape", Attribute(shape)}});
+  }
+
+  void conv_squeeze() {
+    Value* x = req(0);
+    AttrMap attrs;
+    if (opset_ >= 13) {
+      if (has_in(1)) attrs["axes"] = cints(1, "axes");
+    } else if (has_attr("axes")) {
+      attrs["axes"] = aints("axes");
+    }
+    if (node_->op_type() == "Unsqueeze" && !attrs.count("axes")) fail("axes are required");
+    emit_bound(node_->op_type(), {x}, attrs);
+  }
+
+  void conv_split() {
+    Value* x = req(0);
+    AttrMap attrs{{"axis", Attribute(ai("axis", 0))}};
+    if (opset_ >= 13 || (opset_ < 2 && has_in(1))) {
+      if (has_in(1)) attrs["split"] = cints(1, "split");
+    } else if (has_attr("split")) {
+      attrs["split"] = aints("split");
+    }
+    emit_bound("Split", {x}, attrs, node_->output_size());
+  }
+
+  void conv_slice() {
+    Value* x = req(0);
+    AttrMap attrs;
+    if (opset_ < 10) {
+      attrs["starts"] = aints("starts");
+      attrs["ends"] = aints("ends");
+      if (has_attr("axes")) attrs["axes"] = aints("axes");
+    } else {
+      attrs["starts"] = cints(1, "starts");
+      attrs["ends"] = cints(2, "ends");
+      if (has_in(3)) attrs["axes"] = cints(3, "axes");
+      if (has_in(4)) attrs["steps"] = cints(4, "steps");
+    }
+    emit_bound("Slice", {x}, attrs);
+  }
+
+  void conv_expand() { emit_bound("Expand", {req(0)}, {{"shape", Attribute(cints(1, "shape"))}}); }
+
+  void conv_tile() {
+    if (opset_ < 6) unsupported("Tile before opset 6 (tiles/axis inputs) is not supported");
+    emit_bound("Tile", {req(0)}, {{"repeats", Attribute(cints(1, "repeats"))}});
+  }
+
+  void conv_pad() {
+    Value* x = req(0);
+    AttrMap attrs{{"mode", Attribute(as("mode", "constant"))}};
+    if (opset_ < 11) {
+      attrs["pads"] = aints(opset_ < 2 ? "paddings" : "pads");
+      attrs["value"] = af("value", 0.0f);
+    } else {
+      attrs["pads"] = cints(1, "pads");
+      attrs["value"] = has_in(2) ? scalar_input(2, "constant_value") : 0.0f;
+      if (has_in(3)) unsupported("the axes input of Pad (opset 18) is not supported");
+    }
+    emit_bound("Pad", {x}, attrs);
+  }
+
+  void conv_cumsum() {
+    std::vector<int64_t> axis = cints(1, "axis");
+    if (axis.size() != 1) fail("axis must hold one value");
+    emit_bound("CumSum", {req(0)},
+               {{"axis", Attribute(axis[0])},
+                {"exclusive", Attribute(ai("exclusive", 0))},
+                {"reverse", Attribute(ai("reverse", 0))}});
+  }
+
+  void conv_trilu() {
+    int64_t kk = 0;
+    if (has_in(1)) {
+      std::vector<int64_t> k = cints(1, "k");
+      if (k.size() != 1) fail("k must hold one value");
+      kk = k[0];
+    }
+    emit_bound("Trilu", {req(0)}, {{"upper", Attribute(ai("upper", 1))}, {"k", Attribute(kk)}});
+  }
+
+  // Output shapes that depend on input data: the inputs must be constants.
+  void conv_range() {
+    for (int k = 0; k < 3; ++k) cin(k, k == 0 ? "start" : k == 1 ? "limit" : "delta");
+    emit_bound("Range", all_inputs(), {});
+  }
+  void conv_constant_of_shape() {
+    cin(0, "shape");
+    emit_bound("ConstantOfShape", all_inputs(), copy_attrs());
+  }
+
+  // Before opset 7 a 1-D slope of size C applies per channel (dim 1), not along the
+  // last dim as numpy broadcasting would.
+  void conv_prelu() {
+    Value* x = req(0);
+    Value* slope = req(1);
+    if (opset_ < 7 && slope->rank() == 1 && x->rank() >= 2 && slope->shape()[0] == x->shape()[1] &&
+        slope->shape()[0] != 1) {
+      Shape s{x->shape()[1]};
+      s.resize(x->rank() - 1, 1);
+      slope = reshape(slope, s, "per_channel");
+    }
+    emit_bound("PRelu", {x, slope}, {});
+  }
+
+  const onnx::ModelProto& model_;
+  std::string label_;
+  const ImportOptions& opts_;
+  int64_t opset_ = 0;
+  ir::Graph g_;
+  std::unordered_map<std::string, Value*> env_;  // ONNX name -> IR value
+  std::unordered_set<std::string> onnx_names_;
+  std::unordered_set<std::string> used_;  // every name some node or output reads
+  const onnx::NodeProto* node_ = nullptr;
+  int node_index_ = 0;
+};
+
+}  // namespace
+
+const std::vector<std::string>& supported_onnx_ops() {
+  static const std::vector<std::string> ops = [] {
+    std::set<std::string> s;
+    for (const auto& op : ir::op_names()) s.insert(op);
+    for (const auto& op : extra_onnx_ops()) s.insert(op);
+    return std::vector<std::string>(s.begin(), s.end());
+  }();
+  return ops;
+}
+
+ir::Graph import_onnx_model(const onnx::ModelProto& model, const std::string& label,
+                            const ImportOptions& opts) {
+  return Importer(model, label, opts).run();
+}
+
+ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& label,
+                            const ImportOptions& opts) {
+  onnx::ModelProto m;
+  if (!m.ParseFromString(bytes))
+    throw ir::CompileError(label + ": not a valid ONNX model (protobuf parse failed)");
+  if (!m.has_graph()) throw ir::CompileError(label + ": not a valid ONNX model (no graph)");
+  return import_onnx_model(m, label, opts);
+}
+
+ir::Graph import_onnx_file(const std::string& path, const ImportOptions& opts) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ir::CompileError(path + ": cannot open file");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return import_onnx_bytes(ss.str(), path, opts);
+}
+
+}  // namespace trnsim::frontend

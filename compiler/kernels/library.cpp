@@ -1,0 +1,193 @@
+#include "compiler/kernels/library.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace trnsim::kernels {
+
+using isa::AluOp;
+using isa::DType;
+using isa::MemSpace;
+
+tile::Kernel matmul_bias_act(int64_t M, int64_t K, int64_t N, isa::ActFunc act, DType in,
+                             DType out) {
+  Builder b("matmul_bias_" + std::string(isa::act_func_name(act)));
+  if (K % 128 || N % 128 || M < 1 || M > 512)
+    b.fail("matmul_bias_act needs K and N multiples of 128 and 1 <= M <= 512, got [M,K,N]=[" +
+           std::to_string(M) + "," + std::to_string(K) + "," + std::to_string(N) + "]");
+  const int64_t KT = K / 128, NT = N / 128;
+  HbmView A = b.input("A", {M, K}, in);
+  HbmView W = b.input("W", {K, N}, in);
+  HbmView bias = b.input("b", {1, N}, DType::fp32);
+  HbmView C = b.output("C", {M, N}, out);
+  PoolRef at_p = b.pool("at", MemSpace::sbuf, static_cast<uint32_t>(KT));
+  PoolRef w_p = b.pool("w", MemSpace::sbuf, static_cast<uint32_t>(KT));
+  PoolRef bias_p = b.pool("bias", MemSpace::sbuf, 1);
+  PoolRef ps_p = b.pool("ps", MemSpace::psum, 2);
+  PoolRef o_p = b.pool("o", MemSpace::sbuf, 2);
+  std::vector<TileView> at, w;
+  for (int64_t kt = 0; kt < KT; ++kt) {
+    // A^T k-tile straight from HBM: rows are k, the free axis walks m.
+    at.push_back(b.tile(at_p, {128, M}, in));
+    b.dma(at.back(), A({all(), sl(kt * 128, kt * 128 + 128)}).T());
+    w.push_back(b.tile(w_p, {128, N}, in));
+    b.dma(w.back(), W({sl(kt * 128, kt * 128 + 128), all()}));
+  }
+  // Bias as a [128, NT] table: partition p, column j = b[j*128 + p].
+  TileView bt = b.tile(bias_p, {128, NT}, DType::fp32);
+  b.dma(bt, bias.reshape({NT, 128}).T());
+  for (int64_t j = 0; j < NT; ++j) {
+    TileView ps = b.tile(ps_p, {128, M}, DType::fp32);
+    for (int64_t kt = 0; kt < KT; ++kt)
+      b.matmul(ps, w[kt]({all(), sl(j * 128, j * 128 + 128)}), at[kt], kt > 0);
+    TileView o = b.tile(o_p, {128, M}, out);
+    b.activation(o, ps, act, 1.0f, bt({all(), sl(j, j + 1)}));
+    b.dma(C({all(), sl(j * 128, j * 128 + 128)}).T(), o);
+  }
+  return b.finish();
+}
+
+tile::Kernel gemm(int64_t M, int64_t K, int64_t N, const GemmOptions& o) {
+  Builder b(o.lhs_transposed ? "gemm" : "gemm_a");
+  const int64_t TN = o.n_chunk;
+  if (M % 128 || K % 128 || TN < 1 || TN > 512 || N % TN)
+    b.fail("gemm needs M and K multiples of 128 and N a multiple of n_chunk (<= 512), got "
+           "[M,K,N]=[" + std::to_string(M) + "," + std::to_string(K) + "," + std::to_string(N) +
+           "], n_chunk " + std::to_string(TN));
+  const int64_t KT = K / 128, MT = M / 128, NC = N / TN;
+  // PSUM: 8 banks of [128,512] fp32. With in-kernel transposes two banks' worth is
+  // kept for them.
+  const int acc_bufs = o.lhs_transposed ? 8 : 6;
+  const int gm = o.group_m ? o.group_m : static_cast<int>(std::min<int64_t>(MT, o.lhs_transposed ? 8 : 4));
+  if (gm < 1 || gm > acc_bufs)
+    b.fail("gemm: group_m " + std::to_string(gm) + " must be 1.." + std::to_string(acc_bufs) +
+           " (one PSUM accumulator per m-tile of a block)");
+  const int64_t nblocks = (MT + gm - 1) / gm;
+  HbmView A = o.lhs_transposed ? b.input("AT", {K, M}, o.in) : b.input("A", {M, K}, o.in);
+  HbmView B = b.input("B", {K, N}, o.in);
+  HbmView C = b.output("C", {M, N}, o.out);
+  PoolRef at_p = b.pool("at", MemSpace::sbuf, static_cast<uint32_t>(KT * (nblocks > 1 ? 2 : 1)));
+  PoolRef b_p = b.pool("b", MemSpace::sbuf, static_cast<uint32_t>(std::min<int64_t>(2 * KT, 32)));
+  PoolRef acc_p = b.pool("acc", MemSpace::psum, static_cast<uint32_t>(acc_bufs));
+  PoolRef out_p = b.pool("out", MemSpace::sbuf, 4);
+  PoolRef rows_p{}, tp_p{};
+  if (!o.lhs_transposed) {
+    rows_p = b.pool("a_rows", MemSpace::sbuf, 2);
+    tp_p = b.pool("tp", MemSpace::psum, 2);
+  }
+  for (int64_t blk = 0; blk < nblocks; ++blk) {
+    const int64_t m0 = blk * gm * 128;
+    const int64_t g = std::min<int64_t>(gm, MT - blk * gm);
+    const int64_t width = g * 128;
+    std::vector<TileView> at;
+    for (int64_t kt = 0; kt < KT; ++kt) at.push_back(b.tile(at_p, {128, width}, o.in));
+    if (o.lhs_transposed) {
+      for (int64_t kt = 0; kt < KT; ++kt)
+        b.dma(at[kt], A({sl(kt * 128, kt * 128 + 128), sl(m0, m0 + width)}));
+    } else {
+      for (int64_t mt = 0; mt < g; ++mt) {
+        TileView rows = b.tile(rows_p, {128, K}, o.in);
+        b.dma(rows, A({sl(m0 + mt * 128, m0 + mt * 128 + 128), all()}));
+        for (int64_t kt = 0; kt < KT; ++kt) {
+          TileView tp = b.tile(tp_p, {128, 128}, o.in);
+          b.transpose(tp, rows({all(), sl(kt * 128, kt * 128 + 128)}));
+          b.tensor_copy(at[kt]({all(), sl(mt * 128, mt * 128 + 128)}), tp);
+        }
+      }
+    }
+    for (int64_t nc = 0; nc < NC; ++nc) {
+      const int64_t n0 = nc * TN;
+      std::vector<TileView> acc;
+      for (int64_t mt = 0; mt < g; ++mt) acc.push_back(b.tile(acc_p, {128, TN}, DType::fp32));
+      // k outermost: the first matmuls of the block need one k-tile of each operand.
+      for (int64_t kt = 0; kt < KT; ++kt) {
+        TileView bt = b.tile(b_p, {128, TN}, o.in);
+        b.dma(bt, B({sl(kt * 128, kt * 128 + 128), sl(n0, n0 + TN)}));
+        for (int64_t mt = 0; mt < g; ++mt)
+          b.matmul(acc[mt], at[kt]({all(), sl(mt * 128, mt * 128 + 128)}), bt, kt > 0);
+      }
+      for (int64_t mt = 0; mt < g; ++mt) {
+        TileView ot = b.tile(out_p, {128, TN}, o.out);
+        b.tensor_copy(ot, acc[mt]);
+        b.dma(C({sl(m0 + mt * 128, m0 + mt * 128 + 128), sl(n0, n0 + TN)}), ot);
+      }
+    }
+  }
+  return b.finish();
+}
+
+tile::Kernel softmax(int64_t rows, int64_t cols) {
+  Builder b("softmax");
+  HbmView X = b.input("X", {rows, cols}, DType::fp32);
+  HbmView Y = b.output("Y", {rows, cols}, DType::fp32);
+  PoolRef xp = b.pool("x", MemSpace::sbuf, 2);
+  PoolRef ep = b.pool("e", MemSpace::sbuf, 2);
+  PoolRef sp = b.pool("stat", MemSpace::sbuf, 8);
+  for (int64_t r0 = 0; r0 < rows; r0 += 128) {
+    const int64_t p = std::min<int64_t>(128, rows - r0);
+    TileView x = b.tile(xp, {p, cols}, DType::fp32);
+    b.dma(x, X({sl(r0, r0 + p), all()}));
+    TileView mx = b.tile(sp, {p, 1}, DType::fp32);
+    b.tensor_reduce(mx, x, AluOp::max, {0});
+    TileView nmx = b.tile(sp, {p, 1}, DType::fp32);
+    b.tensor_scalar(nmx, mx, AluOp::mul, -1.0f);
+    // e = exp(x - max), s = sum(e) in one pass on the scalar engine.
+    TileView e = b.tile(ep, {p, cols}, DType::fp32);
+    TileView s = b.tile(sp, {p, 1}, DType::fp32);
+    b.activation(e, x, isa::ActFunc::exp, 1.0f, nmx, s);
+    TileView r = b.tile(sp, {p, 1}, DType::fp32);
+    TensorScalarOpts recip;
+    recip.reverse0 = true;  // 1 / s
+    b.tensor_scalar(r, s, AluOp::div, 1.0f, recip);
+    b.tensor_scalar(e, e, AluOp::mul, r);
+    b.dma(Y({sl(r0, r0 + p), all()}), e);
+  }
+  return b.finish();
+}
+
+tile::Kernel layernorm(int64_t rows, int64_t cols, float eps) {
+  Builder b("layernorm");
+  HbmView X = b.input("X", {rows, cols}, DType::fp32);
+  HbmView gamma = b.input("gamma", {cols}, DType::fp32);
+  HbmView beta = b.input("beta", {cols}, DType::fp32);
+  HbmView Y = b.output("Y", {rows, cols}, DType::fp32);
+  const int64_t P = std::min<int64_t>(128, rows);
+  PoolRef cp = b.pool("gb", MemSpace::sbuf, 2);
+  PoolRef xp = b.pool("x", MemSpace::sbuf, 2);
+  PoolRef yp = b.pool("y", MemSpace::sbuf, 2);
+  PoolRef sp = b.pool("stats", MemSpace::sbuf, 6);
+  // gamma and beta broadcast to every partition by a stride-0 row pattern.
+  TileView g = b.tile(cp, {P, cols}, DType::fp32, "gamma_b");
+  b.dma(g, gamma.broadcast(0, P));
+  TileView be = b.tile(cp, {P, cols}, DType::fp32, "beta_b");
+  b.dma(be, beta.broadcast(0, P));
+  const int64_t nch = (cols + 511) / 512, cs = (cols + nch - 1) / nch;
+  for (int64_t r0 = 0; r0 < rows; r0 += 128) {
+    const int64_t p = std::min<int64_t>(128, rows - r0);
+    TileView x = b.tile(xp, {p, cols}, DType::fp32);
+    b.dma(x, X({sl(r0, r0 + p), all()}));
+    TileView st = b.tile(sp, {p, 3 * nch}, DType::fp32);
+    for (int64_t c = 0; c < nch; ++c)
+      b.bn_stats(st({all(), sl(3 * c, 3 * c + 3)}),
+                 x({all(), sl(c * cs, std::min(cols, (c + 1) * cs))}));
+    TileView mv = b.tile(sp, {p, 2}, DType::fp32);
+    b.bn_aggr(mv, st);
+    TileView rstd = b.tile(sp, {p, 1}, DType::fp32);
+    TensorScalarOpts pw;
+    pw.op1 = AluOp::pow;
+    pw.arg1 = -0.5f;
+    b.tensor_scalar(rstd, mv({all(), sl(1, 2)}), AluOp::add, eps, pw);
+    TileView y = b.tile(yp, {p, cols}, DType::fp32);
+    TensorScalarOpts norm;
+    norm.op1 = AluOp::mul;
+    norm.arg1 = rstd;
+    b.tensor_scalar(y, x, AluOp::sub, mv({all(), sl(0, 1)}), norm);
+    b.tensor_tensor(y, y, g({sl(0, p), all()}), AluOp::mul);
+    b.tensor_tensor(y, y, be({sl(0, p), all()}), AluOp::add);
+    b.dma(Y({sl(r0, r0 + p), all()}), y);
+  }
+  return b.finish();
+}
+
+}  // namespace trnsim::kernels

@@ -1,0 +1,165 @@
+// alloc_memory: places pools and tiles in SBUF and PSUM by liveness.
+//
+// A pool is one block of `bufs` equal buffers (buffer = its largest tile, rounded to
+// the alignment); its i-th tile lives in buffer i % bufs, so tiles i and i + bufs
+// share memory and the scheduler orders them by address (write-after-read). A pool
+// is live from the first to the last op (in list order) that touches one of its
+// tiles; pools whose lifetimes do not overlap may share memory. Blocks are placed
+// largest first at the lowest address free over their lifetime.
+//
+// SBUF buffers are aligned to target.sbuf_alignment. PSUM buffers up to a bank are
+// rounded to a power of two and aligned to their size, larger ones to whole banks,
+// so a matmul output that fits a bank never straddles two; matmul outputs that do
+// are reported. A kernel that needs more memory than the target has is an error
+// that names the peak and the pools live there: spilling to HBM is not
+// implemented yet.
+#include <algorithm>
+#include <bit>
+
+#include "compiler/passes/pass.h"
+
+namespace trnsim::tile {
+
+namespace {
+
+uint64_t round_up(uint64_t v, uint64_t a) {
+  return a ? (v + a - 1) / a * a : v;
+}
+
+struct Block {
+  int pool;
+  uint64_t size, align;
+  int first = -1, last = -1;  // op positions
+  int64_t addr = -1;
+};
+
+void place(Kernel& k, PassContext& ctx, isa::MemSpace space, std::vector<int>& users_first,
+           std::vector<int>& users_last) {
+  const compiler::Target& t = ctx.target;
+  const bool psum = space == isa::MemSpace::psum;
+  const uint64_t cap = psum ? t.psum_partition_bytes : t.sbuf_partition_bytes;
+  std::vector<Block> blocks;
+  for (size_t p = 0; p < k.pools.size(); ++p) {
+    Pool& pool = k.pools[p];
+    if (pool.space != space) continue;
+    uint64_t buf = 0;
+    for (const Tile& tl : k.tiles)
+      if (tl.pool == static_cast<int>(p)) buf = std::max(buf, tl.partition_bytes());
+    uint64_t align = t.sbuf_alignment;
+    if (psum) {
+      if (buf <= t.psum_bank_bytes) {
+        buf = std::max<uint64_t>(std::bit_ceil(std::max<uint64_t>(buf, 1)), 4);
+        align = buf;
+      } else {
+        buf = round_up(buf, t.psum_bank_bytes);
+        align = t.psum_bank_bytes;
+      }
+    } else {
+      buf = round_up(std::max<uint64_t>(buf, 1), t.sbuf_alignment);
+    }
+    pool.buf_bytes = buf;
+    Block b{static_cast<int>(p), buf * pool.bufs, align, users_first[p], users_last[p]};
+    if (b.first < 0) {  // never used: no memory
+      pool.addr = 0;
+      continue;
+    }
+    blocks.push_back(b);
+  }
+  std::vector<size_t> order(blocks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return blocks[a].size != blocks[b].size ? blocks[a].size > blocks[b].size
+                                            : blocks[a].first < blocks[b].first;
+  });
+  auto live_together = [](const Block& a, const Block& b) {
+    return a.first <= b.last && b.first <= a.last;
+  };
+  uint64_t high = 0;
+  bool fits = true;
+  for (size_t oi : order) {
+    Block& b = blocks[oi];
+    std::vector<std::pair<uint64_t, uint64_t>> busy;
+    for (const Block& o : blocks)
+      if (o.addr >= 0 && &o != &b && live_together(o, b))
+        busy.push_back({static_cast<uint64_t>(o.addr), static_cast<uint64_t>(o.addr) + o.size});
+    std::sort(busy.begin(), busy.end());
+    uint64_t a = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (a + b.size <= lo) break;
+      a = std::max(a, round_up(hi, b.align));
+    }
+    b.addr = static_cast<int64_t>(a);
+    high = std::max(high, a + b.size);
+    if (a + b.size > cap) fits = false;
+  }
+  const std::string sp(isa::mem_space_name(space));
+  if (!fits) {
+    // The peak of live bytes, for the message.
+    uint64_t peak = 0;
+    int at = 0;
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      uint64_t live = 0;
+      for (const Block& b : blocks)
+        if (b.first <= static_cast<int>(i) && static_cast<int>(i) <= b.last) live += b.size;
+      if (live > peak) peak = live, at = static_cast<int>(i);
+    }
+    std::string pools;
+    for (const Block& b : blocks)
+      if (b.first <= at && at <= b.last)
+        pools += (pools.empty() ? "" : ", ") + k.pools[b.pool].name + " " +
+                 std::to_string(k.pools[b.pool].bufs) + " x " +
+                 std::to_string(k.pools[b.pool].buf_bytes) + " B";
+    std::string why = peak > cap ? "needs " + std::to_string(peak) + " bytes per partition"
+                                 : "needs " + std::to_string(high) +
+                                       " bytes per partition after placement (peak live " +
+                                       std::to_string(peak) + ")";
+    throw KernelError("kernel '" + k.name + "' " + why + " of " + sp + " but the target (" +
+                      t.name + ") has " + std::to_string(cap) + "; at op %" +
+                      std::to_string(k.ops[at].id) + " the live pools are: " + pools +
+                      ". Spilling to HBM is not implemented yet: use fewer buffers, smaller "
+                      "tiles, or split the kernel");
+  }
+  for (const Block& b : blocks) k.pools[b.pool].addr = b.addr;
+  ctx.stats["alloc_memory." + sp + "_bytes"] = static_cast<double>(high);
+}
+
+void run(Kernel& k, PassContext& ctx) {
+  std::vector<int> first(k.pools.size(), -1), last(k.pools.size(), -1);
+  for (size_t i = 0; i < k.ops.size(); ++i)
+    for (const Operand& o : operands(k.ops[i])) {
+      if (o.ap->space == isa::MemSpace::hbm) continue;
+      const int p = k.tiles[o.ref].pool;
+      if (first[p] < 0) first[p] = static_cast<int>(i);
+      last[p] = static_cast<int>(i);
+    }
+  place(k, ctx, isa::MemSpace::sbuf, first, last);
+  place(k, ctx, isa::MemSpace::psum, first, last);
+  for (Tile& tl : k.tiles) {
+    const Pool& p = k.pools[tl.pool];
+    tl.addr = p.addr + static_cast<int64_t>(tl.slot * p.buf_bytes);
+  }
+  // Matmul outputs must stay within one PSUM bank.
+  const uint64_t bank = ctx.target.psum_bank_bytes;
+  for (const Op& op : k.ops) {
+    if (op.ins.op != isa::Opcode::matmul || !bank) continue;
+    const Tile& tl = k.tiles[op.ref[kDst]];
+    const uint64_t lo = static_cast<uint64_t>(tl.addr + op.ins.dst.min_byte());
+    const uint64_t hi = static_cast<uint64_t>(tl.addr + op.ins.dst.end_byte());
+    if (lo / bank != (hi - 1) / bank)
+      throw KernelError(op_label(k, op) + ": its output, bytes " + std::to_string(lo) + ".." +
+                        std::to_string(hi) + " of PSUM in tile '" + tl.name + "', crosses a " +
+                        std::to_string(bank) +
+                        "-byte bank boundary; keep each matmul output within one bank");
+  }
+}
+
+}  // namespace
+
+const PassInfo& alloc_memory_pass() {
+  static const PassInfo p{"alloc_memory",
+                          "place pools (N rotating buffers) and tiles in SBUF/PSUM by liveness",
+                          run};
+  return p;
+}
+
+}  // namespace trnsim::tile

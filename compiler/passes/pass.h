@@ -1,0 +1,49 @@
+// Back-end passes over the tile IR and the pipeline that runs them by name. Each
+// pass lives in its own file with a name and a one-line summary; `compile`
+// (codegen/codegen.h) runs the default pipeline and then code generation.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/target.h"
+#include "compiler/tile/ir.h"
+
+namespace trnsim::tile {
+
+struct PassContext {
+  compiler::Target target;
+  // Figures the passes report, "pass.figure" -> value (e.g. "insert_sync.waits").
+  std::map<std::string, double> stats;
+  // Passes after which to dump the tile IR ("*" = every pass), and where to.
+  std::vector<std::string> dump_after;
+  std::function<void(const std::string& pass, const std::string& text)> dump;
+};
+
+struct PassInfo {
+  std::string_view name;
+  std::string_view summary;
+  void (*run)(Kernel& k, PassContext& ctx);
+};
+
+// The passes, one per file.
+const PassInfo& split_dma_pass();
+const PassInfo& assign_engines_pass();
+const PassInfo& alloc_memory_pass();
+const PassInfo& assign_dma_queues_pass();
+const PassInfo& schedule_pass();
+const PassInfo& insert_sync_pass();
+
+// Every pass in default pipeline order.
+const std::vector<const PassInfo*>& all_passes();
+std::vector<std::string> default_pipeline();
+const PassInfo& find_pass(std::string_view name);  // throws KernelError listing the passes
+
+// Runs the named passes in order, verifying the IR after each and dumping it
+// where asked. Errors name the pass.
+void run_passes(Kernel& k, PassContext& ctx, const std::vector<std::string>& names);
+
+}  // namespace trnsim::tile

@@ -1,0 +1,144 @@
+// split_dma: splits large transfers into pieces on 32/64-partition boundaries so
+// that several DMA engines move them at once (a DMA engine runs one transfer at a
+// time; trn2's 16 engines at 23 B/ns each are the bandwidth only together).
+//
+// A transfer is split when it moves at least 2 x target.dma_split_min_bytes and its
+// SBUF side's partitions pair row for row with the other side (same row count and
+// elements per row): first into row groups (32 or 64 partitions, following the
+// partition-start rule), then, if pieces are still large, each row group into
+// equal parts of the outermost free dim when both sides start with a free dim of
+// the same size. At most target.dma_split_max pieces of at least
+// dma_split_min_bytes. The first piece keeps the op's id, the others get new ids
+// and follow it in the list.
+#include <algorithm>
+
+#include "compiler/passes/pass.h"
+
+namespace trnsim::tile {
+
+namespace {
+
+bool start_ok(uint32_t st, uint32_t c) {
+  if (c > 64) return st == 0;
+  if (c > 32) return st == 0 || st == 64;
+  return st % 32 == 0;
+}
+
+isa::AccessPattern take_rows(const isa::AccessPattern& ap, uint32_t first, uint32_t count) {
+  isa::AccessPattern p = ap;
+  p.partition_count = count;
+  if (ap.space == isa::MemSpace::hbm)
+    p.offset += static_cast<uint64_t>(static_cast<int64_t>(first) * ap.partition_stride *
+                                      static_cast<int64_t>(isa::dtype_size(ap.dtype)));
+  else
+    p.partition_start += first;
+  return p;
+}
+
+// Part j of n of the outermost free dim.
+isa::AccessPattern take_part(const isa::AccessPattern& ap, uint32_t j, uint32_t n) {
+  if (n == 1) return ap;
+  isa::AccessPattern p = ap;
+  const uint32_t len = ap.dims[0].size / n;
+  p.dims[0].size = len;
+  p.offset += static_cast<uint64_t>(static_cast<int64_t>(j) * len * ap.dims[0].stride *
+                                    static_cast<int64_t>(isa::dtype_size(ap.dtype)));
+  return p;
+}
+
+// Row counts of the pieces, or empty when the op stays whole; `free_split` parts
+// of the outermost free dim per row group.
+std::vector<uint32_t> plan(const compiler::Target& t, const Op& op, uint32_t& free_split) {
+  free_split = 1;
+  const isa::AccessPattern &d = op.ins.dst, &s = op.ins.src[0];
+  const isa::AccessPattern* sb = d.space == isa::MemSpace::sbuf   ? &d
+                                 : s.space == isa::MemSpace::sbuf ? &s
+                                                                  : nullptr;
+  if (!sb || d.partition_count != s.partition_count || d.free_elems() != s.free_elems()) return {};
+  const uint64_t bytes = std::max(d.bytes(), s.bytes());
+  const uint64_t want = std::min<uint64_t>(t.dma_split_max, bytes / std::max<uint64_t>(1, t.dma_split_min_bytes));
+  if (want < 2) return {};
+  const uint32_t P = sb->partition_count;
+  // Free-dim parts for `groups` row groups.
+  auto parts = [&](size_t groups) {
+    if (d.ndims < 1 || s.ndims < 1 || d.dims[0].size != s.dims[0].size) return 1u;
+    const uint32_t n = d.dims[0].size;
+    for (uint32_t f = static_cast<uint32_t>(want / groups); f >= 2; --f)
+      if (n % f == 0) return f;
+    return 1u;
+  };
+  if (P <= 32) {
+    free_split = parts(1);
+    return free_split > 1 ? std::vector<uint32_t>{P} : std::vector<uint32_t>{};
+  }
+  for (uint32_t q : {32u, 64u}) {
+    if ((P + q - 1) / q > want || P <= q) continue;
+    std::vector<uint32_t> pieces;
+    uint32_t done = 0;
+    bool ok = true;
+    while (done < P) {
+      const uint32_t c = std::min(q, P - done);
+      const uint32_t st = sb->partition_start + done;
+      const uint32_t other = d.space == isa::MemSpace::sbuf && s.space == isa::MemSpace::sbuf
+                                 ? (sb == &d ? s.partition_start : d.partition_start) + done
+                                 : 0;
+      ok = ok && start_ok(st, c) &&
+           (!(d.space == isa::MemSpace::sbuf && s.space == isa::MemSpace::sbuf) ||
+            start_ok(other, c));
+      pieces.push_back(c);
+      done += c;
+    }
+    if (ok) {
+      free_split = parts(pieces.size());
+      return pieces;
+    }
+  }
+  free_split = parts(1);
+  return free_split > 1 ? std::vector<uint32_t>{P} : std::vector<uint32_t>{};
+}
+
+void run(Kernel& k, PassContext& ctx) {
+  std::vector<Op> out;
+  int next = k.next_op_id();
+  int split = 0, pieces = 0;
+  for (Op& op : k.ops) {
+    if (op.ins.op != isa::Opcode::dma_copy || !op.ins.waits.empty()) {
+      out.push_back(std::move(op));
+      continue;
+    }
+    uint32_t fs = 1;
+    const std::vector<uint32_t> plan_rows = plan(ctx.target, op, fs);
+    if (plan_rows.empty()) {
+      out.push_back(std::move(op));
+      continue;
+    }
+    ++split;
+    uint32_t first = 0;
+    for (size_t i = 0; i < plan_rows.size(); ++i) {
+      for (uint32_t j = 0; j < fs; ++j) {
+        Op p = op;
+        if (i > 0 || j > 0) p.id = next++;
+        p.ins.dst = take_part(take_rows(op.ins.dst, first, plan_rows[i]), j, fs);
+        p.ins.src[0] = take_part(take_rows(op.ins.src[0], first, plan_rows[i]), j, fs);
+        out.push_back(std::move(p));
+        ++pieces;
+      }
+      first += plan_rows[i];
+    }
+  }
+  k.ops = std::move(out);
+  ctx.stats["split_dma.split"] += split;
+  ctx.stats["split_dma.pieces"] += pieces;
+}
+
+}  // namespace
+
+const PassInfo& split_dma_pass() {
+  static const PassInfo p{"split_dma",
+                          "split large DMA transfers into 32/64-partition pieces for several "
+                          "DMA engines",
+                          run};
+  return p;
+}
+
+}  // namespace trnsim::tile

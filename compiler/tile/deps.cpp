@@ -1,0 +1,215 @@
+#include "compiler/tile/deps.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+namespace trnsim::tile {
+
+namespace {
+
+// What one operand touches.
+struct Region {
+  int obj = -1;             // tile or tensor index
+  bool hbm = false;         // obj is a tensor
+  isa::MemSpace space{};    // physical on-chip space
+  uint32_t p0 = 0, p1 = 1;  // partitions [p0, p1) (hbm: 0..1)
+  int64_t b0 = 0, b1 = 0;   // bytes: relative to the object (logical/hbm) or absolute (physical)
+  bool dense = false;       // touches every byte of [b0, b1) in each partition
+  bool physical = false;    // on-chip bytes are addresses (else relative to the tile)
+  std::optional<std::vector<std::pair<int64_t, int64_t>>> box;  // inclusive index ranges
+};
+
+// Index box of `ap` over an object of `shape` (row-major), or nullopt.
+std::optional<std::vector<std::pair<int64_t, int64_t>>> derive_box(
+    const std::vector<isa::Dim>& dims, int64_t offset_bytes, isa::DType t,
+    const std::vector<int64_t>& shape) {
+  const int64_t es = static_cast<int64_t>(isa::dtype_size(t));
+  if (shape.empty() || offset_bytes % es) return std::nullopt;
+  const size_t nd = shape.size();
+  std::vector<int64_t> st(nd, 1);
+  for (size_t d = nd - 1; d-- > 0;) st[d] = st[d + 1] * shape[d + 1];
+  int64_t off = offset_bytes / es;
+  if (off < 0 || off >= st[0] * shape[0]) return std::nullopt;
+  std::vector<std::pair<int64_t, int64_t>> box(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    const int64_t i = off / st[d] % shape[d];
+    box[d] = {i, i};
+  }
+  for (const isa::Dim& dm : dims) {
+    if (dm.size <= 1 || dm.stride == 0) continue;
+    const int64_t s = dm.stride < 0 ? -dm.stride : dm.stride;
+    size_t d = nd;
+    for (size_t c = 0; c < nd; ++c)
+      if (shape[c] > 1 && s % st[c] == 0) {
+        d = c;
+        break;
+      }
+    if (d == nd) return std::nullopt;
+    const int64_t ext = dm.stride / st[d] * (static_cast<int64_t>(dm.size) - 1);
+    (ext > 0 ? box[d].second : box[d].first) += ext;
+  }
+  for (size_t d = 0; d < nd; ++d)
+    if (box[d].first < 0 || box[d].second >= shape[d]) return std::nullopt;
+  return box;
+}
+
+bool dense_ap(const isa::AccessPattern& ap) {
+  if (!ap.free_contiguous() || ap.free_min_byte() != 0) return false;
+  if (ap.space != isa::MemSpace::hbm) return true;
+  return ap.partition_count == 1 || ap.partition_stride == static_cast<int64_t>(ap.free_elems());
+}
+
+Region region(const Kernel& k, const Operand& o, DepMode mode) {
+  const isa::AccessPattern& ap = *o.ap;
+  Region r;
+  r.obj = o.ref;
+  r.space = ap.space;
+  r.b0 = ap.min_byte();
+  r.b1 = ap.end_byte();
+  r.dense = dense_ap(ap);
+  if (ap.space == isa::MemSpace::hbm) {
+    r.hbm = true;
+    std::vector<isa::Dim> dims{{ap.partition_stride, ap.partition_count}};
+    for (int i = 0; i < ap.ndims; ++i) dims.push_back(ap.dims[i]);
+    r.box = derive_box(dims, static_cast<int64_t>(ap.offset), ap.dtype, k.tensors[o.ref].shape);
+    return r;
+  }
+  const Tile& t = k.tiles[o.ref];
+  r.p0 = ap.partition_start;
+  r.p1 = ap.partition_start + ap.partition_count;
+  std::vector<int64_t> free(t.shape.begin() + 1, t.shape.end());
+  if (free.empty()) free.push_back(1);
+  r.box = derive_box(std::vector<isa::Dim>(ap.dims.begin(), ap.dims.begin() + ap.ndims),
+                     static_cast<int64_t>(ap.offset), ap.dtype, free);
+  if (mode == DepMode::physical) {
+    if (t.addr < 0)
+      throw KernelError("kernel '" + k.name + "' tile '" + t.name +
+                        "' has no address: run alloc_memory before physical dependencies");
+    r.b0 += t.addr;
+    r.b1 += t.addr;
+    r.physical = true;
+  }
+  return r;
+}
+
+bool boxes_overlap(const std::vector<std::pair<int64_t, int64_t>>& a,
+                   const std::vector<std::pair<int64_t, int64_t>>& b) {
+  for (size_t d = 0; d < a.size(); ++d)
+    if (a[d].second < b[d].first || b[d].second < a[d].first) return false;
+  return true;
+}
+
+bool overlap(const Region& a, const Region& b) {
+  if (a.hbm != b.hbm) return false;
+  if (a.hbm) {
+    if (a.obj != b.obj) return false;
+  } else {
+    if (a.space != b.space) return false;
+    if (a.p1 <= b.p0 || b.p1 <= a.p0) return false;
+  }
+  const bool same_obj = a.obj == b.obj;
+  if (!same_obj && (a.hbm || !a.physical || !b.physical)) return false;
+  if (a.b1 <= b.b0 || b.b1 <= a.b0) return false;
+  if (same_obj && a.box && b.box) return boxes_overlap(*a.box, *b.box);
+  return true;
+}
+
+// Whether a dense write `w` overwrites everything `a` touches.
+bool covers(const Region& w, const Region& a) {
+  if (!w.dense || w.hbm != a.hbm || (w.hbm && w.obj != a.obj)) return false;
+  if (!w.hbm && (w.space != a.space || w.p0 > a.p0 || w.p1 < a.p1)) return false;
+  if (!w.hbm && !w.physical && w.obj != a.obj) return false;
+  return w.b0 <= a.b0 && a.b1 <= w.b1;
+}
+
+struct Entry {
+  int op;
+  Region r;
+};
+struct Bucket {
+  std::vector<Entry> readers, writers;
+};
+
+struct Access {
+  Region r;
+  bool read, write;
+};
+
+std::vector<Access> accesses(const Kernel& k, const Op& op, DepMode mode) {
+  std::vector<Access> out;
+  for (const Operand& o : operands(op)) out.push_back({region(k, o, mode), o.read, o.write});
+  return out;
+}
+
+// Bucket keys: (kind, object or space, byte bucket).
+using Key = std::tuple<int, int, int64_t>;
+
+std::vector<Key> keys(const Region& r, DepMode mode) {
+  if (r.hbm) return {Key{0, r.obj, 0}};
+  if (mode == DepMode::logical) return {Key{1, r.obj, 0}};
+  const int64_t g = r.space == isa::MemSpace::psum ? 2048 : 1024;
+  std::vector<Key> ks;
+  for (int64_t b = r.b0 / g; b <= (r.b1 - 1) / g; ++b)
+    ks.push_back(Key{2, static_cast<int>(r.space), b});
+  return ks;
+}
+
+}  // namespace
+
+size_t DepGraph::edges() const {
+  size_t n = 0;
+  for (const auto& p : preds) n += p.size();
+  return n;
+}
+
+bool ops_conflict(const Kernel& k, const Op& a, const Op& b, DepMode mode) {
+  const auto aa = accesses(k, a, mode), bb = accesses(k, b, mode);
+  for (const Access& x : aa)
+    for (const Access& y : bb)
+      if ((x.write || y.write) && overlap(x.r, y.r)) return true;
+  return false;
+}
+
+DepGraph build_deps(const Kernel& k, DepMode mode) {
+  const int n = static_cast<int>(k.ops.size());
+  DepGraph g;
+  g.preds.resize(n);
+  g.succs.resize(n);
+  std::map<Key, Bucket> buckets;
+  std::vector<int> seen(n, -1);
+  for (int j = 0; j < n; ++j) {
+    const auto acc = accesses(k, k.ops[j], mode);
+    auto add = [&](int i) {
+      if (i == j || seen[i] == j) return;
+      seen[i] = j;
+      g.preds[j].push_back(i);
+      g.succs[i].push_back(j);
+    };
+    for (const Access& a : acc)
+      for (const Key& key : keys(a.r, mode)) {
+        auto it = buckets.find(key);
+        if (it == buckets.end()) continue;
+        for (const Entry& e : it->second.writers)
+          if (overlap(a.r, e.r)) add(e.op);
+        if (a.write)
+          for (const Entry& e : it->second.readers)
+            if (overlap(a.r, e.r)) add(e.op);
+      }
+    for (const Access& a : acc)
+      for (const Key& key : keys(a.r, mode)) {
+        Bucket& b = buckets[key];
+        if (a.write) {
+          auto gone = [&](const Entry& e) { return e.op != j && covers(a.r, e.r); };
+          std::erase_if(b.readers, gone);
+          std::erase_if(b.writers, gone);
+          b.writers.push_back({j, a.r});
+        }
+        if (a.read && !a.write) b.readers.push_back({j, a.r});
+      }
+    std::sort(g.preds[j].begin(), g.preds[j].end());
+  }
+  return g;
+}
+
+}  // namespace trnsim::tile

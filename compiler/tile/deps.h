@@ -1,0 +1,32 @@
+// Dependencies between the ops of a kernel: op b depends on an earlier op a when
+// they touch overlapping memory and one of them writes (RAW, WAR, WAW).
+//
+// Logical mode (before alloc_memory): on-chip operands overlap only within the same
+// tile. Physical mode (after it): by address, so tiles that share a pool buffer (or
+// pools that share memory over time) are ordered too. HBM operands overlap within
+// the same tensor. Regions are index boxes derived from the access pattern and the
+// tile/tensor shape (exact for slices, transposes and broadcasts; strides inside a
+// box are ignored, which is conservative), or byte ranges when no box fits.
+#pragma once
+
+#include <vector>
+
+#include "compiler/tile/ir.h"
+
+namespace trnsim::tile {
+
+enum class DepMode { logical, physical };
+
+struct DepGraph {
+  // By position in Kernel::ops. Not transitively reduced, but pruned: an access
+  // fully overwritten by a later write is reached through that write.
+  std::vector<std::vector<int>> preds, succs;
+  size_t edges() const;
+};
+
+DepGraph build_deps(const Kernel& k, DepMode mode);
+
+// True when ops a and b (either order) touch overlapping memory and one writes.
+bool ops_conflict(const Kernel& k, const Op& a, const Op& b, DepMode mode);
+
+}  // namespace trnsim::tile
