@@ -48,14 +48,17 @@ struct Target {
   uint32_t dma_queue_classes = 3;
 
   // ---- DMA cost: fixed + descriptors x per-descriptor + bytes / bandwidth
-  double dma_bandwidth_bytes_per_ns = 23.0;  // per engine (trn2: 23 B/ns)
-  double dma_fixed_ns = 64;
-  double dma_descriptor_ns = 11;
+  double dma_bandwidth_bytes_per_ns = 27.2;  // per engine (configs/trn2.yaml)
+  double dma_fixed_ns = 170;
+  double dma_descriptor_ns = 9.4;  // per contiguous run
   // split_dma: large transfers become pieces of >= this many bytes (at most
   // dma_split_max; by 32/64-partition groups, then the outermost free dim) so
   // several engines share them.
   uint64_t dma_split_min_bytes = 16 * 1024;
   uint32_t dma_split_max = 16;
+  // ... and never cut a contiguous run (one descriptor each) so short that the
+  // descriptor cost exceeds this fraction of its transfer time.
+  double dma_split_max_descriptor_share = 0.25;
   // HBM bandwidth of the chip: with every DMA engine busy each gets at most
   // hbm / dma_engines (the cost model takes the lower of that and its own cap).
   double hbm_bandwidth_bytes_per_ns = 2900.0;

@@ -1,28 +1,50 @@
 #include "runtime/device.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
 #include "models/common/sim_context.h"
+#include "models/common/trace.h"
 #include "models/isa/validate.h"
 #include "platform/chip.h"
+#include "runtime/report.h"
 
 namespace trnsim::runtime {
 
 namespace {
 bool g_device_created = false;
 constexpr uint64_t kProgramAlign = 4096;
+const isa::Engine kCompute[] = {isa::Engine::tensor, isa::Engine::vector, isa::Engine::scalar,
+                                isa::Engine::gpsimd, isa::Engine::sync};
+
+double pct(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0.0;
+}
+
+void write_text_file(const std::string& path, const std::function<void(std::ostream&)>& body) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw RunError(path + ": cannot open for writing");
+  body(f);
+  if (!f) throw RunError(path + ": write failed");
+}
 }  // namespace
 
 struct Device::Impl {
   platform::platform_config cfg;
+  DeviceOptions opts;
   models::sim_context ctx;
   std::unique_ptr<platform::chip> chip;
   stats::group root{"trnsim"};
-  double last_sim_ns = 0, last_host_s = 0;
-  uint64_t last_instructions = 0;
+  std::unique_ptr<trace::recorder> trace;  // the last run's, when tracing
+
+  void build_stats(const RunReport& rep, const std::vector<uint32_t>& cores,
+                   const std::array<uint64_t, isa::kNumDTypes>& flops);
 };
 
 Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
@@ -32,14 +54,9 @@ Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
   g_device_created = true;
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   impl_->cfg = cfg;
-  impl_->ctx.functional = opts.functional;
+  impl_->opts = std::move(opts);
+  impl_->ctx.functional = impl_->opts.functional;
   impl_->chip = std::make_unique<platform::chip>("chip", cfg, impl_->ctx);
-  auto& r = impl_->root;
-  r.add_value("simulated_ns", "ns", "simulated time of the last run", &impl_->last_sim_ns);
-  r.add_counter("instructions", "instructions", "instructions executed in the last run",
-                &impl_->last_instructions);
-  r.add_value("host_seconds", "s", "host time of the last run", &impl_->last_host_s);
-  impl_->chip->register_stats(r.child("chip", "the simulated chip"));
   // Finish elaboration and let every sequencer reach its wait for a launch.
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
 }
@@ -108,18 +125,18 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   for (size_t i = 0; i < launches.size(); ++i)
     bind_inputs(*launches[i].program, launches[i], chip.hbm, bases[i], I.ctx.functional);
 
-  // Load every queue, remembering per-launch counters to report deltas.
-  struct before_t {
-    std::vector<uint64_t> instr;
-    std::vector<double> busy, wait;
-  };
-  std::vector<before_t> before(launches.size());
-  const isa::Engine compute[] = {isa::Engine::tensor, isa::Engine::vector, isa::Engine::scalar,
-                                 isa::Engine::gpsimd, isa::Engine::sync};
+  // Stats are per run: every counter starts at 0.
+  chip.reset_stats();
+  const bool tracing = !I.opts.trace_path.empty() || !I.opts.vcd_path.empty();
+  I.trace = tracing ? std::make_unique<trace::recorder>() : nullptr;
+  I.ctx.trace = I.opts.trace_path.empty() ? nullptr : I.trace.get();
+  for (auto& c : chip.cores) c->sems.set_trace(I.opts.vcd_path.empty() ? nullptr : I.trace.get());
+
+  // Load every queue.
   for (size_t i = 0; i < launches.size(); ++i) {
     auto& core = *chip.cores[launches[i].core];
     const isa::Program& p = *launches[i].program;
-    for (auto e : compute) core.engine_for(e).load(nullptr);
+    for (auto e : kCompute) core.engine_for(e).load(nullptr);
     for (auto& d : core.dma) {
       d->clear();
       d->set_hbm_base(bases[i]);
@@ -131,24 +148,23 @@ RunReport Device::run(const std::vector<Launch>& launches) {
         core.engine_for(q.engine).load(&q.instrs);
     }
     core.sems.reset();
-    for (auto e : compute) {
-      auto& en = core.engine_for(e);
-      before[i].instr.push_back(en.instructions());
-      before[i].busy.push_back(en.busy_ns());
-      before[i].wait.push_back(en.sem_wait_ns());
+    if (I.ctx.trace) {
+      // Tracks in a fixed order: the five engines, then the used DMA queues.
+      for (auto e : kCompute) I.trace->track(&core.engine_for(e));
+      std::vector<std::pair<uint16_t, uint16_t>> dq;
+      for (const auto& q : p.queues)
+        if (q.engine == isa::Engine::dma && !q.instrs.empty())
+          dq.emplace_back(q.dma_engine, q.dma_queue);
+      std::sort(dq.begin(), dq.end());
+      for (auto [e, q] : dq) I.trace->track(core.dma[e].get(), q);
+      I.trace->set_program(core.name(), &p);
     }
-    double dma_busy = 0;
-    uint64_t dma_instr = 0;
-    for (auto& d : core.dma) dma_busy += d->busy_ns(), dma_instr += d->instructions();
-    before[i].instr.push_back(dma_instr);
-    before[i].busy.push_back(dma_busy);
-    before[i].wait.push_back(0);
   }
   const uint64_t hbm_r0 = chip.hbm.read_bytes(), hbm_w0 = chip.hbm.write_bytes();
   const sc_core::sc_time t0 = sc_core::sc_time_stamp();
   for (const auto& l : launches) {
     auto& core = *chip.cores[l.core];
-    for (auto e : compute) core.engine_for(e).start();
+    for (auto e : kCompute) core.engine_for(e).start();
     for (auto& d : core.dma) d->start();
   }
   const auto h0 = std::chrono::steady_clock::now();
@@ -164,7 +180,7 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   std::string stuck;
   for (const auto& l : launches) {
     auto& core = *chip.cores[l.core];
-    for (auto e : compute) {
+    for (auto e : kCompute) {
       auto& en = core.engine_for(e);
       if (!en.idle()) stuck += "\n  " + std::string(en.name()) + ": " + en.pending();
     }
@@ -178,9 +194,12 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   rep.host_seconds = host_s;
   rep.hbm_read_bytes = chip.hbm.read_bytes() - hbm_r0;
   rep.hbm_write_bytes = chip.hbm.write_bytes() - hbm_w0;
+  std::array<uint64_t, isa::kNumDTypes> flops{};
+  std::vector<uint32_t> cores;
   for (size_t i = 0; i < launches.size(); ++i) {
     const auto& l = launches[i];
     auto& core = *chip.cores[l.core];
+    cores.push_back(l.core);
     LaunchResult r;
     sc_core::sc_time end = t0;
     for (const auto& q : l.program->queues) {
@@ -191,18 +210,28 @@ RunReport Device::run(const std::vector<Launch>& launches) {
       end = std::max(end, d);
     }
     r.simulated_ns = (end - t0).to_seconds() * 1e9;
-    size_t k = 0;
-    for (auto e : compute) {
+    for (auto e : kCompute) {
       auto& en = core.engine_for(e);
-      r.engines.push_back({std::string(isa::engine_name(e)), en.instructions() - before[i].instr[k],
-                           en.busy_ns() - before[i].busy[k], en.sem_wait_ns() - before[i].wait[k]});
-      ++k;
+      r.engines.push_back({std::string(isa::engine_name(e)), en.instructions(), en.busy_ns(),
+                           en.sem_wait_ns(), en.port_stall_ns()});
+      for (int t = 0; t < isa::kNumDTypes; ++t) flops[t] += en.flops(static_cast<isa::DType>(t));
     }
-    double dma_busy = 0;
-    uint64_t dma_instr = 0;
-    for (auto& d : core.dma) dma_busy += d->busy_ns(), dma_instr += d->instructions();
-    r.engines.push_back({"dma", dma_instr - before[i].instr[k], dma_busy - before[i].busy[k], 0});
+    EngineStats dma{"dma"};
+    for (auto& d : core.dma) dma.busy_ns += d->busy_ns(), dma.instructions += d->instructions();
+    r.engines.push_back(dma);
     for (const auto& e : r.engines) r.instructions += e.instructions;
+    for (size_t e = 0; e < core.dma.size(); ++e)
+      for (size_t q = 0; q < core.dma[e]->queue_count(); ++q) {
+        const auto qs = core.dma[e]->queue(q);
+        if (!qs.used) continue;
+        const isa::Queue* pq = nullptr;
+        for (const auto& x : l.program->queues)
+          if (x.engine == isa::Engine::dma && x.dma_engine == e && x.dma_queue == q) pq = &x;
+        rep.dma_queues.push_back({l.core, uint32_t(e), uint32_t(q),
+                                  pq ? uint64_t(pq->instrs.size()) : 0, qs.bytes, qs.transfers});
+      }
+    rep.sbuf_peak_bytes = std::max(rep.sbuf_peak_bytes, core.sbuf.peak_bytes());
+    rep.psum_peak_bytes = std::max(rep.psum_peak_bytes, core.psum.peak_bytes());
     if (I.ctx.functional) {
       for (const auto& d : l.program->tensors) {
         if (d.role != isa::TensorRole::output) continue;
@@ -215,15 +244,146 @@ RunReport Device::run(const std::vector<Launch>& launches) {
       }
     }
     rep.simulated_ns = std::max(rep.simulated_ns, r.simulated_ns);
+    rep.instructions += r.instructions;
+    if (rep.engines.empty()) rep.engines = r.engines;
+    else
+      for (size_t k = 0; k < r.engines.size(); ++k) {
+        rep.engines[k].instructions += r.engines[k].instructions;
+        rep.engines[k].busy_ns += r.engines[k].busy_ns;
+        rep.engines[k].sem_wait_ns += r.engines[k].sem_wait_ns;
+        rep.engines[k].port_stall_ns += r.engines[k].port_stall_ns;
+      }
     rep.launches.push_back(std::move(r));
   }
-  I.last_sim_ns = rep.simulated_ns;
-  I.last_host_s = host_s;
-  I.last_instructions = 0;
-  for (const auto& r : rep.launches) I.last_instructions += r.instructions;
+  rep.cores = uint32_t(cores.size());
+  const double secs = rep.simulated_ns * 1e-9;
+  if (secs > 0)
+    rep.hbm_mbu_pct = pct(double(rep.hbm_read_bytes + rep.hbm_write_bytes) / secs,
+                          I.cfg.hbm.bandwidth_bps);
+  for (int t = 0; t < isa::kNumDTypes; ++t) {
+    rep.flops += flops[t];
+    if (flops[t] > flops[static_cast<size_t>(rep.mfu_dtype)])
+      rep.mfu_dtype = static_cast<isa::DType>(t);
+  }
+  if (secs > 0) {
+    rep.tflops = double(rep.flops) / secs / 1e12;
+    rep.mfu_pct = pct(double(rep.flops) / secs, peak_flops(I.cfg, rep.mfu_dtype) * rep.cores);
+  }
+  I.build_stats(rep, cores, flops);
   rep.stats_json = I.root.to_json();
   rep.stats_text = I.root.to_text();
+  if (!I.opts.trace_path.empty())
+    write_text_file(I.opts.trace_path, [&](std::ostream& os) { I.trace->write_chrome(os); });
+  if (!I.opts.vcd_path.empty())
+    write_text_file(I.opts.vcd_path, [&](std::ostream& os) { I.trace->write_vcd(os); });
   return rep;
+}
+
+// The stats tree of the last run: the run's figures (summed over the cores it
+// used), then the chip's tree with every block's per-run counters.
+void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>& cores,
+                               const std::array<uint64_t, isa::kNumDTypes>& flops) {
+  auto& r = root;
+  r.clear();
+  const double ns = rep.simulated_ns;
+  const double n = double(rep.cores);
+  const std::string dt(isa::dtype_name(rep.mfu_dtype));
+  r.add_fixed("simulated_ns", "ns", "simulated time of the last run (launch to last completion)",
+              ns);
+  r.add_fixed("instructions", "instructions", "instructions executed in the last run",
+              double(rep.instructions), true);
+  r.add_fixed("cores", "cores", "cores the last run used", n, true);
+  r.add_fixed("flops", "FLOP", "matmul floating-point operations, 2 x K x M x N each",
+              double(rep.flops), true);
+  r.add_fixed("tflops", "TFLOP/s", "flops / simulated time", rep.tflops);
+  r.add_fixed("mfu_pct", "%",
+              "tflops / peak of the cores used for " + dt +
+                  (rep.flops ? " (the matmul input dtype with the most FLOPs)" : " (no matmul)"),
+              rep.mfu_pct);
+  r.add_fixed("host_seconds", "s", "host time of the last run (varies from run to run)",
+              rep.host_seconds);
+
+  auto& fd = r.child("flops_by_dtype", "matmul FLOPs by input dtype (the wider input)");
+  for (int t = 0; t < isa::kNumDTypes; ++t)
+    if (flops[t])
+      fd.add_fixed(std::string(isa::dtype_name(static_cast<isa::DType>(t))), "FLOP",
+                   "matmul FLOPs with this input dtype", double(flops[t]), true);
+
+  auto& eg = r.child("engines", "compute engines, summed over the cores the run used");
+  for (size_t k = 0; k < std::size(kCompute); ++k) {
+    const isa::Engine e = kCompute[k];
+    const EngineStats& s = rep.engines[k];
+    auto& g = eg.child(std::string(isa::engine_name(e)));
+    g.add_fixed("instructions", "instructions", "instructions executed", double(s.instructions),
+                true);
+    g.add_fixed("active_pct", "%", "busy_ns / (simulated_ns x cores)", pct(s.busy_ns, ns * n));
+    g.add_fixed("busy_ns", "ns", "time spent executing instructions", s.busy_ns);
+    g.add_fixed("semaphore_wait_ns", "ns", "time spent waiting on semaphores", s.sem_wait_ns);
+    g.add_fixed("port_stall_ns", "ns",
+                "time accesses waited for an SBUF/PSUM port held by another engine",
+                s.port_stall_ns);
+    auto& ops = g.child("opcodes", "instructions executed by opcode");
+    for (int i = 0; i < isa::kNumOpcodes; ++i) {
+      const auto op = static_cast<isa::Opcode>(i);
+      if (!isa::engine_allows(e, op)) continue;
+      uint64_t c = 0;
+      for (uint32_t core : cores) c += chip->cores[core]->engine_for(e).opcode_count(op);
+      ops.add_fixed(std::string(isa::opcode_name(op)), "instructions", "instructions of this opcode",
+                    double(c), true);
+    }
+  }
+
+  auto& hg = r.child("hbm", "HBM traffic of the run (every core)");
+  hg.add_fixed("read_bytes", "bytes", "bytes read from HBM", double(rep.hbm_read_bytes), true);
+  hg.add_fixed("write_bytes", "bytes", "bytes written to HBM", double(rep.hbm_write_bytes), true);
+  hg.add_fixed("mbu_pct", "%", "(read + write bytes) / simulated time / peak HBM bandwidth",
+               rep.hbm_mbu_pct);
+
+  uint64_t transfers = 0, bytes = 0;
+  for (uint32_t c : cores)
+    for (auto& d : chip->cores[c]->dma) transfers += d->transfers(), bytes += d->bytes();
+  const EngineStats& ds = rep.engines.back();
+  auto& dg = r.child("dma", "DMA engines, summed over the cores the run used");
+  dg.add_fixed("instructions", "instructions", "DMA queue instructions executed",
+               double(ds.instructions), true);
+  dg.add_fixed("transfers", "transfers", "transfers moved (a spread dma_copy counts each share)",
+               double(transfers), true);
+  dg.add_fixed("bytes", "bytes", "bytes written by the DMA engines", double(bytes), true);
+  dg.add_fixed("avg_transfer_bytes", "bytes", "bytes / transfers",
+               transfers ? double(bytes) / double(transfers) : 0.0);
+  dg.add_fixed("busy_ns", "ns", "transfer time summed over the DMA engines", ds.busy_ns);
+  dg.add_fixed("active_pct", "%", "busy_ns / (simulated_ns x DMA engines x cores)",
+               pct(ds.busy_ns, ns * n * cfg.core.dma.engines));
+  auto& qg = dg.child("queues", "the DMA queues the programs used: coreN.dmaE.qQ");
+  for (const auto& q : rep.dma_queues) {
+    auto& g = qg.child("core" + std::to_string(q.core))
+                  .child("dma" + std::to_string(q.engine))
+                  .child("q" + std::to_string(q.queue));
+    g.add_fixed("instructions", "instructions", "instructions of this queue",
+                double(q.instructions), true);
+    g.add_fixed("transfers", "transfers", "dma_copy instructions completed", double(q.transfers),
+                true);
+    g.add_fixed("bytes", "bytes", "bytes moved by this queue's instructions", double(q.bytes),
+                true);
+    g.add_fixed("avg_transfer_bytes", "bytes", "bytes / transfers",
+                q.transfers ? double(q.bytes) / double(q.transfers) : 0.0);
+  }
+  r.child("sbuf", "state buffer, the largest of the cores used")
+      .add_fixed("peak_bytes", "bytes",
+                 "highest byte offset touched in a partition, times partitions",
+                 double(rep.sbuf_peak_bytes), true);
+  r.child("psum", "partial-sum buffer, the largest of the cores used")
+      .add_fixed("peak_bytes", "bytes",
+                 "highest byte offset touched in a partition, times partitions",
+                 double(rep.psum_peak_bytes), true);
+
+  auto& cg = r.child("chip", "the simulated chip: every block's counters for the run");
+  chip->register_stats(cg);
+  for (size_t c = 0; c < chip->cores.size(); ++c) {
+    const bool used = std::find(cores.begin(), cores.end(), uint32_t(c)) != cores.end();
+    if (stats::group* g = cg.find_child("core" + std::to_string(c)))
+      g->set_visible([used] { return used; });  // cores the run did not use are left out
+  }
 }
 
 }  // namespace trnsim::runtime

@@ -30,6 +30,13 @@ struct EngineStats {
   uint64_t instructions = 0;
   double busy_ns = 0;
   double sem_wait_ns = 0;
+  double port_stall_ns = 0;
+};
+
+// One DMA queue a run used.
+struct DmaQueueStats {
+  uint32_t core = 0, engine = 0, queue = 0;
+  uint64_t instructions = 0, bytes = 0, transfers = 0;
 };
 
 struct LaunchResult {
@@ -39,17 +46,31 @@ struct LaunchResult {
   std::vector<EngineStats> engines;  // per compute engine, plus DMA
 };
 
+// Figures of one run (every launch of it); the stats tree has the same and more.
 struct RunReport {
   std::vector<LaunchResult> launches;
   double simulated_ns = 0;  // whole run
   double host_seconds = 0;
+  uint64_t instructions = 0;
+  uint32_t cores = 0;                                // cores the run used
+  std::vector<EngineStats> engines;                  // summed over those cores
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;  // this run, all launches
-  std::string stats_json;                            // the stats tree of the whole chip
+  double hbm_mbu_pct = 0;      // HBM bytes / simulated time / peak bandwidth
+  uint64_t flops = 0;          // matmul FLOPs (2 x K x M x N each)
+  double tflops = 0;           // flops / simulated time
+  double mfu_pct = 0;          // tflops / peak of the cores used for mfu_dtype
+  isa::DType mfu_dtype = isa::DType::bf16;  // the matmul input dtype with most FLOPs
+  std::vector<DmaQueueStats> dma_queues;    // only queues the programs used
+  uint64_t sbuf_peak_bytes = 0, psum_peak_bytes = 0;  // the largest of the cores used
+  std::string stats_json;  // the stats tree: run figures, then the whole chip
   std::string stats_text;
 };
 
 struct DeviceOptions {
-  bool functional = true;  // false: timing only, no arithmetic
+  DeviceOptions(bool timing_and_data = true) : functional(timing_and_data) {}  // NOLINT
+  bool functional = true;  // false: timing only, no arithmetic (same times and stats)
+  std::string trace_path;  // non-empty: Chrome trace-event JSON of each run (Perfetto)
+  std::string vcd_path;    // non-empty: VCD of the semaphore values of each run
 };
 
 class Device {

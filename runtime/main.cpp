@@ -1,7 +1,8 @@
 // trnsim: the command line, a thin face over the runtime API.
 //   trnsim run PROGRAM -c CONFIG [--set k=v]... [--input NAME=FILE.npy]...
 //              [--random-inputs[=SEED]] [--output-dir DIR] [--stats FILE.json]
-//              [--stats-text FILE] [--no-functional] [--core N]
+//              [--stats-text FILE] [--trace FILE.json] [--vcd FILE.vcd]
+//              [--no-functional] [--core N]
 //   trnsim asm IN.tasm -o OUT.tbin      trnsim disasm IN.tbin [-o OUT.tasm]
 //   trnsim info [-c CONFIG] [--set k=v]... [--keys]
 // Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
@@ -47,6 +48,9 @@ const char* kRunHelp =
     "  --output-dir DIR         write each output tensor as DIR/NAME.npy\n"
     "  --stats FILE.json        write the stats tree as JSON\n"
     "  --stats-text FILE        write the stats tree as text\n"
+    "  --trace FILE.json        write a Chrome trace (open in ui.perfetto.dev): one track\n"
+    "                           per engine and DMA queue, one slice per instruction\n"
+    "  --vcd FILE.vcd           write the semaphore values as a VCD waveform\n"
     "  --core N                 run on core N [0]\n"
     "  --no-functional          timing only: no data moved or computed\n";
 
@@ -91,6 +95,7 @@ void write_file(const std::string& path, const std::string& text) {
 
 int cmd_run(std::vector<std::string> args) {
   std::string program_path, config = "trn2", out_dir, stats_path, stats_text_path, v;
+  std::string trace_path, vcd_path;
   std::vector<std::string> sets;
   std::vector<std::pair<std::string, std::string>> inputs;
   bool functional = true, random_inputs = false;
@@ -125,6 +130,10 @@ int cmd_run(std::vector<std::string> args) {
       stats_path = v;
     } else if (take_value(args, i, "--stats-text", "", v)) {
       stats_text_path = v;
+    } else if (take_value(args, i, "--trace", "", v)) {
+      trace_path = v;
+    } else if (take_value(args, i, "--vcd", "", v)) {
+      vcd_path = v;
     } else if (take_value(args, i, "--core", "", v)) {
       try {
         core = static_cast<uint32_t>(std::stoul(v));
@@ -164,7 +173,10 @@ int cmd_run(std::vector<std::string> args) {
     }
   }
 
-  runtime::Device dev(cfg, runtime::DeviceOptions{functional});
+  runtime::DeviceOptions opts(functional);
+  opts.trace_path = trace_path;
+  opts.vcd_path = vcd_path;
+  runtime::Device dev(cfg, opts);
   const runtime::RunReport rep = dev.run({launch});
   std::cout << runtime::format_report(prog, cfg, rep);
 
@@ -179,6 +191,8 @@ int cmd_run(std::vector<std::string> args) {
   }
   if (!stats_path.empty()) write_file(stats_path, rep.stats_json);
   if (!stats_text_path.empty()) write_file(stats_text_path, rep.stats_text);
+  if (!trace_path.empty()) std::cout << "wrote " << trace_path << "\n";
+  if (!vcd_path.empty()) std::cout << "wrote " << vcd_path << "\n";
   return 0;
 }
 

@@ -36,43 +36,70 @@ double peak_flops(const platform::platform_config& cfg, isa::DType t) {
 std::string format_report(const isa::Program& p, const platform::platform_config& cfg,
                           const RunReport& r) {
   std::string s;
+  char line[200];
   for (size_t li = 0; li < r.launches.size(); ++li) {
     const LaunchResult& l = r.launches[li];
     s += "program " + p.name + " on " + cfg.name + "\n";
     s += "  simulated time   " + human_time_ns(l.simulated_ns) + "\n";
     s += "  instructions     " + std::to_string(l.instructions) + "\n";
-    s += "  engine      instructions      busy        active   semaphore wait\n";
+    s += "  engine      instructions         busy   active  semaphore wait   port stall\n";
     for (const auto& e : l.engines) {
-      char line[160];
       const double active = l.simulated_ns > 0 ? 100.0 * e.busy_ns / l.simulated_ns : 0.0;
       if (e.name == "dma") {
         // DMA busy is summed over the core's engines: active is against all of them.
         const double all = l.simulated_ns * cfg.core.dma.engines;
-        std::snprintf(line, sizeof line, "  %-10s %13llu %12s %8.1f%%   (%u engines)\n",
+        std::snprintf(line, sizeof line, "  %-10s %13llu %12s %7.1f%%   (%u engines)\n",
                       e.name.c_str(), static_cast<unsigned long long>(e.instructions),
                       human_time_ns(e.busy_ns).c_str(), all > 0 ? 100.0 * e.busy_ns / all : 0.0,
                       cfg.core.dma.engines);
       } else {
-        std::snprintf(line, sizeof line, "  %-10s %13llu %12s %8.1f%% %14s\n", e.name.c_str(),
-                      static_cast<unsigned long long>(e.instructions),
+        std::snprintf(line, sizeof line, "  %-10s %13llu %12s %7.1f%% %15s %12s\n",
+                      e.name.c_str(), static_cast<unsigned long long>(e.instructions),
                       human_time_ns(e.busy_ns).c_str(), active,
-                      human_time_ns(e.sem_wait_ns).c_str());
+                      human_time_ns(e.sem_wait_ns).c_str(), human_time_ns(e.port_stall_ns).c_str());
       }
       s += line;
     }
   }
+  // The run as a whole (all launches).
+  uint64_t q_instr = 0, q_bytes = 0, q_transfers = 0;
+  for (const auto& q : r.dma_queues)
+    q_instr += q.instructions, q_bytes += q.bytes, q_transfers += q.transfers;
+  s += "  DMA queues       " + std::to_string(r.dma_queues.size()) + " used, " +
+       std::to_string(q_transfers) + " transfers, " + human_bytes(double(q_bytes));
+  if (q_transfers) s += ", " + human_bytes(double(q_bytes) / double(q_transfers)) + " average";
+  s += "\n";
+  if (!r.dma_queues.empty() && r.dma_queues.size() <= 16) {
+    s += "    queue            instructions  transfers        bytes      average\n";
+    for (const auto& q : r.dma_queues) {
+      const std::string name = "core" + std::to_string(q.core) + ".dma" + std::to_string(q.engine) +
+                               ".q" + std::to_string(q.queue);
+      std::snprintf(line, sizeof line, "    %-16s %13llu %10llu %12s %12s\n", name.c_str(),
+                    static_cast<unsigned long long>(q.instructions),
+                    static_cast<unsigned long long>(q.transfers),
+                    human_bytes(double(q.bytes)).c_str(),
+                    q.transfers ? human_bytes(double(q.bytes) / double(q.transfers)).c_str()
+                                : "-");
+      s += line;
+    }
+  }
+  s += "  matmul           " + fmt("%.4g GFLOP", double(r.flops) / 1e9) +
+       fmt(", %.3f TFLOP/s", r.tflops) + fmt(", MFU %.1f%%", r.mfu_pct) + " of the " +
+       std::string(isa::dtype_name(r.mfu_dtype)) + " peak" +
+       (r.cores > 1 ? " of " + std::to_string(r.cores) + " cores" : "") + "\n";
+  s += "  SBUF peak        " + human_bytes(double(r.sbuf_peak_bytes)) + ", PSUM peak " +
+       human_bytes(double(r.psum_peak_bytes)) + "\n";
   const double secs = r.simulated_ns * 1e-9;
   s += "  HBM traffic      read " + human_bytes(double(r.hbm_read_bytes)) + ", write " +
        human_bytes(double(r.hbm_write_bytes));
   if (secs > 0)
     s += fmt(", %.1f GB/s", double(r.hbm_read_bytes + r.hbm_write_bytes) / secs / 1e9) +
-         fmt(" (%.1f%% of peak)",
-             100.0 * double(r.hbm_read_bytes + r.hbm_write_bytes) / secs / cfg.hbm.bandwidth_bps);
+         fmt(" (MBU %.1f%%)", r.hbm_mbu_pct);
   s += "\n";
-  uint64_t instr = 0;
-  for (const auto& l : r.launches) instr += l.instructions;
   s += "  host time        " + fmt("%.3f s", r.host_seconds);
-  if (r.host_seconds > 0) s += fmt(" (%.0f instructions/s)", double(instr) / r.host_seconds);
+  if (r.host_seconds > 0)
+    s += fmt(" (%.0f instructions/s", double(r.instructions) / r.host_seconds) +
+         (secs > 0 ? fmt(", %.3g host s per simulated ms)", r.host_seconds / (secs * 1e3)) : ")");
   s += "\n";
   return s;
 }

@@ -52,8 +52,8 @@ isa::Program generate(const tile::Kernel& k, const compiler::Target& t) {
       isa::AccessPattern* ap = tile::slot_ap(in, static_cast<tile::Slot>(s));
       if (!ap) continue;
       const int r = op.ref[s];
-      ap->offset += ap->space == isa::MemSpace::hbm ? offset[r]
-                                                    : static_cast<uint64_t>(k.tiles[r].addr);
+      ap->offset +=
+          ap->space == isa::MemSpace::hbm ? offset[r] : static_cast<uint64_t>(k.tiles[r].addr);
     }
     queues[tile::queue_of(op)].push_back(std::move(in));
   }

@@ -4,6 +4,7 @@
 
 #include "compiler/interp/kernels.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/trn_ops.h"
 
 namespace trnsim::interp {
 namespace {
@@ -15,6 +16,7 @@ const KernelMap& kernel_map() {
     register_nn(k);
     register_reduce(k);
     register_shape(k);
+    register_trn(k);
     return k;
   }();
   return m;
@@ -109,6 +111,18 @@ TensorMap run(const ir::Graph& g, const TensorMap& inputs, const RunOptions& opt
     const ir::Node& n = *nodes[k];
     std::vector<const Tensor*> ins;
     for (const ir::Value* v : n.inputs) ins.push_back(v ? value_of(v) : nullptr);
+    // Emulated precision: the operands (inputs 0 and 1) go through compute_dtype.
+    std::vector<Tensor> rounded;
+    if (opts.emulate_precision && n.has_attr("compute_dtype")) {
+      ir::ElemType dt = *ir::compute_dtype(n);
+      rounded.reserve(2);
+      for (size_t i = 0; i < 2 && i < ins.size(); ++i) {
+        if (!ins[i] || !ins[i]->holds_floats() || dt == ir::ElemType::fp32) continue;
+        rounded.push_back(*ins[i]);
+        for (float& f : rounded.back().floats()) f = isa::round_to(*ir::to_isa(dt), f);
+        ins[i] = &rounded.back();
+      }
+    }
     std::vector<Tensor> outs = eval_node(n, ins);
     for (size_t o = 0; o < outs.size(); ++o) env[n.outputs[o]] = std::move(outs[o]);
     if (!opts.keep_intermediates) {

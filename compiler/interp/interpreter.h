@@ -27,6 +27,13 @@ using TensorMap = std::map<std::string, Tensor>;
 struct RunOptions {
   // Also return every intermediate value (by value name), not just the outputs.
   bool keep_intermediates = false;
+  // false: the pure fp32 reference (compute_dtype attributes are ignored).
+  // true: emulate the chip's precision policy -- on a node with compute_dtype
+  // (MatMul/Gemm/Conv/ConvTranspose/trn.MatMulEpilogue, set by the autocast graph
+  // pass) the operands, inputs 0 and 1, are rounded to that type (isa::round_to)
+  // before the fp32 kernel runs; bias, accumulation and epilogue stay fp32. Use it
+  // to compare a compiled graph with the simulator like with like.
+  bool emulate_precision = false;
 };
 
 // Run `g` on `inputs` (one tensor per graph input, by name, with exactly the

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "compiler/ir/error.h"
+#include "compiler/ir/trn_ops.h"
 
 namespace trnsim::ir {
 namespace {
@@ -215,6 +216,10 @@ AttrSpec A(std::string name, K kind) {
 AttrSpec A(std::string name, K kind, Attribute dflt) {
   return {std::move(name), kind, true, std::move(dflt)};
 }
+// An attribute that may stay absent (no default).
+AttrSpec Opt(std::string name, K kind) {
+  return {std::move(name), kind, false, {}, true};
+}
 
 void def(std::string name, int min_in, int max_in, int min_out, int max_out,
          std::vector<AttrSpec> attrs, InferFn infer, NormFn norm = {}) {
@@ -313,14 +318,14 @@ void register_ops() {
   });
 
   // Linear algebra and NN ops.
-  def("MatMul", 2, 2, 1, 1, {}, [](const Node& n) {
+  def("MatMul", 2, 2, 1, 1, {Opt("compute_dtype", K::kString)}, [](const Node& n) {
     require_numeric(n, 0);
     require_same_elem(n, 0, 1);
     return std::vector<TensorType>{{in(n, 0).elem(), matmul_shape(shp(n, 0), shp(n, 1))}};
   });
   def("Gemm", 2, 3, 1, 1,
       {A("alpha", K::kFloat, 1.0f), A("beta", K::kFloat, 1.0f), A("transA", K::kInt, 0),
-       A("transB", K::kInt, 0)},
+       A("transB", K::kInt, 0), Opt("compute_dtype", K::kString)},
       [](const Node& n) {
         require_numeric(n, 0);
         require_same_elem(n, 0, 1);
@@ -344,8 +349,8 @@ void register_ops() {
         return std::vector<TensorType>{{in(n, 0).elem(), out}};
       });
   std::vector<AttrSpec> conv_attrs{A("kernel_shape", K::kInts), A("strides", K::kInts),
-                                   A("pads", K::kInts), A("dilations", K::kInts),
-                                   A("group", K::kInt, 1)};
+                                   A("pads", K::kInts),         A("dilations", K::kInts),
+                                   A("group", K::kInt, 1),      Opt("compute_dtype", K::kString)};
   def("Conv", 2, 3, 1, 1, conv_attrs, infer_conv, [](Node& n) { norm_window(n, true); });
   conv_attrs.push_back(A("output_padding", K::kInts));
   def("ConvTranspose", 2, 3, 1, 1, conv_attrs, infer_conv, [](Node& n) { norm_window(n, true); });
@@ -774,6 +779,28 @@ void register_ops() {
     int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
     return std::vector<TensorType>{{in(n, 0).elem(), {cnt}}};
   });
+
+  // trnsim ops made by the graph passes (compiler/ir/trn_ops.h).
+  auto float_unary = [](const Node& n) {
+    require_float(n, 0);
+    return same_as_input0(n);
+  };
+  def("trn.Gelu", 1, 1, 1, 1, {A("approximate", K::kString, "none")}, [](const Node& n) {
+    const std::string& a = n.attr_string("approximate");
+    if (a != "none" && a != "tanh")
+      fail("approximate must be \"none\" or \"tanh\", got '" + a + "'");
+    require_float(n, 0);
+    return same_as_input0(n);
+  });
+  def("trn.Silu", 1, 1, 1, 1, {}, float_unary);
+  auto norm_axis = [](Node& n) { axis_attr(n, "axis", in(n, 0).rank()); };
+  def("trn.LayerNorm", 1, 3, 1, 1, {A("axis", K::kInt, -1), A("epsilon", K::kFloat, 1e-5f)},
+      infer_trn_norm, norm_axis);
+  def("trn.RMSNorm", 1, 2, 1, 1, {A("axis", K::kInt, -1), A("epsilon", K::kFloat, 1e-5f)},
+      infer_trn_norm, norm_axis);
+  def("trn.Elementwise", 1, -1, 1, 1, {A("expr", K::kString)}, infer_trn_fused);
+  def("trn.MatMulEpilogue", 2, -1, 1, 1, {A("expr", K::kString), Opt("compute_dtype", K::kString)},
+      infer_trn_fused);
 }
 
 const std::map<std::string, OpDef, std::less<>>& ops() {
@@ -837,13 +864,23 @@ void normalize_node(Node& n) {
     if (a.has_default && !n.has_attr(a.name)) n.attrs[a.name] = a.dflt;
   if (d.normalize) d.normalize(n);
   for (const AttrSpec& a : s.attrs) {
+    if (!n.has_attr(a.name) && a.optional) continue;
     if (!n.has_attr(a.name)) fail("missing attribute '" + a.name + "'");
     if (n.attrs[a.name].kind() != a.kind) fail("attribute '" + a.name + "' has the wrong kind");
   }
 }
 
 std::vector<TensorType> infer_types(const Node& n) {
-  return lookup(n).infer(n);
+  const OpDef& d = lookup(n);
+  if (n.has_attr("compute_dtype") && n.attrs.at("compute_dtype").kind() == K::kString) {
+    const std::string& c = n.attr_string("compute_dtype");
+    auto t = parse_elem_type(c);
+    if (!t || !is_float(*t))
+      fail("compute_dtype '" + c +
+           "' is not a floating element type (fp32, bf16, fp16, fp8e4m3, "
+           "fp8e5m2)");
+  }
+  return d.infer(n);
 }
 
 Node* make_node(Graph& g, const std::string& op, std::vector<Value*> inputs,

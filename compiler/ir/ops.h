@@ -65,6 +65,12 @@
 //  CumSum{axis, exclusive=0, reverse=0}. Trilu{upper=1, k=0}.
 //  Fold-only: Shape{start=0, end=rank}, Size, ConstantOfShape(shape){value: tensor,
 //    default fp32 0}, Range(start, limit, delta).
+//  MatMul, Gemm, Conv and ConvTranspose take an optional compute_dtype (a float
+//    element type name): the precision of their operands on the tensor engine, set
+//    by the autocast graph pass (compiler/graph_passes/autocast.cpp).
+//  trnsim ops made by the graph passes ("trn." prefix; see compiler/ir/trn_ops.h):
+//    trn.Gelu, trn.Silu, trn.LayerNorm, trn.RMSNorm, trn.Elementwise,
+//    trn.MatMulEpilogue.
 #pragma once
 
 #include <string>
@@ -79,7 +85,8 @@ struct AttrSpec {
   std::string name;
   Attribute::Kind kind;
   bool has_default = false;
-  Attribute dflt;  // used when has_default
+  Attribute dflt;         // used when has_default
+  bool optional = false;  // may be absent after normalization (no default)
 };
 
 struct OpSchema {

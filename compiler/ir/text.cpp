@@ -448,6 +448,10 @@ class Parser {
     skip_space();
     size_t op_at = pos_;
     std::string op = word();
+    while (peek() == '.') {  // prefixed ops: trn.Gelu
+      ++pos_;
+      op += "." + word();
+    }
     if (op.empty()) error("expected an op type");
     if (!find_op_schema(op)) error_at(op_at, "unknown op type '" + op + "'");
     expect('(');

@@ -132,12 +132,12 @@ HbmView HbmView::operator()(std::initializer_list<Ix> idx) const {
   HbmView v = *this;
   std::string err;
   if (idx.size() > dims_.size())
-    b_->fail("view of tensor '" + b_->kernel().tensors[tensor_].name + "' " +
-             shape_str(shape()) + ": " + std::to_string(idx.size()) + " indices for " +
-             std::to_string(dims_.size()) + " axes");
+    b_->fail("view of tensor '" + b_->kernel().tensors[tensor_].name + "' " + shape_str(shape()) +
+             ": " + std::to_string(idx.size()) + " indices for " + std::to_string(dims_.size()) +
+             " axes");
   if (!slice_dims(v.offset_, v.dims_, idx.begin(), idx.size(), 0, err))
-    b_->fail("view of tensor '" + b_->kernel().tensors[tensor_].name + "' " +
-             shape_str(shape()) + ": " + err);
+    b_->fail("view of tensor '" + b_->kernel().tensors[tensor_].name + "' " + shape_str(shape()) +
+             ": " + err);
   return v;
 }
 
@@ -164,8 +164,8 @@ HbmView HbmView::permute(const std::vector<int>& perm) const {
 
 HbmView HbmView::broadcast(int axis, int64_t n) const {
   if (axis < 0 || axis > static_cast<int>(dims_.size()) || n < 1)
-    b_->fail("broadcast of a view of tensor '" + b_->kernel().tensors[tensor_].name +
-             "': axis " + std::to_string(axis) + " / count " + std::to_string(n) + " out of range");
+    b_->fail("broadcast of a view of tensor '" + b_->kernel().tensors[tensor_].name + "': axis " +
+             std::to_string(axis) + " / count " + std::to_string(n) + " out of range");
   HbmView v = *this;
   v.dims_.insert(v.dims_.begin() + axis, Dim{0, static_cast<uint32_t>(n)});
   return v;
@@ -322,7 +322,8 @@ void Builder::fail(const std::string& what) const {
 HbmView Builder::add_tensor(const std::string& name, const std::vector<int64_t>& shape,
                             isa::DType t, isa::TensorRole role) {
   bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
-  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+  for (char c : name)
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
   if (!ok) fail("tensor name '" + name + "' is not [A-Za-z_][A-Za-z0-9_.]*");
   if (k_.find_tensor(name) >= 0) fail("tensor '" + name + "' declared twice");
   if (shape.empty()) fail("tensor '" + name + "' needs at least one dimension");
@@ -388,7 +389,8 @@ TileView Builder::tile(PoolRef pool, const std::vector<int64_t>& shape, isa::DTy
   const std::string n = name.empty() ? p.name + "." + std::to_string(pool_tiles_[pool.id]) : name;
   if (k_.find_tile(n) >= 0) fail("tile '" + n + "' declared twice");
   if (shape.empty() || shape[0] < 1 || shape[0] > 128)
-    fail("tile '" + n + "' " + shape_str(shape) + ": the first dim is the partition count (1..128)");
+    fail("tile '" + n + "' " + shape_str(shape) +
+         ": the first dim is the partition count (1..128)");
   for (int64_t d : shape)
     if (d < 1 || d > std::numeric_limits<uint32_t>::max())
       fail("tile '" + n + "' " + shape_str(shape) + " has a bad dimension");
@@ -439,9 +441,9 @@ void Builder::set(tile::Op& op, tile::Slot s, const TileView& v, const std::vect
   isa::AccessPattern ap = v.ap(group);
   const uint32_t st = ap.partition_start, c = ap.partition_count;
   if ((c > 64 && st != 0) || (c > 32 && c <= 64 && st != 0 && st != 64) || (c <= 32 && st % 32))
-    fail(std::string(isa::opcode_name(op.ins.op)) + ": " +
-         std::string(tile::slot_key(op.ins, s)) + " uses partitions " + std::to_string(st) + ".." +
-         std::to_string(st + c - 1) + " of tile '" + k_.tiles[v.tile_].name +
+    fail(std::string(isa::opcode_name(op.ins.op)) + ": " + std::string(tile::slot_key(op.ins, s)) +
+         " uses partitions " + std::to_string(st) + ".." + std::to_string(st + c - 1) +
+         " of tile '" + k_.tiles[v.tile_].name +
          "', which breaks the partition-start rule (> 64 partitions start at 0; 33..64 at 0 or "
          "64; <= 32 at 0, 32, 64 or 96)");
   op.ref[s] = v.tile_;
@@ -562,8 +564,7 @@ void Builder::matmul(const TileView& dst, const TileView& stationary, const Tile
   in_space("matmul", "dst", dst, isa::MemSpace::psum);
   in_space("matmul", "stationary", stationary, isa::MemSpace::sbuf);
   in_space("matmul", "moving", moving, isa::MemSpace::sbuf);
-  const int64_t K = stationary.partitions(), M = stationary.free_elems(),
-                N = moving.free_elems();
+  const int64_t K = stationary.partitions(), M = stationary.free_elems(), N = moving.free_elems();
   if (k_.tiles[dst.tile()].dtype != isa::DType::fp32) fail("matmul: dst must be an fp32 PSUM tile");
   if (moving.partitions() != K)
     fail("matmul: stationary has K=" + std::to_string(K) + " partitions, moving has " +
@@ -802,8 +803,7 @@ void Builder::bn_stats(const TileView& dst, const TileView& src) {
 }
 
 void Builder::bn_aggr(const TileView& dst, const TileView& src) {
-  if (dst.partitions() != src.partitions() || dst.free_elems() != 2 ||
-      src.free_elems() % 3 != 0)
+  if (dst.partitions() != src.partitions() || dst.free_elems() != 2 || src.free_elems() % 3 != 0)
     fail("bn_aggr: dst must be [P,2] and src [P,3k] with the same P");
   tile::Op& op = add_op(isa::Opcode::bn_aggr, isa::Engine::vector, "bn_aggr");
   set(op, tile::kDst, dst);

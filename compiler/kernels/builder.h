@@ -81,8 +81,8 @@ class HbmView {
 class TileView {
  public:
   TileView() = default;
-  TileView operator()(std::initializer_list<Ix> idx) const;  // partitions, then free axes
-  TileView broadcast(int free_axis, int64_t n) const;        // new free axis, stride 0
+  TileView operator()(std::initializer_list<Ix> idx) const;   // partitions, then free axes
+  TileView broadcast(int free_axis, int64_t n) const;         // new free axis, stride 0
   TileView reshape(const std::vector<int64_t>& shape) const;  // [P, free...], P kept
   TileView permute(const std::vector<int>& free_perm) const;  // reorder free axes
   std::vector<int64_t> shape() const;                         // [P, free...]
@@ -104,7 +104,7 @@ class TileView {
 
 // An immediate or a per-partition [P,1] tile view.
 struct Scalar {
-  Scalar(float v) : imm(v) {}  // NOLINT: implicit by design
+  Scalar(float v) : imm(v) {}                       // NOLINT: implicit by design
   Scalar(double v) : imm(static_cast<float>(v)) {}  // NOLINT
   Scalar(int v) : imm(static_cast<float>(v)) {}     // NOLINT
   Scalar(const TileView& v) : view(v) {}            // NOLINT
@@ -147,9 +147,9 @@ class Builder {
                 const std::string& name = "");
 
   // ---- data movement
-  void dma(const TileView& dst, const HbmView& src);  // load
-  void dma(const HbmView& dst, const TileView& src);  // store
-  void dma(const HbmView& dst, const HbmView& src);   // HBM -> HBM
+  void dma(const TileView& dst, const HbmView& src);   // load
+  void dma(const HbmView& dst, const TileView& src);   // store
+  void dma(const HbmView& dst, const HbmView& src);    // HBM -> HBM
   void dma(const TileView& dst, const TileView& src);  // SBUF -> SBUF
 
   // ---- tensor engine
@@ -195,8 +195,7 @@ class Builder {
   void set_scalar(tile::Op& op, tile::Slot s, const Scalar& v, const char* what);
   void same_shape(const char* what, const TileView& dst, const TileView& src,
                   const char* src_name) const;
-  void in_space(const char* what, const char* name, const TileView& v,
-                isa::MemSpace space) const;
+  void in_space(const char* what, const char* name, const TileView& v, isa::MemSpace space) const;
 
   tile::Kernel k_;
   std::vector<uint32_t> pool_tiles_;  // tiles allocated per pool so far

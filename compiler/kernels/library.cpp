@@ -52,47 +52,83 @@ tile::Kernel gemm(int64_t M, int64_t K, int64_t N, const GemmOptions& o) {
   Builder b(o.lhs_transposed ? "gemm" : "gemm_a");
   const int64_t TN = o.n_chunk;
   if (M % 128 || K % 128 || TN < 1 || TN > 512 || N % TN)
-    b.fail("gemm needs M and K multiples of 128 and N a multiple of n_chunk (<= 512), got "
-           "[M,K,N]=[" + std::to_string(M) + "," + std::to_string(K) + "," + std::to_string(N) +
-           "], n_chunk " + std::to_string(TN));
+    b.fail(
+        "gemm needs M and K multiples of 128 and N a multiple of n_chunk (<= 512), got "
+        "[M,K,N]=[" +
+        std::to_string(M) + "," + std::to_string(K) + "," + std::to_string(N) + "], n_chunk " +
+        std::to_string(TN));
   const int64_t KT = K / 128, MT = M / 128, NC = N / TN;
-  // PSUM: 8 banks of [128,512] fp32. With in-kernel transposes two banks' worth is
-  // kept for them.
+  const uint64_t es = isa::dtype_size(o.in), oes = isa::dtype_size(o.out);
+  // PSUM: 8 banks of [128,512] fp32, one accumulator per m-tile of a block (two
+  // banks go to the transposes when A is row-major).
   const int acc_bufs = o.lhs_transposed ? 8 : 6;
-  const int gm = o.group_m ? o.group_m : static_cast<int>(std::min<int64_t>(MT, o.lhs_transposed ? 8 : 4));
+  const int64_t b_bufs = std::min<int64_t>(2 * KT, 32);
+  // SBUF per partition for a block of gm m-tiles: the A^T k-tiles (plus a few
+  // buffers to prefetch the next block), the streaming B tiles, the outputs.
+  auto sbuf_need = [&](int64_t gm) {
+    const int64_t at_bufs = KT + (MT > gm ? std::min<int64_t>(KT, 4) : 0);
+    uint64_t need = at_bufs * gm * 128 * es + b_bufs * TN * es + 4 * TN * oes;
+    if (!o.lhs_transposed) need += 2 * K * es + 128 * es;
+    return need;
+  };
+  int64_t gm = o.group_m;
+  if (!gm) {
+    gm = std::min<int64_t>(MT, o.lhs_transposed ? 8 : 4);
+    while (gm > 1 && sbuf_need(gm) > o.sbuf_bytes) --gm;
+  }
   if (gm < 1 || gm > acc_bufs)
     b.fail("gemm: group_m " + std::to_string(gm) + " must be 1.." + std::to_string(acc_bufs) +
            " (one PSUM accumulator per m-tile of a block)");
+  if (sbuf_need(gm) > o.sbuf_bytes)
+    b.fail("gemm: a block of " + std::to_string(gm) + " m-tiles needs " +
+           std::to_string(sbuf_need(gm)) + " bytes of SBUF per partition, more than the " +
+           std::to_string(o.sbuf_bytes) + " allowed (K too large for one resident A^T block)");
   const int64_t nblocks = (MT + gm - 1) / gm;
   HbmView A = o.lhs_transposed ? b.input("AT", {K, M}, o.in) : b.input("A", {M, K}, o.in);
   HbmView B = b.input("B", {K, N}, o.in);
   HbmView C = b.output("C", {M, N}, o.out);
-  PoolRef at_p = b.pool("at", MemSpace::sbuf, static_cast<uint32_t>(KT * (nblocks > 1 ? 2 : 1)));
-  PoolRef b_p = b.pool("b", MemSpace::sbuf, static_cast<uint32_t>(std::min<int64_t>(2 * KT, 32)));
+  const int64_t at_bufs = KT + (nblocks > 1 ? std::min<int64_t>(KT, 4) : 0);
+  PoolRef at_p = b.pool("at", MemSpace::sbuf, static_cast<uint32_t>(at_bufs));
+  PoolRef b_p = b.pool("b", MemSpace::sbuf, static_cast<uint32_t>(b_bufs));
   PoolRef acc_p = b.pool("acc", MemSpace::psum, static_cast<uint32_t>(acc_bufs));
   PoolRef out_p = b.pool("out", MemSpace::sbuf, 4);
   PoolRef rows_p{}, tp_p{};
+  TileView ident;
   if (!o.lhs_transposed) {
     rows_p = b.pool("a_rows", MemSpace::sbuf, 2);
     tp_p = b.pool("tp", MemSpace::psum, 2);
+    // Identity for transposes on the tensor engine: ones where p == j.
+    ident = b.tile(b.pool("ident", MemSpace::sbuf, 1), {128, 128}, o.in, "ident");
+    b.memset(ident, 1.0f, isa::Engine::gpsimd);
+    b.affine_select(ident, ident, AluOp::eq, 0.0f, 1, {-1}, 0.0f);
   }
   for (int64_t blk = 0; blk < nblocks; ++blk) {
     const int64_t m0 = blk * gm * 128;
     const int64_t g = std::min<int64_t>(gm, MT - blk * gm);
     const int64_t width = g * 128;
+    // A^T of the block, one tile per k-tile: the next block's tile kt reuses this
+    // block's buffer once its last matmul is done, so it prefetches progressively.
     std::vector<TileView> at;
     for (int64_t kt = 0; kt < KT; ++kt) at.push_back(b.tile(at_p, {128, width}, o.in));
     if (o.lhs_transposed) {
       for (int64_t kt = 0; kt < KT; ++kt)
         b.dma(at[kt], A({sl(kt * 128, kt * 128 + 128), sl(m0, m0 + width)}));
     } else {
+      // A rows [m, K] -> A^T blocks: a matmul against the identity (stationary = the
+      // A block, K = its 128 rows) gives psum[k, j] = A[j, k]; four per PSUM bank,
+      // each evacuated (cast back to the input type, exactly) into its k-tile.
       for (int64_t mt = 0; mt < g; ++mt) {
         TileView rows = b.tile(rows_p, {128, K}, o.in);
         b.dma(rows, A({sl(m0 + mt * 128, m0 + mt * 128 + 128), all()}));
-        for (int64_t kt = 0; kt < KT; ++kt) {
-          TileView tp = b.tile(tp_p, {128, 128}, o.in);
-          b.transpose(tp, rows({all(), sl(kt * 128, kt * 128 + 128)}));
-          b.tensor_copy(at[kt]({all(), sl(mt * 128, mt * 128 + 128)}), tp);
+        for (int64_t k0 = 0; k0 < KT; k0 += 4) {
+          const int64_t nk = std::min<int64_t>(4, KT - k0);
+          TileView tp = b.tile(tp_p, {128, nk * 128}, DType::fp32);
+          for (int64_t j = 0; j < nk; ++j)
+            b.matmul(tp({all(), sl(j * 128, j * 128 + 128)}),
+                     rows({all(), sl((k0 + j) * 128, (k0 + j) * 128 + 128)}), ident, false);
+          for (int64_t j = 0; j < nk; ++j)
+            b.tensor_copy(at[k0 + j]({all(), sl(mt * 128, mt * 128 + 128)}),
+                          tp({all(), sl(j * 128, j * 128 + 128)}));
         }
       }
     }

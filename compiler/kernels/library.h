@@ -19,17 +19,21 @@ tile::Kernel matmul_bias_act(int64_t M, int64_t K, int64_t N, isa::ActFunc act,
 
 struct GemmOptions {
   bool lhs_transposed = true;  // input "AT" [K,M] (as NKI's matmul kernels take it); else
-                               // "A" [M,K], transposed on the tensor engine
+                               // "A" [M,K], transposed on the tensor engine (matmuls
+                               // against an identity, ~1/8 more tensor time at N=512)
   isa::DType in = isa::DType::bf16;
   isa::DType out = isa::DType::bf16;
   int group_m = 0;  // 128-row m-tiles accumulated together (0: up to 8, what fits)
   int n_chunk = 512;
+  uint64_t sbuf_bytes = 192 * 1024;  // SBUF per partition the kernel may plan for
 };
 // C[M,N] = A @ B with "B" [K,N], "C" [M,N]. Blocks of group_m m-tiles x one
 // n_chunk accumulate over K in PSUM (k outermost, so the first matmuls need little
-// data); the A^T block stays in SBUF for every n-chunk; B streams through rotating
-// buffers; PSUM is evacuated (cast to `out`) on vector/scalar while the tensor
-// engine works on. M, K multiples of 128; N a multiple of n_chunk.
+// data); the A^T block stays in SBUF for every n-chunk (and the next block's k-tiles
+// load as this block's last uses finish); B streams through rotating buffers; PSUM
+// is evacuated (cast to `out`) on vector/scalar while the tensor engine works on.
+// M, K multiples of 128; N a multiple of n_chunk; group_m shrinks until the block
+// fits sbuf_bytes.
 tile::Kernel gemm(int64_t M, int64_t K, int64_t N, const GemmOptions& o = {});
 
 // Y = softmax(X) along rows; X, Y [rows, cols] fp32. Rows in tiles of up to 128

@@ -156,9 +156,8 @@ void run(Kernel& k, PassContext& ctx) {
 }  // namespace
 
 const PassInfo& alloc_memory_pass() {
-  static const PassInfo p{"alloc_memory",
-                          "place pools (N rotating buffers) and tiles in SBUF/PSUM by liveness",
-                          run};
+  static const PassInfo p{
+      "alloc_memory", "place pools (N rotating buffers) and tiles in SBUF/PSUM by liveness", run};
   return p;
 }
 

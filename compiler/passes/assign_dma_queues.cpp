@@ -26,7 +26,8 @@ void run(Kernel& k, PassContext& ctx) {
   bool allocated = true;
   for (const Tile& tl : k.tiles) allocated = allocated && tl.addr >= 0;
   const DepGraph g = build_deps(k, allocated ? DepMode::physical : DepMode::logical);
-  const uint32_t classes = std::max<uint32_t>(1, std::min(t.dma_queue_classes, t.dma_queues_per_engine));
+  const uint32_t classes =
+      std::max<uint32_t>(1, std::min(t.dma_queue_classes, t.dma_queues_per_engine));
   std::array<double, isa::kNumEngines> free{};
   std::vector<double> dma_free(t.dma_engines, 0.0), end(k.ops.size(), 0.0);
   std::vector<int> per_engine(t.dma_engines, 0);
@@ -44,8 +45,10 @@ void run(Kernel& k, PassContext& ctx) {
     uint32_t best = 0;
     for (uint32_t e = 1; e < t.dma_engines; ++e)
       if (std::max(ready, dma_free[e]) < std::max(ready, dma_free[best]) - 1e-9) best = e;
-    const bool load = op.ins.dst.space == isa::MemSpace::sbuf && op.ins.src[0].space == isa::MemSpace::hbm;
-    const bool store = op.ins.dst.space == isa::MemSpace::hbm && op.ins.src[0].space == isa::MemSpace::sbuf;
+    const bool load =
+        op.ins.dst.space == isa::MemSpace::sbuf && op.ins.src[0].space == isa::MemSpace::hbm;
+    const bool store =
+        op.ins.dst.space == isa::MemSpace::hbm && op.ins.src[0].space == isa::MemSpace::sbuf;
     op.dma_engine = static_cast<int>(best);
     op.dma_queue = static_cast<int>((load ? 0u : store ? 1u : 2u) % classes);
     end[i] = std::max(ready, dma_free[best]) + cost;

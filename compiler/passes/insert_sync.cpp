@@ -61,8 +61,9 @@ void run(Kernel& k, PassContext& ctx) {
     std::map<int, int> need;  // producer queue -> latest needed op (index)
     for (int p : g.preds[i]) {
       if (p >= i)
-        throw KernelError(op_label(k, k.ops[i]) + ": depends on a later op; the list is not a "
-                                                  "valid sequential order");
+        throw KernelError(op_label(k, k.ops[i]) +
+                          ": depends on a later op; the list is not a "
+                          "valid sequential order");
       if (q[p] == qi) continue;
       ++naive;
       if (kn[q[p]] >= pos[p]) continue;

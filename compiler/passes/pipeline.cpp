@@ -36,10 +36,9 @@ void run_passes(Kernel& k, PassContext& ctx, const std::vector<std::string>& nam
     } catch (const KernelError& e) {
       throw KernelError(std::string(p.name) + ": " + e.what());
     }
-    const bool dump = std::find(ctx.dump_after.begin(), ctx.dump_after.end(), n) !=
-                          ctx.dump_after.end() ||
-                      std::find(ctx.dump_after.begin(), ctx.dump_after.end(), "*") !=
-                          ctx.dump_after.end();
+    const bool dump =
+        std::find(ctx.dump_after.begin(), ctx.dump_after.end(), n) != ctx.dump_after.end() ||
+        std::find(ctx.dump_after.begin(), ctx.dump_after.end(), "*") != ctx.dump_after.end();
     if (dump && ctx.dump) ctx.dump(n, to_text(k, {true}));
   }
 }

@@ -7,8 +7,9 @@
 // elements per row): first into row groups (32 or 64 partitions, following the
 // partition-start rule), then, if pieces are still large, each row group into
 // equal parts of the outermost free dim when both sides start with a free dim of
-// the same size. At most target.dma_split_max pieces of at least
-// dma_split_min_bytes. The first piece keeps the op's id, the others get new ids
+// the same size, as long as contiguous runs stay long enough for their descriptor
+// cost (target.dma_split_max_descriptor_share). At most target.dma_split_max pieces
+// of at least dma_split_min_bytes. The first piece keeps the op's id, the others get new ids
 // and follow it in the list.
 #include <algorithm>
 
@@ -46,6 +47,23 @@ isa::AccessPattern take_part(const isa::AccessPattern& ap, uint32_t j, uint32_t 
   return p;
 }
 
+// Whether cutting the outermost free dim of `ap` into f parts keeps its contiguous
+// runs long enough that their descriptors cost at most
+// target.dma_split_max_descriptor_share of the transfer (or as long as they were).
+bool runs_ok(const compiler::Target& t, const isa::AccessPattern& ap, uint32_t f) {
+  const uint64_t es = isa::dtype_size(ap.dtype);
+  const double min_run_d = t.dma_descriptor_ns * t.dma_bandwidth_bytes_per_ns /
+                           std::max(1e-9, t.dma_split_max_descriptor_share);
+  const uint64_t min_run = static_cast<uint64_t>(min_run_d);
+  if (!ap.free_contiguous()) {
+    // Only the outermost dim shrinks; runs shrink too if it is the innermost one.
+    if (ap.innermost_dim() != 0 || ap.dims[0].stride != 1) return true;
+    return ap.dims[0].size / f * es >= min_run;
+  }
+  const uint64_t run = ap.free_elems() * es;
+  return run / f >= std::min<uint64_t>(run, min_run);
+}
+
 // Row counts of the pieces, or empty when the op stays whole; `free_split` parts
 // of the outermost free dim per row group.
 std::vector<uint32_t> plan(const compiler::Target& t, const Op& op, uint32_t& free_split) {
@@ -56,7 +74,8 @@ std::vector<uint32_t> plan(const compiler::Target& t, const Op& op, uint32_t& fr
                                                                   : nullptr;
   if (!sb || d.partition_count != s.partition_count || d.free_elems() != s.free_elems()) return {};
   const uint64_t bytes = std::max(d.bytes(), s.bytes());
-  const uint64_t want = std::min<uint64_t>(t.dma_split_max, bytes / std::max<uint64_t>(1, t.dma_split_min_bytes));
+  const uint64_t want =
+      std::min<uint64_t>(t.dma_split_max, bytes / std::max<uint64_t>(1, t.dma_split_min_bytes));
   if (want < 2) return {};
   const uint32_t P = sb->partition_count;
   // Free-dim parts for `groups` row groups.
@@ -64,7 +83,7 @@ std::vector<uint32_t> plan(const compiler::Target& t, const Op& op, uint32_t& fr
     if (d.ndims < 1 || s.ndims < 1 || d.dims[0].size != s.dims[0].size) return 1u;
     const uint32_t n = d.dims[0].size;
     for (uint32_t f = static_cast<uint32_t>(want / groups); f >= 2; --f)
-      if (n % f == 0) return f;
+      if (n % f == 0 && runs_ok(t, d, f) && runs_ok(t, s, f)) return f;
     return 1u;
   };
   if (P <= 32) {

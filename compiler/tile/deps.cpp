@@ -1,6 +1,8 @@
 #include "compiler/tile/deps.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <optional>
 
@@ -115,12 +117,21 @@ bool overlap(const Region& a, const Region& b) {
   return true;
 }
 
-// Whether a dense write `w` overwrites everything `a` touches.
-bool covers(const Region& w, const Region& a) {
+// The part of memory a bucket stands for (on-chip: 32 partitions x a byte range).
+struct Scope {
+  uint32_t p0 = 0, p1 = UINT32_MAX;
+  int64_t b0 = INT64_MIN, b1 = INT64_MAX;
+};
+
+// Whether a dense write `w` overwrites everything `a` touches within `sc`.
+bool covers(const Region& w, const Region& a, const Scope& sc) {
   if (!w.dense || w.hbm != a.hbm || (w.hbm && w.obj != a.obj)) return false;
-  if (!w.hbm && (w.space != a.space || w.p0 > a.p0 || w.p1 < a.p1)) return false;
-  if (!w.hbm && !w.physical && w.obj != a.obj) return false;
-  return w.b0 <= a.b0 && a.b1 <= w.b1;
+  if (!w.hbm) {
+    if (w.space != a.space) return false;
+    if (!w.physical && w.obj != a.obj) return false;
+    if (w.p0 > std::max(a.p0, sc.p0) || w.p1 < std::min(a.p1, sc.p1)) return false;
+  }
+  return w.b0 <= std::max(a.b0, sc.b0) && std::min(a.b1, sc.b1) <= w.b1;
 }
 
 struct Entry {
@@ -142,16 +153,29 @@ std::vector<Access> accesses(const Kernel& k, const Op& op, DepMode mode) {
   return out;
 }
 
-// Bucket keys: (kind, object or space, byte bucket).
-using Key = std::tuple<int, int, int64_t>;
+// Buckets: (kind, object or space, partition group, byte bucket) and its scope.
+using Key = std::tuple<int, int, int, int64_t>;
+constexpr uint32_t kGroup = 32;  // partitions per bucket
 
-std::vector<Key> keys(const Region& r, DepMode mode) {
-  if (r.hbm) return {Key{0, r.obj, 0}};
-  if (mode == DepMode::logical) return {Key{1, r.obj, 0}};
-  const int64_t g = r.space == isa::MemSpace::psum ? 2048 : 1024;
-  std::vector<Key> ks;
-  for (int64_t b = r.b0 / g; b <= (r.b1 - 1) / g; ++b)
-    ks.push_back(Key{2, static_cast<int>(r.space), b});
+std::vector<std::pair<Key, Scope>> keys(const Region& r, DepMode mode) {
+  if (r.hbm) return {{Key{0, r.obj, 0, 0}, Scope{}}};
+  std::vector<std::pair<Key, Scope>> ks;
+  const bool phys = mode == DepMode::physical;
+  const int64_t g = !phys ? 0 : r.space == isa::MemSpace::psum ? 2048 : 1024;
+  for (uint32_t pg = r.p0 / kGroup; pg <= (r.p1 - 1) / kGroup; ++pg) {
+    Scope sc;
+    sc.p0 = pg * kGroup;
+    sc.p1 = sc.p0 + kGroup;
+    if (!phys) {
+      ks.push_back({Key{1, r.obj, static_cast<int>(pg), 0}, sc});
+      continue;
+    }
+    for (int64_t b = r.b0 / g; b <= (r.b1 - 1) / g; ++b) {
+      sc.b0 = b * g;
+      sc.b1 = sc.b0 + g;
+      ks.push_back({Key{2, static_cast<int>(r.space), static_cast<int>(pg), b}, sc});
+    }
+  }
   return ks;
 }
 
@@ -187,7 +211,7 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
       g.succs[i].push_back(j);
     };
     for (const Access& a : acc)
-      for (const Key& key : keys(a.r, mode)) {
+      for (const auto& [key, sc] : keys(a.r, mode)) {
         auto it = buckets.find(key);
         if (it == buckets.end()) continue;
         for (const Entry& e : it->second.writers)
@@ -197,10 +221,10 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
             if (overlap(a.r, e.r)) add(e.op);
       }
     for (const Access& a : acc)
-      for (const Key& key : keys(a.r, mode)) {
+      for (const auto& [key, sc] : keys(a.r, mode)) {
         Bucket& b = buckets[key];
         if (a.write) {
-          auto gone = [&](const Entry& e) { return e.op != j && covers(a.r, e.r); };
+          auto gone = [&](const Entry& e) { return e.op != j && covers(a.r, e.r, sc); };
           std::erase_if(b.readers, gone);
           std::erase_if(b.writers, gone);
           b.writers.push_back({j, a.r});

@@ -18,8 +18,10 @@ namespace trnsim::tile {
 enum class DepMode { logical, physical };
 
 struct DepGraph {
-  // By position in Kernel::ops. Not transitively reduced, but pruned: an access
-  // fully overwritten by a later write is reached through that write.
+  // By position in Kernel::ops. Not transitively reduced, but pruned: once a
+  // later write overwrites an access within a bucket of memory (32 partitions x
+  // 1 KiB SBUF / 2 KiB PSUM; a whole tensor in HBM), later ops that conflict with
+  // it there are ordered after it through that write, so no edge is added.
   std::vector<std::vector<int>> preds, succs;
   size_t edges() const;
 };

@@ -1,5 +1,7 @@
 #include "compiler/tile/ir.h"
 
+#include "compiler/tile/cost.h"
+
 #include <algorithm>
 
 namespace trnsim::tile {
@@ -92,7 +94,8 @@ std::vector<Operand> operands(const Op& op) {
     const isa::AccessPattern* ap = slot_ap(op.ins, static_cast<Slot>(s));
     if (!ap) continue;
     const bool write = s == kDst || s == kAccum;
-    const bool read = !write || (s == kDst && op.ins.op == isa::Opcode::matmul && op.ins.accumulate);
+    const bool read =
+        !write || (s == kDst && op.ins.op == isa::Opcode::matmul && op.ins.accumulate);
     out.push_back({static_cast<Slot>(s), ap, op.ref[s], read, write});
   }
   return out;
@@ -132,6 +135,8 @@ void verify(const Kernel& k) {
       fail(op, "not allowed on the " + std::string(isa::engine_name(op.engine)) + " engine");
     if (op.engine == isa::Engine::dma && !op.engine_auto && op.ins.op != isa::Opcode::dma_copy)
       fail(op, "only dma_copy runs on DMA queues");
+    if (op.engine == isa::Engine::gpsimd && !op.engine_auto && !engine_can_run(op, op.engine))
+      fail(op, "the gpsimd engine cannot reach PSUM");
     for (const Operand& o : operands(op)) {
       const std::string key(slot_key(op.ins, o.slot));
       const isa::AccessPattern& ap = *o.ap;
@@ -167,6 +172,12 @@ void verify(const Kernel& k) {
         fail(op, key + " reaches bytes [" + std::to_string(ap.min_byte()) + "," +
                      std::to_string(ap.end_byte()) + ") outside tile '" + t.name + "' (" +
                      std::to_string(t.partition_bytes()) + " bytes per partition)");
+      const uint32_t st = ap.partition_start, c = ap.partition_count;
+      if ((c > 64 && st != 0) || (c > 32 && c <= 64 && st != 0 && st != 64) || (c <= 32 && st % 32))
+        fail(op, key + " uses partitions " + std::to_string(st) + ".." +
+                     std::to_string(st + c - 1) +
+                     ", which breaks the partition-start rule (> 64 partitions start at 0; "
+                     "33..64 at 0 or 64; <= 32 at 0, 32, 64 or 96)");
     }
   }
 }

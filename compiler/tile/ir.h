@@ -7,13 +7,15 @@
 // they address: a tile's patterns have offsets from the tile's first byte in each
 // partition (tiles always start at partition 0), a tensor's from the tensor's first
 // byte. `ref` says which tile (sbuf/psum operands) or tensor (hbm operands) each
-// operand slot addresses. Passes fill in the rest:
+// operand slot addresses. Passes (compiler/passes/, in this order) fill in the rest:
+//   split_dma         large transfers split into pieces for several DMA engines
 //   assign_engines    engine of ops built with engine "auto"
 //   alloc_memory      pool and tile addresses
-//   split_dma         large transfers split into pieces for several DMA engines
 //   assign_dma_queues DMA engine and queue of each dma_copy
 //   schedule          reorders the list (still a valid order) so that each
-//                     queue's ops, taken in list order, are that queue's program
+//                     queue's ops, taken in list order, are that queue's program;
+//                     may move transfers between DMA engines and compiler-chosen
+//                     elementwise ops between engines
 //   insert_sync       semaphore waits and signals, `semaphores`
 // Text form (to_text / parse) in text.cpp; see the comment there.
 #pragma once

@@ -233,7 +233,8 @@ class Parser {
 
   void name_ok(std::string_view n) {
     bool ok = !n.empty() && (std::isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_');
-    for (char c : n) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+    for (char c : n)
+      ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
     if (!ok) fail("bad name '" + std::string(n) + "'");
   }
 
@@ -432,10 +433,10 @@ class Parser {
     for (const auto& [kk, n] : named) {
       bool used = false;
       for (int s = 0; s < kNumSlots; ++s)
-        used |= slot_ap(op.ins, static_cast<Slot>(s)) && slot_key(op.ins, static_cast<Slot>(s)) == kk;
+        used |=
+            slot_ap(op.ins, static_cast<Slot>(s)) && slot_key(op.ins, static_cast<Slot>(s)) == kk;
       if (!used) fail("'" + n + ":' prefixes " + kk + ", which is not an operand of this op");
     }
-    lines_.push_back(line_);
     k_.ops.push_back(std::move(op));
   }
 
@@ -450,7 +451,6 @@ class Parser {
   std::string_view text_;
   std::string file_;
   uint32_t line_ = 0;
-  std::vector<uint32_t> lines_;
   Kernel k_;
 };
 

@@ -38,28 +38,51 @@ void ap_transport(Socket& socket, tlm::tlm_command cmd, const isa::AccessPattern
 
 void check_response(tlm::tlm_generic_payload& gp, const ap_extension& ext, const char* what);
 
+// A payload and its extension, kept by an initiator that has one access in flight
+// at a time and reused for every access: no allocation per access.
+struct ap_payload {
+  ap_payload() { gp.set_extension(&ext); }
+  ~ap_payload() { gp.clear_extension(&ext); }
+  ap_payload(const ap_payload&) = delete;
+  ap_payload& operator=(const ap_payload&) = delete;
+  ap_extension ext;  // declared first: outlives gp
+  tlm::tlm_generic_payload gp;
+};
+
+// ap_transport through a reused payload `t`.
 template <class Socket>
-void ap_transport(Socket& socket, tlm::tlm_command cmd, const isa::AccessPattern& ap, uint8_t* data,
-                  sc_core::sc_time& delay, bool accumulate, bool timing_only,
-                  sc_core::sc_time* stall) {
-  ap_extension ext;
+void ap_transport(Socket& socket, ap_payload& t, tlm::tlm_command cmd,
+                  const isa::AccessPattern& ap, uint8_t* data, sc_core::sc_time& delay,
+                  bool accumulate = false, bool timing_only = false,
+                  sc_core::sc_time* stall = nullptr) {
+  ap_extension& ext = t.ext;
   ext.ap = ap;
   ext.accumulate = accumulate;
   ext.timing_only = timing_only;
-  tlm::tlm_generic_payload gp;
+  ext.error.clear();
+  ext.port_stall = sc_core::SC_ZERO_TIME;
+  tlm::tlm_generic_payload& gp = t.gp;
   gp.set_command(cmd);
   gp.set_address(ap.offset);
   gp.set_data_ptr(data);
   gp.set_data_length(static_cast<unsigned>(timing_only ? 0 : ap.bytes()));
   gp.set_streaming_width(gp.get_data_length());
   gp.set_byte_enable_ptr(nullptr);
+  gp.set_byte_enable_length(0);
   gp.set_dmi_allowed(false);
   gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  gp.set_extension(&ext);
   socket->b_transport(gp, delay);
-  gp.clear_extension(&ext);
   if (stall) *stall += ext.port_stall;
-  check_response(gp, ext, cmd == tlm::TLM_READ_COMMAND ? "read" : "write");
+  if (!gp.is_response_ok())
+    check_response(gp, ext, cmd == tlm::TLM_READ_COMMAND ? "read" : "write");
+}
+
+template <class Socket>
+void ap_transport(Socket& socket, tlm::tlm_command cmd, const isa::AccessPattern& ap, uint8_t* data,
+                  sc_core::sc_time& delay, bool accumulate, bool timing_only,
+                  sc_core::sc_time* stall) {
+  ap_payload t;
+  ap_transport(socket, t, cmd, ap, data, delay, accumulate, timing_only, stall);
 }
 
 }  // namespace trnsim::models

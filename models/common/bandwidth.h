@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <systemc>
 
+#include "models/common/sim_time.h"
+
 namespace trnsim::models {
 
 class bandwidth_resource {
@@ -15,15 +17,21 @@ class bandwidth_resource {
   double rate() const { return bps_; }
   // Reserve the resource for `bytes` starting no earlier than `start`; returns the finish.
   sc_core::sc_time reserve(const sc_core::sc_time& start, uint64_t bytes) {
+    return reserve_for(start, duration(bytes));
+  }
+  // The same with the duration already known (duration(bytes) of a resource at this rate).
+  sc_core::sc_time reserve_for(const sc_core::sc_time& start, const sc_core::sc_time& d) {
     sc_core::sc_time s = start > next_free_ ? start : next_free_;
-    sc_core::sc_time f = s + duration(bytes);
-    busy_ += f - s;
+    sc_core::sc_time f = s + d;
+    busy_ += d;
     next_free_ = f;
     return f;
   }
   sc_core::sc_time duration(uint64_t bytes) const {
-    return sc_core::sc_time(static_cast<double>(bytes) / bps_, sc_core::SC_SEC);
+    return seconds_to_time(static_cast<double>(bytes) / bps_);
   }
+  const sc_core::sc_time& next_free() const { return next_free_; }
+  void set_next_free(const sc_core::sc_time& t) { next_free_ = t; }
   const sc_core::sc_time& busy() const { return busy_; }
   void reset_busy() { busy_ = sc_core::SC_ZERO_TIME; }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <type_traits>
 
+#include <cblas.h>  // OpenBLAS
+
 namespace trnsim::models {
 
 using isa::ActFunc;
@@ -326,16 +328,13 @@ void exec_matmul(const Instruction& in, const ExecArgs& a, Tile& o) {
   const uint64_t m_dim = o.parts, n_dim = o.cols;
   need_shape(in, st, k_dim, m_dim, "stationary");
   need_shape(in, mv, k_dim, n_dim, "moving");
-  // k outermost, n innermost: each step is a scaled row add that vectorises.
-  for (uint32_t k = 0; k < k_dim; ++k) {
-    const float* srow = st.v.data() + size_t(k) * m_dim;
-    const float* mrow = mv.v.data() + size_t(k) * n_dim;
-    for (uint64_t m = 0; m < m_dim; ++m) {
-      const float s = srow[m];
-      float* orow = o.v.data() + m * n_dim;
-      for (uint64_t n = 0; n < n_dim; ++n) orow[n] += s * mrow[n];
-    }
-  }
+  // out[M,N] = st[K,M]^T @ mv[K,N] in fp32 by OpenBLAS, on one thread so results
+  // do not depend on how a product is split between threads.
+  if (m_dim == 0 || n_dim == 0 || k_dim == 0) return;  // o is already zero
+  static const bool one_thread = (openblas_set_num_threads(1), true);
+  (void)one_thread;
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(m_dim), int(n_dim), int(k_dim), 1.0f,
+              st.v.data(), int(m_dim), mv.v.data(), int(n_dim), 0.0f, o.v.data(), int(n_dim));
 }
 
 void exec_transpose(const Instruction& in, const ExecArgs& a, Tile& o) {

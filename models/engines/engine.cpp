@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/common/ap_extension.h"
+#include "models/common/sim_time.h"
 #include "models/common/trace.h"
 #include "models/isa/assembler.h"
 
@@ -38,7 +39,7 @@ void engine::start() {
 }
 
 sc_core::sc_time engine::cycles_to_time(double cycles) const {
-  return sc_core::sc_time(cycles / params_.clock_hz, sc_core::SC_SEC);
+  return seconds_to_time(cycles / params_.clock_hz);
 }
 
 std::string engine::pending() const {
@@ -104,7 +105,7 @@ sc_core::sc_time engine::read_tile(const isa::AccessPattern& ap, Tile* t) {
   const bool f = ctx_.functional;
   if (f) scratch_.resize(ap.bytes());
   sc_core::sc_time stall = sc_core::SC_ZERO_TIME;
-  ap_transport(sock, tlm::TLM_READ_COMMAND, ap, f ? scratch_.data() : nullptr, d, false, !f,
+  ap_transport(sock, xfer_, tlm::TLM_READ_COMMAND, ap, f ? scratch_.data() : nullptr, d, false, !f,
                &stall);
   port_stall_ += stall;
   stream_start_ = std::max(stream_start_, stall);
@@ -125,7 +126,7 @@ sc_core::sc_time engine::write_tile(const isa::AccessPattern& ap, const Tile* t,
     isa::from_fp32(ap.dtype, t->v.data(), scratch_.data(), t->v.size());
   }
   sc_core::sc_time stall = sc_core::SC_ZERO_TIME;
-  ap_transport(sock, tlm::TLM_WRITE_COMMAND, ap, f ? scratch_.data() : nullptr, d, accumulate, !f,
+  ap_transport(sock, xfer_, tlm::TLM_WRITE_COMMAND, ap, f ? scratch_.data() : nullptr, d, accumulate, !f,
                &stall);
   port_stall_ += stall;
   return d;
@@ -135,8 +136,8 @@ sc_core::sc_time engine::execute(const isa::Instruction& in) {
   if (in.op == isa::Opcode::nop) return sc_core::SC_ZERO_TIME;
   stream_start_ = sc_core::SC_ZERO_TIME;
   const bool f = ctx_.functional;
-  ExecArgs args;
-  ExecResult res;
+  ExecArgs& args = args_;
+  ExecResult& res = res_;
   sc_core::sc_time port = sc_core::SC_ZERO_TIME;
   for (int i = 0; i < in.nsrc; ++i) port = std::max(port, read_tile(in.src[i], &args.src[i]));
   if (in.arg0.is_ap) port = std::max(port, read_tile(in.arg0.ap, &args.arg0));

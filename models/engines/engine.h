@@ -18,6 +18,7 @@
 #include <tlm>
 #include <vector>
 
+#include "models/common/ap_extension.h"
 #include "models/common/semaphores.h"
 #include "models/common/sim_context.h"
 #include "models/common/stats.h"
@@ -107,6 +108,9 @@ class engine : public sc_core::sc_module {
   uint32_t waiting_value_ = 0;
   sc_core::sc_time last_done_ = sc_core::SC_ZERO_TIME;
   std::vector<uint8_t> scratch_;
+  ap_payload xfer_;  // reused by every operand access
+  ExecArgs args_;    // operand tiles, reused (their buffers stay allocated)
+  ExecResult res_;
 
   uint64_t instructions_ = 0;
   std::array<uint64_t, isa::kNumOpcodes> by_opcode_{};

@@ -72,6 +72,17 @@ int64_t AccessPattern::end_byte() const {
   return clamp64(static_cast<__int128>(offset) + hi + dtype_size(dtype));
 }
 
+void AccessPattern::byte_range(int64_t& min, int64_t& end) const {
+  if (empty(*this)) {
+    min = end = clamp64(offset);
+    return;
+  }
+  __int128 lo, hi;
+  span(*this, lo, hi);
+  min = clamp64(static_cast<__int128>(offset) + lo);
+  end = clamp64(static_cast<__int128>(offset) + hi + dtype_size(dtype));
+}
+
 int64_t AccessPattern::free_min_byte() const {
   const int64_t es = static_cast<int64_t>(dtype_size(dtype));
   int64_t lo = 0;

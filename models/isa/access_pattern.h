@@ -42,6 +42,7 @@ struct AccessPattern {
   // partition for sbuf/psum; over all rows for hbm. Negative strides allowed.
   int64_t min_byte() const;
   int64_t end_byte() const;
+  void byte_range(int64_t& min, int64_t& end) const;  // both in one pass over the dims
   // Lowest byte of the free pattern relative to the row start (<= 0 with negative
   // strides).
   int64_t free_min_byte() const;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "models/common/ap_extension.h"
+#include "models/common/sim_time.h"
 #include "models/common/trace.h"
 #include "models/isa/assembler.h"
 
@@ -144,9 +145,8 @@ uint64_t dma_engine::descriptors(const isa::AccessPattern& ap) {
 }
 
 sc_core::sc_time dma_engine::own_time(uint64_t bytes, uint64_t descriptors) const {
-  return sc_core::sc_time(params_.fixed_cost_s + params_.descriptor_cost_s * double(descriptors) +
-                              double(bytes) / params_.bandwidth_bps,
-                          sc_core::SC_SEC);
+  return seconds_to_time(params_.fixed_cost_s + params_.descriptor_cost_s * double(descriptors) +
+                         double(bytes) / params_.bandwidth_bps);
 }
 
 sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern dst,
@@ -154,14 +154,14 @@ sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern
   if (src.space == isa::MemSpace::hbm) src.offset += base;
   if (dst.space == isa::MemSpace::hbm) dst.offset += base;
   const bool f = ctx_.functional;
-  const sc_core::sc_time fixed(params_.fixed_cost_s, sc_core::SC_SEC);
+  const sc_core::sc_time fixed = seconds_to_time(params_.fixed_cost_s);
   auto& rs = src.space == isa::MemSpace::hbm ? hbm_socket : sbuf_socket;
   auto& ws = dst.space == isa::MemSpace::hbm ? hbm_socket : sbuf_socket;
 
   // Both sides start after the fixed cost; HBM and SBUF report when they finish.
   sc_core::sc_time rd = fixed, wr = fixed;
   src_buf_.resize(f ? src.bytes() : 0);
-  ap_transport(rs, tlm::TLM_READ_COMMAND, src, f ? src_buf_.data() : nullptr, rd, false, !f);
+  ap_transport(rs, xfer_, tlm::TLM_READ_COMMAND, src, f ? src_buf_.data() : nullptr, rd, false, !f);
   uint8_t* out = src_buf_.data();
   if (f && src.dtype != dst.dtype) {
     f32_.resize(src.elems());
@@ -170,7 +170,7 @@ sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern
     isa::from_fp32(dst.dtype, f32_.data(), dst_buf_.data(), f32_.size());
     out = dst_buf_.data();
   }
-  ap_transport(ws, tlm::TLM_WRITE_COMMAND, dst, f ? out : nullptr, wr, false, !f);
+  ap_transport(ws, xfer_, tlm::TLM_WRITE_COMMAND, dst, f ? out : nullptr, wr, false, !f);
 
   const uint64_t desc = std::max(descriptors(src), descriptors(dst));
   descriptors_ += desc;
@@ -207,7 +207,11 @@ void dma_engine::execute(size_t qi) {
   }
   const uint32_t n = std::max<uint32_t>(in.spread, 1);
   const uint32_t rows = in.dst.partition_count;
-  auto st = std::make_shared<spread_state>(spread_state{this, qi, n});
+  // Without spread the transfer completes within this call: its state can live on
+  // this thread's stack (an owner-less shared_ptr, no allocation).
+  spread_state local{this, qi, n};
+  auto st = n > 1 ? std::make_shared<spread_state>(local)
+                  : std::shared_ptr<spread_state>(std::shared_ptr<void>(), &local);
   if (n > 1) {
     const auto& ps = peers();
     std::string err;
@@ -305,7 +309,7 @@ void dma_engine::run() {
     size_t pick = slots;
     bool own_work = false;
     for (size_t k = 0; k < slots && pick == slots; ++k) {
-      const size_t i = (next_ + k) % slots;
+      const size_t i = next_ + k < slots ? next_ + k : next_ + k - slots;
       if (i == share_slot) {
         if (!shares_.empty()) pick = i;
         continue;

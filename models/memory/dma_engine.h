@@ -31,6 +31,7 @@
 #include <tlm>
 #include <vector>
 
+#include "models/common/ap_extension.h"
 #include "models/common/semaphores.h"
 #include "models/common/sim_context.h"
 #include "models/common/stats.h"
@@ -120,6 +121,7 @@ class dma_engine : public sc_core::sc_module {
   sc_core::sc_time last_done_ = sc_core::SC_ZERO_TIME;
   std::vector<sc_core::sc_time> head_since_;  // per queue: when its head became the head
   std::vector<uint8_t> src_buf_, dst_buf_;
+  ap_payload xfer_;  // reused by every access
   std::vector<float> f32_;
 
   uint64_t executed_ = 0, transfers_ = 0, bytes_ = 0, descriptors_ = 0, helper_shares_ = 0;

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/common/sim_time.h"
+
 namespace trnsim::models {
 
 hbm::hbm(const sc_core::sc_module_name& name, const hbm_params& p)
@@ -105,14 +107,20 @@ void hbm::split(const isa::AccessPattern& ap, std::vector<uint64_t>& per) const 
     run = uint64_t(ap.dims[inner].size) * es;
     starts.dims[inner].size = 1;
   }
-  for (uint32_t r = 0; r < ap.partition_count; ++r) {
-    const int64_t row_base = int64_t(ap.offset) + int64_t(r) * ap.partition_stride * es;
-    if (contiguous) {
-      add_run(uint64_t(row_base + ap.free_min_byte()), row_bytes, per, every);
-    } else {
-      isa::for_each_free(starts, [&](uint64_t, int64_t off) {
-        add_run(uint64_t(row_base + off), run, per, every);
-      });
+  if (contiguous && ap.partition_stride * es == int64_t(row_bytes)) {
+    // Rows laid end to end: one run (the per-channel sums depend only on the bytes).
+    add_run(uint64_t(int64_t(ap.offset) + ap.free_min_byte()), row_bytes * ap.partition_count,
+            per, every);
+  } else {
+    for (uint32_t r = 0; r < ap.partition_count; ++r) {
+      const int64_t row_base = int64_t(ap.offset) + int64_t(r) * ap.partition_stride * es;
+      if (contiguous) {
+        add_run(uint64_t(row_base + ap.free_min_byte()), row_bytes, per, every);
+      } else {
+        isa::for_each_free(starts, [&](uint64_t, int64_t off) {
+          add_run(uint64_t(row_base + off), run, per, every);
+        });
+      }
     }
   }
   if (every)
@@ -127,7 +135,7 @@ std::vector<uint64_t> hbm::channel_bytes(const isa::AccessPattern& ap) const {
 
 double hbm::busy_ns() const {
   double s = 0;
-  for (const auto& c : ch_) s += c.busy().to_seconds();
+  for (const auto& c : ch_) s += (c.busy() + common_busy_).to_seconds();
   return s / double(ch_.size()) * 1e9;
 }
 
@@ -135,6 +143,8 @@ void hbm::reset_stats() {
   read_bytes_ = write_bytes_ = transfers_ = 0;
   for (auto& c : ch_) c.reset_busy();
   std::fill(ch_bytes_.begin(), ch_bytes_.end(), 0);
+  common_busy_ = sc_core::SC_ZERO_TIME;
+  common_bytes_ = 0;
 }
 
 void hbm::register_stats(stats::group& g) {
@@ -154,7 +164,9 @@ void hbm::register_stats(stats::group& g) {
         [this] { return params_.bandwidth_bps * 1e-9; });
   for (uint32_t c = 0; c < channels(); ++c) {
     auto& cg = g.child("ch" + std::to_string(c), "one HBM channel");
-    cg.add_counter("bytes", "bytes", "bytes served by this channel", &ch_bytes_[c]);
+    cg.add(
+        "bytes", "bytes", "bytes served by this channel",
+        [this, c] { return double(ch_bytes_[c] + common_bytes_); }, true);
     cg.add("busy_ns", "ns", "time this channel's bandwidth was in use",
            [this, c] { return channel_busy_ns(c); });
   }
@@ -172,7 +184,8 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
-  int64_t row_lo = ap.min_byte(), row_hi = ap.end_byte();
+  int64_t row_lo, row_hi;
+  ap.byte_range(row_lo, row_hi);
   if (row_lo < 0 || uint64_t(row_hi) > params_.size_bytes) {
     ext->error = "HBM bytes [" + std::to_string(row_lo) + ", " + std::to_string(row_hi) +
                  ") outside the device's " + std::to_string(params_.size_bytes) + " bytes";
@@ -215,13 +228,44 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
   // After the latency, every touched channel serves its share at its own rate,
   // starting no earlier than the initiator's local time plus the latency.
   const sc_core::sc_time offer =
-      sc_core::sc_time_stamp() + delay + sc_core::sc_time(params_.latency_s, sc_core::SC_SEC);
+      sc_core::sc_time_stamp() + delay + seconds_to_time(params_.latency_s);
   sc_core::sc_time finish = offer;
   split(ap, split_);
+  const uint64_t share = split_[0];
+  bool same = share > 0;
+  for (size_t c = 1; same && c < split_.size(); ++c) same = split_[c] == share;
+  if (same && !uniform_) {
+    // Every channel free by the offer: they all finish together, from now on in step.
+    sc_core::sc_time latest = sc_core::SC_ZERO_TIME;
+    for (const auto& ch : ch_) latest = std::max(latest, ch.next_free());
+    if (latest <= offer) uniform_ = true, uniform_free_ = offer;
+  }
+  if (same && uniform_) {  // the channels' rates are equal: one duration for all
+    const sc_core::sc_time d = ch_[0].duration(share);
+    uniform_free_ = std::max(offer, uniform_free_) + d;
+    common_busy_ += d;
+    common_bytes_ += share;
+    delay = uniform_free_ - sc_core::sc_time_stamp();
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    return;
+  }
+  if (uniform_) {
+    for (auto& ch : ch_) ch.set_next_free(uniform_free_);
+    uniform_ = false;
+  }
+  // Most channels get the same share: convert bytes to time once per distinct share.
+  uint64_t last_bytes = 0;
+  double last_rate = 0;
+  sc_core::sc_time last_time;
   for (size_t c = 0; c < ch_.size(); ++c) {
-    if (split_[c] == 0) continue;
-    ch_bytes_[c] += split_[c];
-    finish = std::max(finish, ch_[c].reserve(offer, split_[c]));
+    const uint64_t b = split_[c];
+    if (b == 0) continue;
+    ch_bytes_[c] += b;
+    if (b != last_bytes || ch_[c].rate() != last_rate) {
+      last_bytes = b, last_rate = ch_[c].rate();
+      last_time = ch_[c].duration(b);
+    }
+    finish = std::max(finish, ch_[c].reserve_for(offer, last_time));
   }
   delay = finish - sc_core::sc_time_stamp();
   gp.set_response_status(tlm::TLM_OK_RESPONSE);

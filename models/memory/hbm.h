@@ -51,7 +51,9 @@ class hbm : public sc_core::sc_module {
   // Channel busy time summed over channels / channels: the time the whole HBM
   // would have been busy at its peak bandwidth.
   double busy_ns() const;
-  double channel_busy_ns(uint32_t c) const { return ch_.at(c).busy().to_seconds() * 1e9; }
+  double channel_busy_ns(uint32_t c) const {
+    return (ch_.at(c).busy() + common_busy_).to_seconds() * 1e9;
+  }
 
  private:
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
@@ -69,6 +71,12 @@ class hbm : public sc_core::sc_module {
   std::vector<bandwidth_resource> ch_;
   std::vector<uint64_t> ch_bytes_;
   std::vector<uint64_t> split_;  // scratch for b_transport
+  // Most transfers give every channel the same share. While `uniform_`, every
+  // channel is free from `uniform_free_` (their own next-free times are stale), so
+  // such a transfer costs O(1); `common_*` add to every channel's figures.
+  bool uniform_ = false;
+  sc_core::sc_time uniform_free_, common_busy_;
+  uint64_t common_bytes_ = 0;
   uint64_t read_bytes_ = 0, write_bytes_ = 0, transfers_ = 0;
 };
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/common/sim_time.h"
+
 namespace trnsim::models {
 
 partitioned_memory::partitioned_memory(const sc_core::sc_module_name& name,
@@ -78,10 +80,11 @@ sc_core::sc_time partitioned_memory::port_time(const isa::AccessPattern& ap) con
   const int inner = ap.innermost_dim();
   if (inner >= 0 && std::llabs(ap.dims[inner].stride) * int64_t(isa::dtype_size(ap.dtype)) > 16)
     cycles *= 2;
-  return sc_core::sc_time(std::ceil(cycles) / geo_.clock_hz, sc_core::SC_SEC);
+  return seconds_to_time(std::ceil(cycles) / geo_.clock_hz);
 }
 
-bool partitioned_memory::check_bounds(const isa::AccessPattern& ap, std::string& err) const {
+bool partitioned_memory::check_bounds(const isa::AccessPattern& ap, std::string& err,
+                                      int64_t* end) const {
   if (ap.space != geo_.space) {
     err = "access pattern for " + std::string(isa::mem_space_name(ap.space)) + " sent to " +
           std::string(isa::mem_space_name(geo_.space));
@@ -94,7 +97,9 @@ bool partitioned_memory::check_bounds(const isa::AccessPattern& ap, std::string&
           std::to_string(geo_.partitions);
     return false;
   }
-  int64_t lo = ap.min_byte(), hi = ap.end_byte();
+  int64_t lo, hi;
+  ap.byte_range(lo, hi);
+  if (end) *end = hi;
   if (lo < 0 || uint64_t(hi) > geo_.partition_bytes) {
     err = "bytes [" + std::to_string(lo) + ", " + std::to_string(hi) +
           ") outside the partition size " + std::to_string(geo_.partition_bytes);
@@ -148,7 +153,8 @@ void partitioned_memory::b_transport(int id, tlm::tlm_generic_payload& gp,
     return;
   }
   const isa::AccessPattern& ap = ext->ap;
-  if (!check_bounds(ap, ext->error)) {
+  int64_t end = 0;
+  if (!check_bounds(ap, ext->error, &end)) {
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
@@ -159,7 +165,7 @@ void partitioned_memory::b_transport(int id, tlm::tlm_generic_payload& gp,
     gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
     return;
   }
-  peak_byte_ = std::max<uint64_t>(peak_byte_, uint64_t(ap.end_byte()));
+  peak_byte_ = std::max<uint64_t>(peak_byte_, uint64_t(end));
   if (gp.is_read()) {
     if (!timing_only) gather(ap, gp.get_data_ptr());
     read_bytes_ += ap.bytes();

@@ -1,0 +1,409 @@
+// fuse_patterns: recognise the subgraphs torch.onnx.export (1.13) writes for
+// common activations and norms and replace each with one node:
+//   GELU, erf form    x * (1 + erf(x / sqrt2)) * 0.5   (any order of the Mul tree;
+//                     x * 0.70710678 as canonicalize writes the Div) -> trn.Gelu{none}
+//   GELU, tanh form   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), the
+//                     cube as x*(x*x) (torch) or Pow(x, 3) (hand-written)
+//                     -> trn.Gelu{tanh}
+//   LayerNorm         d = x - ReduceMean(x); d / Sqrt(ReduceMean(d^2) + eps)
+//                     [* gamma] [+ beta] (Div, or Mul by Reciprocal), and the opset-17
+//                     LayerNormalization op with unused statistics -> trn.LayerNorm
+//   RMSNorm           x / Sqrt(ReduceMean(x^2) + eps) [* weight] (Div, Reciprocal,
+//                     or torch's rsqrt export 1 / Sqrt) -> trn.RMSNorm
+//   SiLU              x * Sigmoid(x) -> trn.Silu
+//   HardSwish         x * Clip(x + 3, 0, 6) / 6 (Relu + Clip as torch writes relu6),
+//                     x * HardSigmoid(x){1/6, 1/2} -> the ONNX HardSwish op
+// Matching is exact: every constant is checked up to fp32 rounding (near_fp32),
+// reductions must be ReduceMean with keepdims over the trailing axes, gamma and
+// beta must broadcast to the normalized dims, every intermediate value must be
+// used only inside the pattern, and the fused result must have the replaced
+// value's type. Anything else is left alone. The fused node takes the replaced
+// value's name and a node name like "/norm1/LayerNorm" (the root node's scope).
+#include <cmath>
+#include <unordered_set>
+
+#include "compiler/graph_passes/pass.h"
+#include "compiler/graph_passes/util.h"
+#include "compiler/ir/error.h"
+#include "compiler/ir/ops.h"
+
+namespace trnsim::gpass {
+namespace {
+
+using ir::Node;
+using ir::Value;
+
+constexpr std::string_view kPass = "fuse_patterns";
+
+struct Match {
+  std::string op;
+  std::string short_name;  // for the node name and the stats key
+  std::vector<Value*> inputs;
+  std::map<std::string, ir::Attribute> attrs;
+  std::vector<Node*> nodes;  // every node the fused node replaces
+};
+
+class PatternFuser {
+ public:
+  PatternFuser(ir::Graph& g, PassContext& ctx) : g_(g), ctx_(ctx), uses_(g) {}
+
+  void run() {
+    // Outermost roots come last in topological order: visiting in reverse fuses a
+    // whole pattern before any part of it could be taken for a smaller one.
+    std::vector<Node*> nodes = g_.nodes_snapshot();
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      Node* n = *it;
+      if (consumed_.count(n) || dead(n)) continue;
+      // Each matcher fills a fresh Match, so a failed attempt leaves nothing behind.
+      Match m;
+      auto attempt = [&](auto&& matcher) {
+        Match t;
+        if (!matcher(t)) return false;
+        m = std::move(t);
+        return true;
+      };
+      bool found = false;
+      if (n->op == "LayerNormalization")
+        found = attempt([&](Match& t) { return layer_norm_op(n, t); });
+      else if (n->op == "Add")
+        found = attempt([&](Match& t) { return norm_with_beta(n, t); });
+      else if (n->op == "Mul" || n->op == "Div")
+        found = attempt([&](Match& t) { return norm(n->outputs[0], nullptr, t); }) ||
+                attempt([&](Match& t) { return gelu(n, t); }) ||
+                attempt([&](Match& t) { return silu(n, t); }) ||
+                attempt([&](Match& t) { return hard_swish(n, t); });
+      if (found && commit(n, m)) uses_.refresh();
+    }
+    g_.erase_dead_nodes();
+  }
+
+ private:
+  bool dead(const Node* n) const {
+    for (const Value* o : n->outputs)
+      if (!uses_.unused(o)) return false;
+    return true;
+  }
+
+  // Replaces root->outputs[0] by the fused node if the match is self-contained.
+  bool commit(Node* root, const Match& m) {
+    Value* out = root->outputs[0];
+    if (m.inputs.empty() || m.inputs[0]->type != out->type) return false;
+    std::unordered_set<const Node*> inside(m.nodes.begin(), m.nodes.end());
+    inside.insert(root);
+    for (const Node* n : inside) {
+      if (n == root) continue;
+      for (const Value* o : n->outputs) {
+        if (uses_.is_output(o)) return false;
+        for (const auto& [user, slot] : uses_.of(o))
+          if (!inside.count(user)) return false;
+      }
+    }
+    // The root's scope + the pattern: "/norm1/Add_1" -> "/norm1/LayerNorm".
+    size_t slash = root->name.rfind('/');
+    std::string name =
+        (slash == std::string::npos ? "" : root->name.substr(0, slash + 1)) + m.short_name;
+    Node* f = ir::make_node(g_, m.op, m.inputs, m.attrs, name, 1,
+                            {g_.unique_name(out->name + ".fused")}, root);
+    if (f->outputs[0]->type != out->type) {
+      g_.erase_node(f);
+      return false;
+    }
+    replace_value(g_, out, f->outputs[0], true);
+    consumed_.insert(inside.begin(), inside.end());
+    bump(ctx_, kPass, m.short_name);
+    return true;
+  }
+
+  static void add_nodes(Match& m, const Product& p) {
+    m.nodes.insert(m.nodes.end(), p.nodes.begin(), p.nodes.end());
+  }
+
+  // `v` = Add(other, c) or Add(c, other) with c a scalar constant near `c_want`;
+  // returns the Add node and sets `other`.
+  static Node* add_const(const Value* v, double c_want, Value*& other) {
+    Node* a = producer(v, "Add");
+    if (!a) return nullptr;
+    for (int k = 0; k < 2; ++k) {
+      auto c = scalar_const(a->inputs[k]);
+      if (c && near_fp32(*c, c_want)) {
+        other = a->inputs[1 - k];
+        return a;
+      }
+    }
+    return nullptr;
+  }
+
+  // --- GELU ------------------------------------------------------------------
+  bool gelu(Node* root, Match& m) {
+    Product p = flatten_product(uses_, root->outputs[0]);
+    if (p.factors.size() != 2 || !near_fp32(p.scale, 0.5)) return false;
+    for (int k = 0; k < 2; ++k) {
+      Value* x = p.factors[k].v;
+      Value* a = p.factors[1 - k].v;
+      if (p.factors[k].exp != 1 || p.factors[1 - k].exp != 1) return false;
+      Value* e = nullptr;
+      Node* add1 = add_const(a, 1.0, e);
+      if (!add1) continue;
+      Match t;
+      add_nodes(t, p);
+      t.nodes.push_back(add1);
+      if (Node* erf = producer(e, "Erf")) {
+        // erf(x / sqrt 2): a product of x alone with scale 1/sqrt 2.
+        Product z = flatten_product(uses_, erf->inputs[0]);
+        if (z.factors.size() != 1 || z.factors[0].v != x || z.factors[0].exp != 1 ||
+            !near_fp32(z.scale, 1.0 / std::sqrt(2.0)))
+          continue;
+        t.nodes.push_back(erf);
+        add_nodes(t, z);
+        t.attrs["approximate"] = "none";
+      } else if (Node* th = producer(e, "Tanh")) {
+        // tanh(sqrt(2/pi) * (x + 0.044715 * x^3)).
+        Product u = flatten_product(uses_, th->inputs[0]);
+        if (u.factors.size() != 1 || u.factors[0].exp != 1 ||
+            !near_fp32(u.scale, std::sqrt(2.0 / M_PI)))
+          continue;
+        Node* s = producer(u.factors[0].v, "Add");
+        Value* q = other_input(s, x);
+        if (!q) continue;
+        Product c = flatten_product(uses_, q);
+        if (!near_fp32(c.scale, 0.044715) || !is_cube_of(c, x, t)) continue;
+        t.nodes.push_back(th);
+        add_nodes(t, u);
+        t.nodes.push_back(s);
+        add_nodes(t, c);
+        t.attrs["approximate"] = "tanh";
+      } else {
+        continue;
+      }
+      t.op = "trn.Gelu";
+      t.short_name = "Gelu";
+      t.inputs = {x};
+      m = std::move(t);
+      return true;
+    }
+    return false;
+  }
+
+  // The product's factors are x^3: x, x, x or Pow(x, 3) (whose node joins `m`).
+  bool is_cube_of(const Product& c, const Value* x, Match& m) const {
+    if (c.factors.size() == 3) {
+      for (const Factor& f : c.factors)
+        if (f.v != x || f.exp != 1) return false;
+      return true;
+    }
+    if (c.factors.size() != 1 || c.factors[0].exp != 1) return false;
+    Node* pw = producer(c.factors[0].v, "Pow");
+    auto e = pw ? scalar_const(pw->inputs[1]) : std::nullopt;
+    if (!pw || pw->inputs[0] != x || !e || *e != 3.0) return false;
+    m.nodes.push_back(pw);
+    return true;
+  }
+
+  // --- SiLU, HardSwish ---------------------------------------------------------
+  bool silu(Node* root, Match& m) {
+    Product p = flatten_product(uses_, root->outputs[0]);
+    if (p.factors.size() != 2 || p.scale != 1.0) return false;
+    for (int k = 0; k < 2; ++k) {
+      Value* x = p.factors[k].v;
+      Node* sig = producer(p.factors[1 - k].v, "Sigmoid");
+      if (p.factors[0].exp != 1 || p.factors[1].exp != 1 || !sig || sig->inputs[0] != x) continue;
+      m.op = "trn.Silu";
+      m.short_name = "Silu";
+      m.inputs = {x};
+      add_nodes(m, p);
+      m.nodes.push_back(sig);
+      return true;
+    }
+    return false;
+  }
+
+  bool hard_swish(Node* root, Match& m) {
+    Product p = flatten_product(uses_, root->outputs[0]);
+    if (p.factors.size() != 2 || p.factors[0].exp != 1 || p.factors[1].exp != 1) return false;
+    for (int k = 0; k < 2; ++k) {
+      Value* x = p.factors[k].v;
+      Value* h = p.factors[1 - k].v;
+      Match t;
+      add_nodes(t, p);
+      if (Node* hs = producer(h, "HardSigmoid")) {
+        if (hs->inputs[0] != x || !near_fp32(hs->attr_float("alpha"), 1.0 / 6.0) ||
+            !near_fp32(hs->attr_float("beta"), 0.5) || !near_fp32(p.scale, 1.0))
+          continue;
+        t.nodes.push_back(hs);
+      } else if (Node* clip = producer(h, "Clip")) {
+        // relu6(x + 3) / 6; torch writes relu6 as Relu then Clip(0, 6).
+        if (clip->attr_float("min") != 0.0f || clip->attr_float("max") != 6.0f ||
+            !near_fp32(p.scale, 1.0 / 6.0))
+          continue;
+        t.nodes.push_back(clip);
+        Value* in = clip->inputs[0];
+        if (Node* relu = producer(in, "Relu")) {
+          t.nodes.push_back(relu);
+          in = relu->inputs[0];
+        }
+        Value* y = nullptr;
+        Node* add3 = add_const(in, 3.0, y);
+        if (!add3 || y != x) continue;
+        t.nodes.push_back(add3);
+      } else {
+        continue;
+      }
+      t.op = "HardSwish";
+      t.short_name = "HardSwish";
+      t.inputs = {x};
+      m = std::move(t);
+      return true;
+    }
+    return false;
+  }
+
+  // --- LayerNorm, RMSNorm ------------------------------------------------------
+  // A ReduceMean with keepdims over the trailing axes of its input; returns the
+  // first reduced axis, or -1.
+  static int64_t trailing_mean_axis(const Node* r) {
+    if (!r || r->op != "ReduceMean" || r->attr_int("keepdims") != 1) return -1;
+    const auto& axes = r->attr_ints("axes");
+    const int64_t rank = r->inputs[0]->rank();
+    if (axes.empty()) return rank == 0 ? -1 : 0;
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[i] != rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i)) return -1;
+    return axes.front();
+  }
+
+  // A scale/bias operand for dims axis..: its shape must broadcast to those dims
+  // exactly; a constant with leading 1s beyond them is reshaped. Null if not.
+  Value* norm_param(Value* p, const Value* x, int64_t axis) {
+    const ir::Shape inner(x->shape().begin() + axis, x->shape().end());
+    if (p->elem() != x->elem()) return nullptr;
+    auto fits = [&](const ir::Shape& s) {
+      try {
+        return ir::broadcast_shapes({inner, s}) == inner;
+      } catch (const ir::CompileError&) {
+        return false;
+      }
+    };
+    if (fits(p->shape())) return p;
+    if (!p->has_data()) return nullptr;
+    ir::Shape s = p->shape();
+    while (!s.empty() && s.front() == 1 && s.size() > inner.size()) s.erase(s.begin());
+    if (!fits(s)) return nullptr;
+    return g_.add_constant(g_.unique_name(p->name + ".r"), p->data->reshaped(s));
+  }
+
+  bool norm_with_beta(Node* add, Match& m) {
+    for (int k = 0; k < 2; ++k) {
+      Value* core = add->inputs[k];
+      if (!uses_.single_use(core)) continue;
+      Match t;
+      if (!norm(core, add->inputs[1 - k], t) || t.op != "trn.LayerNorm") continue;
+      m = std::move(t);
+      return true;
+    }
+    return false;
+  }
+
+  // LayerNorm / RMSNorm whose product root is `v`, with an optional beta.
+  bool norm(Value* v, Value* beta, Match& m) {
+    if (!producer(v)) return false;
+    Product p = flatten_product(uses_, v);
+    if (p.nodes.empty() || !near_fp32(p.scale, 1.0)) return false;
+    // One divisor: Sqrt(ReduceMean(t^2) + eps); the numerator t; maybe gamma.
+    Value* den = nullptr;
+    std::vector<Value*> num;
+    for (const Factor& f : p.factors) {
+      if (f.exp == -1 && !den)
+        den = f.v;
+      else if (f.exp == 1)
+        num.push_back(f.v);
+      else
+        return false;
+    }
+    if (!den || num.empty() || num.size() > 2) return false;
+    Node* sqrt = producer(den, "Sqrt");
+    if (!sqrt) return false;
+    Node* add_eps = producer(sqrt->inputs[0], "Add");
+    if (!add_eps) return false;
+    Value* var = nullptr;
+    double eps = 0;
+    for (int k = 0; k < 2 && !var; ++k)
+      if (auto c = scalar_const(add_eps->inputs[k]); c && *c >= 0) {
+        var = add_eps->inputs[1 - k];
+        eps = *c;
+      }
+    Node* mean_sq = producer(var, "ReduceMean");
+    const int64_t axis = trailing_mean_axis(mean_sq);
+    if (axis < 0) return false;
+    Node* sq = producer(mean_sq->inputs[0]);
+    Value* t = nullptr;
+    if (sq && sq->op == "Pow" && scalar_const(sq->inputs[1]) == 2.0)
+      t = sq->inputs[0];
+    else if (sq && sq->op == "Mul" && sq->inputs[0] == sq->inputs[1])
+      t = sq->inputs[0];
+    if (!t) return false;
+    Value* gamma = nullptr;
+    if (num[0] == t && num.size() == 2)
+      gamma = num[1];
+    else if (num.size() == 2 && num[1] == t)
+      gamma = num[0];
+    else if (num.size() != 1 || num[0] != t)
+      return false;
+    // LayerNorm if t = x - ReduceMean(x) over the same axes.
+    Value* x = t;
+    Node* sub = producer(t, "Sub");
+    bool layer = false;
+    if (sub) {
+      Node* mean = producer(sub->inputs[1], "ReduceMean");
+      if (mean && mean->inputs[0] == sub->inputs[0] && trailing_mean_axis(mean) == axis &&
+          mean->attr_ints("axes") == mean_sq->attr_ints("axes")) {
+        x = sub->inputs[0];
+        layer = true;
+        m.nodes.push_back(sub);
+        m.nodes.push_back(mean);
+      }
+    }
+    if (beta && !layer) return false;
+    if (x->rank() != t->rank() || !ir::is_float(x->elem())) return false;
+    if (gamma && !(gamma = norm_param(gamma, x, axis))) return false;
+    if (beta && !(beta = norm_param(beta, x, axis))) return false;
+    add_nodes(m, p);
+    m.nodes.insert(m.nodes.end(), {sqrt, add_eps, mean_sq, sq});
+    m.op = layer ? "trn.LayerNorm" : "trn.RMSNorm";
+    m.short_name = layer ? "LayerNorm" : "RMSNorm";
+    m.inputs = {x};
+    if (gamma || beta) m.inputs.push_back(gamma);
+    if (beta) m.inputs.push_back(beta);
+    m.attrs = {{"axis", axis}, {"epsilon", static_cast<float>(eps)}};
+    return true;
+  }
+
+  bool layer_norm_op(Node* n, Match& m) {
+    for (size_t k = 1; k < n->outputs.size(); ++k)
+      if (!uses_.unused(n->outputs[k])) return false;
+    m.op = "trn.LayerNorm";
+    m.short_name = "LayerNorm";
+    m.inputs = n->inputs;
+    m.attrs = {{"axis", n->attrs.at("axis")}, {"epsilon", n->attrs.at("epsilon")}};
+    return true;
+  }
+
+  ir::Graph& g_;
+  PassContext& ctx_;
+  Uses uses_;
+  std::unordered_set<const Node*> consumed_;  // replaced by a fused node (dead, not erased yet)
+};
+
+void run(ir::Graph& g, PassContext& ctx) {
+  PatternFuser(g, ctx).run();
+}
+
+}  // namespace
+
+const PassInfo& fuse_patterns_pass() {
+  static const PassInfo p{kPass,
+                          "fuse torch-exported GELU (erf/tanh), LayerNorm, RMSNorm, SiLU and "
+                          "HardSwish subgraphs into one node each",
+                          run};
+  return p;
+}
+
+}  // namespace trnsim::gpass
