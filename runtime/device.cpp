@@ -245,7 +245,8 @@ RunReport Device::run(const std::vector<Launch>& launches) {
     }
     rep.simulated_ns = std::max(rep.simulated_ns, r.simulated_ns);
     rep.instructions += r.instructions;
-    if (rep.engines.empty()) rep.engines = r.engines;
+    if (rep.engines.empty())
+      rep.engines = r.engines;
     else
       for (size_t k = 0; k < r.engines.size(); ++k) {
         rep.engines[k].instructions += r.engines[k].instructions;
@@ -258,8 +259,8 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   rep.cores = uint32_t(cores.size());
   const double secs = rep.simulated_ns * 1e-9;
   if (secs > 0)
-    rep.hbm_mbu_pct = pct(double(rep.hbm_read_bytes + rep.hbm_write_bytes) / secs,
-                          I.cfg.hbm.bandwidth_bps);
+    rep.hbm_mbu_pct =
+        pct(double(rep.hbm_read_bytes + rep.hbm_write_bytes) / secs, I.cfg.hbm.bandwidth_bps);
   for (int t = 0; t < isa::kNumDTypes; ++t) {
     rep.flops += flops[t];
     if (flops[t] > flops[static_cast<size_t>(rep.mfu_dtype)])
@@ -328,8 +329,8 @@ void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>
       if (!isa::engine_allows(e, op)) continue;
       uint64_t c = 0;
       for (uint32_t core : cores) c += chip->cores[core]->engine_for(e).opcode_count(op);
-      ops.add_fixed(std::string(isa::opcode_name(op)), "instructions", "instructions of this opcode",
-                    double(c), true);
+      ops.add_fixed(std::string(isa::opcode_name(op)), "instructions",
+                    "instructions of this opcode", double(c), true);
     }
   }
 

@@ -55,10 +55,10 @@ struct RunReport {
   uint32_t cores = 0;                                // cores the run used
   std::vector<EngineStats> engines;                  // summed over those cores
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;  // this run, all launches
-  double hbm_mbu_pct = 0;      // HBM bytes / simulated time / peak bandwidth
-  uint64_t flops = 0;          // matmul FLOPs (2 x K x M x N each)
-  double tflops = 0;           // flops / simulated time
-  double mfu_pct = 0;          // tflops / peak of the cores used for mfu_dtype
+  double hbm_mbu_pct = 0;                            // HBM bytes / simulated time / peak bandwidth
+  uint64_t flops = 0;                                // matmul FLOPs (2 x K x M x N each)
+  double tflops = 0;                                 // flops / simulated time
+  double mfu_pct = 0;                       // tflops / peak of the cores used for mfu_dtype
   isa::DType mfu_dtype = isa::DType::bf16;  // the matmul input dtype with most FLOPs
   std::vector<DmaQueueStats> dma_queues;    // only queues the programs used
   uint64_t sbuf_peak_bytes = 0, psum_peak_bytes = 0;  // the largest of the cores used

@@ -3,6 +3,7 @@
 //              [--random-inputs[=SEED]] [--output-dir DIR] [--stats FILE.json]
 //              [--stats-text FILE] [--trace FILE.json] [--vcd FILE.vcd]
 //              [--no-functional] [--core N]
+//   trnsim compile MODEL.onnx -o OUT.tbin|.tasm [-c CONFIG] [--precision P] [--print-after PASS]
 //   trnsim asm IN.tasm -o OUT.tbin      trnsim disasm IN.tbin [-o OUT.tasm]
 //   trnsim info [-c CONFIG] [--set k=v]... [--keys]
 // Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
@@ -20,6 +21,7 @@
 #include "models/isa/binary.h"
 #include "platform/config.h"
 #include "runtime/device.h"
+#include "runtime/onnx_program.h"
 #include "runtime/report.h"
 
 namespace {
@@ -33,7 +35,9 @@ struct UsageError : std::runtime_error {
 const char* kMainHelp =
     "usage: trnsim <command> [options]\n"
     "commands:\n"
-    "  run PROGRAM     run an assembly (.tasm) or binary (.tbin) program\n"
+    "  run PROGRAM     run an assembly (.tasm) or binary (.tbin) program, or an\n"
+    "                  ONNX model (.onnx, compiled first)\n"
+    "  compile MODEL   compile an ONNX model to a program (.tbin or .tasm)\n"
     "  asm IN.tasm     assemble to the binary form\n"
     "  disasm IN.tbin  print a program as assembly\n"
     "  info            print a platform config's resources and every config key\n"
@@ -52,6 +56,8 @@ const char* kRunHelp =
     "                           per engine and DMA queue, one slice per instruction\n"
     "  --vcd FILE.vcd           write the semaphore values as a VCD waveform\n"
     "  --core N                 run on core N [0]\n"
+    "  --precision P            for .onnx: matmul operand type bf16|fp32|fp8 [bf16]\n"
+    "  --print-after PASS       for .onnx: print the IR after a graph/tile pass (or *)\n"
     "  --no-functional          timing only: no data moved or computed\n";
 
 const char* kInfoHelp =
@@ -95,8 +101,8 @@ void write_file(const std::string& path, const std::string& text) {
 
 int cmd_run(std::vector<std::string> args) {
   std::string program_path, config = "trn2", out_dir, stats_path, stats_text_path, v;
-  std::string trace_path, vcd_path;
-  std::vector<std::string> sets;
+  std::string trace_path, vcd_path, precision = "bf16";
+  std::vector<std::string> sets, print_after;
   std::vector<std::pair<std::string, std::string>> inputs;
   bool functional = true, random_inputs = false;
   uint64_t seed = 0;
@@ -134,6 +140,10 @@ int cmd_run(std::vector<std::string> args) {
       trace_path = v;
     } else if (take_value(args, i, "--vcd", "", v)) {
       vcd_path = v;
+    } else if (take_value(args, i, "--precision", "", v)) {
+      precision = v;
+    } else if (take_value(args, i, "--print-after", "", v)) {
+      print_after.push_back(v);
     } else if (take_value(args, i, "--core", "", v)) {
       try {
         core = static_cast<uint32_t>(std::stoul(v));
@@ -153,7 +163,12 @@ int cmd_run(std::vector<std::string> args) {
   if (program_path.empty()) throw UsageError("run: no program given\n" + std::string(kRunHelp));
 
   const platform::platform_config cfg = platform::load_config(config, sets);
-  const isa::Program prog = isa::load_program(program_path);
+  // An ONNX model is compiled first; inputs not given get seeded random values.
+  const bool onnx = runtime::is_onnx_path(program_path);
+  if (onnx) random_inputs = true;
+  const isa::Program prog =
+      onnx ? runtime::compile_model(program_path, cfg, precision, print_after, std::cout)
+           : isa::load_program(program_path);
 
   runtime::Launch launch;
   launch.program = &prog;
@@ -227,6 +242,52 @@ int cmd_asm(std::vector<std::string> args, bool to_binary) {
   return 0;
 }
 
+const char* kCompileHelp =
+    "usage: trnsim compile MODEL.onnx -o PROGRAM.tbin|.tasm [options]\n"
+    "  -c, --config NAME|PATH   platform to compile for [trn2]\n"
+    "  --set KEY=VALUE          override a config key (repeatable)\n"
+    "  --precision P            matmul operand type bf16|fp32|fp8 [bf16]\n"
+    "  --print-after PASS       print the IR after a graph or tile pass (or *; repeatable)\n";
+
+int cmd_compile(std::vector<std::string> args) {
+  std::string model, out, config = "trn2", precision = "bf16", v;
+  std::vector<std::string> sets, print_after;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      std::cout << kCompileHelp;
+      return 0;
+    } else if (take_value(args, i, "--output", "-o", v)) {
+      out = v;
+    } else if (take_value(args, i, "--config", "-c", v)) {
+      config = v;
+    } else if (take_value(args, i, "--set", "", v)) {
+      sets.push_back(v);
+    } else if (take_value(args, i, "--precision", "", v)) {
+      precision = v;
+    } else if (take_value(args, i, "--print-after", "", v)) {
+      print_after.push_back(v);
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      throw UsageError("compile: unknown option '" + args[i] + "'");
+    } else if (model.empty()) {
+      model = args[i];
+    } else {
+      throw UsageError("compile: more than one model given");
+    }
+  }
+  if (model.empty()) throw UsageError("compile: no model given\n" + std::string(kCompileHelp));
+  if (out.empty()) throw UsageError("compile: -o PROGRAM.tbin|.tasm is required");
+  const platform::platform_config cfg = platform::load_config(config, sets);
+  const isa::Program p = runtime::compile_model(model, cfg, precision, print_after, std::cout);
+  if (out.size() >= 5 && out.substr(out.size() - 5) == ".tasm") {
+    write_file(out, isa::disassemble(p));
+  } else {
+    const auto bytes = isa::encode_binary(p);
+    write_file(out, std::string(bytes.begin(), bytes.end()));
+  }
+  std::cout << "wrote " << out << "\n";
+  return 0;
+}
+
 int cmd_info(std::vector<std::string> args) {
   std::string config = "trn2", v;
   std::vector<std::string> sets;
@@ -266,6 +327,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     if (cmd == "run") return cmd_run(args);
+    if (cmd == "compile") return cmd_compile(args);
     if (cmd == "asm") return cmd_asm(args, true);
     if (cmd == "disasm") return cmd_asm(args, false);
     if (cmd == "info") return cmd_info(args);

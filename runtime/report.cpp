@@ -53,8 +53,8 @@ std::string format_report(const isa::Program& p, const platform::platform_config
                       human_time_ns(e.busy_ns).c_str(), all > 0 ? 100.0 * e.busy_ns / all : 0.0,
                       cfg.core.dma.engines);
       } else {
-        std::snprintf(line, sizeof line, "  %-10s %13llu %12s %7.1f%% %15s %12s\n",
-                      e.name.c_str(), static_cast<unsigned long long>(e.instructions),
+        std::snprintf(line, sizeof line, "  %-10s %13llu %12s %7.1f%% %15s %12s\n", e.name.c_str(),
+                      static_cast<unsigned long long>(e.instructions),
                       human_time_ns(e.busy_ns).c_str(), active,
                       human_time_ns(e.sem_wait_ns).c_str(), human_time_ns(e.port_stall_ns).c_str());
       }
@@ -78,8 +78,7 @@ std::string format_report(const isa::Program& p, const platform::platform_config
                     static_cast<unsigned long long>(q.instructions),
                     static_cast<unsigned long long>(q.transfers),
                     human_bytes(double(q.bytes)).c_str(),
-                    q.transfers ? human_bytes(double(q.bytes) / double(q.transfers)).c_str()
-                                : "-");
+                    q.transfers ? human_bytes(double(q.bytes) / double(q.transfers)).c_str() : "-");
       s += line;
     }
   }

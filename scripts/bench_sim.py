@@ -3,13 +3,15 @@
 the tensor, vector, scalar and GpSimd engines and 4 DMA queues, chained by
 semaphores so every engine stays busy) and runs it with trnsim, timing-only and
 functional. Prints simulated instructions per host second and host seconds per
-simulated millisecond.
+simulated millisecond (host time of the simulation itself, from the --stats file;
+the process time adds reading the program), and for the functional run the matmul
+FLOPs computed per host second.
 
 usage: scripts/bench_sim.py [--instructions N] [--free F] [--config C] [--trnsim PATH]
 """
 import argparse
+import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -51,8 +53,9 @@ def generate(n, free):
     return "\n".join(L) + "\n", groups * 6
 
 
-def run(trnsim, prog, config, functional):
-    args = [trnsim, "run", prog, "-c", config, "--random-inputs"]
+def run(trnsim, prog, config, functional, tmp):
+    stats = os.path.join(tmp, "stats.json")
+    args = [trnsim, "run", prog, "-c", config, "--random-inputs", "--stats", stats]
     if not functional:
         args.append("--no-functional")
     t0 = time.perf_counter()
@@ -60,11 +63,8 @@ def run(trnsim, prog, config, functional):
     wall = time.perf_counter() - t0
     if out.returncode != 0:
         sys.exit(f"trnsim failed:\n{out.stdout}{out.stderr}")
-    m = re.search(r"simulated time\s+([\d.]+) (ns|us|ms)", out.stdout)
-    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0}[m.group(2)]
-    sim_ms = float(m.group(1)) * scale
-    host = float(re.search(r"host time\s+([\d.]+) s", out.stdout).group(1))
-    return sim_ms, host, wall
+    with open(stats) as f:
+        return json.load(f), wall
 
 
 def main():
@@ -88,9 +88,14 @@ def main():
               f"(assembled in {asm_s:.2f} s)")
         modes = [("timing-only", False)] + ([] if a.skip_functional else [("functional", True)])
         for name, functional in modes:
-            sim_ms, host, wall = run(a.trnsim, tbin, a.config, functional)
-            print(f"{name:12s} simulated {sim_ms:9.3f} ms  host {host:7.2f} s (process {wall:6.2f} s)  "
-                  f"{n / host / 1e6:6.2f} M instructions/s  {host / sim_ms:7.3f} host s per simulated ms")
+            st, wall = run(a.trnsim, tbin, a.config, functional, d)
+            host, sim_ms = st["host_seconds"], st["simulated_ns"] * 1e-6
+            line = (f"{name:12s} simulated {sim_ms:9.3f} ms  host {host:7.2f} s "
+                    f"(process {wall:6.2f} s)  {st['instructions'] / host / 1e6:6.2f} M instructions/s  "
+                    f"{host / sim_ms:8.5f} host s per simulated ms")
+            if functional:
+                line += f"  {st['flops'] / host / 1e9:6.1f} matmul GFLOP/s"
+            print(line)
 
 
 if __name__ == "__main__":

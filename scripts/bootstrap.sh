@@ -7,7 +7,7 @@ PACKAGES=(
   # toolchain and build
   g++ cmake ninja-build pkg-config clang-format
   # simulator
-  libsystemc-dev libyaml-cpp-dev libopenblas-dev
+  libsystemc-dev libyaml-cpp-dev libblis-serial-dev
   # tests
   libgtest-dev libgmock-dev
   # compiler front end and conformance data

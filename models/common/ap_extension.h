@@ -51,10 +51,9 @@ struct ap_payload {
 
 // ap_transport through a reused payload `t`.
 template <class Socket>
-void ap_transport(Socket& socket, ap_payload& t, tlm::tlm_command cmd,
-                  const isa::AccessPattern& ap, uint8_t* data, sc_core::sc_time& delay,
-                  bool accumulate = false, bool timing_only = false,
-                  sc_core::sc_time* stall = nullptr) {
+void ap_transport(Socket& socket, ap_payload& t, tlm::tlm_command cmd, const isa::AccessPattern& ap,
+                  uint8_t* data, sc_core::sc_time& delay, bool accumulate = false,
+                  bool timing_only = false, sc_core::sc_time* stall = nullptr) {
   ap_extension& ext = t.ext;
   ext.ap = ap;
   ext.accumulate = accumulate;

@@ -17,7 +17,7 @@ struct sim_fault {
 };
 
 struct sim_context {
-  bool functional = true;  // false: timing only, no data moved or computed
+  bool functional = true;            // false: timing only, no data moved or computed
   trace::recorder* trace = nullptr;  // set: engines and DMA queues record every instruction
   std::vector<sim_fault> faults;
 };

@@ -37,7 +37,8 @@ void group::add_value(const std::string& name, const std::string& unit, const st
 
 void group::add_fixed(const std::string& name, const std::string& unit, const std::string& desc,
                       double value, bool integer) {
-  add(name, unit, desc, [value] { return value; }, integer);
+  add(
+      name, unit, desc, [value] { return value; }, integer);
 }
 
 void group::clear() {

@@ -56,7 +56,8 @@ std::string binary(uint32_t v) {
 std::vector<std::string> split_dots(const std::string& s) {
   std::vector<std::string> parts;
   size_t b = 0;
-  for (size_t e; (e = s.find('.', b)) != std::string::npos; b = e + 1) parts.push_back(s.substr(b, e - b));
+  for (size_t e; (e = s.find('.', b)) != std::string::npos; b = e + 1)
+    parts.push_back(s.substr(b, e - b));
   parts.push_back(s.substr(b));
   return parts;
 }
@@ -123,8 +124,9 @@ void recorder::write_chrome(std::ostream& os) const {
   };
   for (size_t pid = 0; pid < processes_.size(); ++pid) {
     sep();
-    os << "{\"ph\": \"M\", \"pid\": " << pid << ", \"name\": \"process_name\", \"args\": {\"name\": "
-       << quoted(processes_[pid]) << "}},\n";
+    os << "{\"ph\": \"M\", \"pid\": " << pid
+       << ", \"name\": \"process_name\", \"args\": {\"name\": " << quoted(processes_[pid])
+       << "}},\n";
     os << "{\"ph\": \"M\", \"pid\": " << pid
        << ", \"name\": \"process_sort_index\", \"args\": {\"sort_index\": " << pid << "}}";
   }
@@ -135,15 +137,25 @@ void recorder::write_chrome(std::ostream& os) const {
     os << "{\"ph\": \"M\", \"pid\": " << t.pid << ", \"tid\": " << t.tid
        << ", \"name\": \"thread_sort_index\", \"args\": {\"sort_index\": " << t.tid << "}}";
   }
+  // By start time, then track: the file does not depend on the order in which
+  // processes ran within one simulated instant.
+  std::vector<const slice_rec*> order;
+  order.reserve(slices_.size());
+  for (const auto& s : slices_) order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(), [](const slice_rec* a, const slice_rec* b) {
+    return a->start != b->start ? a->start < b->start : a->track < b->track;
+  });
   std::string line;
-  for (const auto& s : slices_) {
+  for (const slice_rec* sp : order) {
+    const slice_rec& s = *sp;
     const track_info& t = tracks_[s.track];
     auto prog = programs_.find(processes_[t.pid]);
     const isa::Program* p = prog == programs_.end() ? nullptr : prog->second;
     const isa::Instruction& in = *s.in;
     std::string waits, signals;
     for (const auto& w : in.waits)
-      waits += (waits.empty() ? "s" : " s") + std::to_string(w.sem) + ">=" + std::to_string(w.value);
+      waits +=
+          (waits.empty() ? "s" : " s") + std::to_string(w.sem) + ">=" + std::to_string(w.value);
     for (const auto& g : in.signals)
       signals += (signals.empty() ? "s" : " s") + std::to_string(g.sem) + "+" +
                  std::to_string(g.inc) + (g.when == isa::SignalWhen::start ? "@start" : "");

@@ -8,7 +8,7 @@
 #include <string>
 #include <type_traits>
 
-#include <cblas.h>  // OpenBLAS
+#include <blis.h>  // BLIS, the serial build
 
 namespace trnsim::models {
 
@@ -328,13 +328,14 @@ void exec_matmul(const Instruction& in, const ExecArgs& a, Tile& o) {
   const uint64_t m_dim = o.parts, n_dim = o.cols;
   need_shape(in, st, k_dim, m_dim, "stationary");
   need_shape(in, mv, k_dim, n_dim, "moving");
-  // out[M,N] = st[K,M]^T @ mv[K,N] in fp32 by OpenBLAS, on one thread so results
-  // do not depend on how a product is split between threads.
+  // out[M,N] = st[K,M]^T @ mv[K,N]: an fp32 sgemm by BLIS (serial, so the summation
+  // order never depends on threads). st^T is read in place: row stride 1, column
+  // stride M.
   if (m_dim == 0 || n_dim == 0 || k_dim == 0) return;  // o is already zero
-  static const bool one_thread = (openblas_set_num_threads(1), true);
-  (void)one_thread;
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(m_dim), int(n_dim), int(k_dim), 1.0f,
-              st.v.data(), int(m_dim), mv.v.data(), int(n_dim), 0.0f, o.v.data(), int(n_dim));
+  float one = 1.0f, zero = 0.0f;
+  bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, dim_t(m_dim), dim_t(n_dim), dim_t(k_dim), &one,
+            const_cast<float*>(st.v.data()), 1, inc_t(m_dim), const_cast<float*>(mv.v.data()),
+            inc_t(n_dim), 1, &zero, o.v.data(), inc_t(n_dim), 1);
 }
 
 void exec_transpose(const Instruction& in, const ExecArgs& a, Tile& o) {

@@ -126,8 +126,8 @@ sc_core::sc_time engine::write_tile(const isa::AccessPattern& ap, const Tile* t,
     isa::from_fp32(ap.dtype, t->v.data(), scratch_.data(), t->v.size());
   }
   sc_core::sc_time stall = sc_core::SC_ZERO_TIME;
-  ap_transport(sock, xfer_, tlm::TLM_WRITE_COMMAND, ap, f ? scratch_.data() : nullptr, d, accumulate, !f,
-               &stall);
+  ap_transport(sock, xfer_, tlm::TLM_WRITE_COMMAND, ap, f ? scratch_.data() : nullptr, d,
+               accumulate, !f, &stall);
   port_stall_ += stall;
   return d;
 }
@@ -231,8 +231,8 @@ void engine::run() {
         flops_[static_cast<size_t>(matmul_dtype(in))] +=
             2 * in.src[0].partition_count * in.src[0].free_elems() * in.src[1].free_elems();
       if (ctx_.trace)
-        ctx_.trace->slice(ctx_.trace->track(this), in, uint32_t(pc_), issued, tm.issue,
-                          issued - t0, end - issued);
+        ctx_.trace->slice(ctx_.trace->track(this), in, uint32_t(pc_), issued, tm.issue, issued - t0,
+                          end - issued);
       complete_at(in, end);
     }
     // The queue is done when its last instruction has completed.

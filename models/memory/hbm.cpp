@@ -109,8 +109,8 @@ void hbm::split(const isa::AccessPattern& ap, std::vector<uint64_t>& per) const 
   }
   if (contiguous && ap.partition_stride * es == int64_t(row_bytes)) {
     // Rows laid end to end: one run (the per-channel sums depend only on the bytes).
-    add_run(uint64_t(int64_t(ap.offset) + ap.free_min_byte()), row_bytes * ap.partition_count,
-            per, every);
+    add_run(uint64_t(int64_t(ap.offset) + ap.free_min_byte()), row_bytes * ap.partition_count, per,
+            every);
   } else {
     for (uint32_t r = 0; r < ap.partition_count; ++r) {
       const int64_t row_base = int64_t(ap.offset) + int64_t(r) * ap.partition_stride * es;

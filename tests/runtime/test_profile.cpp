@@ -64,8 +64,8 @@ CmdResult run_stats(const std::string& prog, const std::string& config, const st
 // figures agreeing with each other on a one-core run.
 TEST(Profile, StatsTreeHasTheRunFigures) {
   auto dir = temp_dir("profile_keys");
-  auto r = run_stats(source_path("tests/e2e/programs/matmul_gelu.tasm"), "tiny",
-                     "--random-inputs", dir / "s.json");
+  auto r = run_stats(source_path("tests/e2e/programs/matmul_gelu.tasm"), "tiny", "--random-inputs",
+                     dir / "s.json");
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string out = python_on(dir / "s.json", R"(
 keys = ["simulated_ns", "instructions", "flops", "tflops", "mfu_pct", "host_seconds",

@@ -1,0 +1,39 @@
+// The compiler driver: ONNX model -> isa::Program. Import (compiler/frontend), the
+// default graph pipeline (compiler/graph_passes), lowering (compiler/lower), the
+// tile pipeline and codegen (compiler/codegen).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/graph_passes/pass.h"
+#include "compiler/ir/graph.h"
+#include "compiler/target.h"
+#include "models/isa/program.h"
+
+namespace trnsim::compiler {
+
+struct CompileOnnxOptions {
+  gpass::Precision precision = gpass::Precision::bf16;
+  Target target;
+  // Graph or tile passes after which to dump the IR ("*" = every pass). Names that
+  // are neither a graph pass nor a tile pass are an error.
+  std::vector<std::string> print_after;
+  // Where dumps go (default: appended to CompileOnnxResult::dump_text).
+  std::function<void(const std::string& pass, const std::string& text)> dump;
+};
+
+struct CompileOnnxResult {
+  isa::Program program;
+  ir::Graph graph;  // after the graph pipeline: what was lowered
+  std::string dump_text;
+};
+
+// Throws ir::CompileError (ir::UnsupportedError for what is not implemented),
+// tile::KernelError or isa::ValidationError, each naming what is at fault.
+CompileOnnxResult compile_graph(ir::Graph g, const CompileOnnxOptions& o);
+CompileOnnxResult compile_onnx(const std::string& path, const CompileOnnxOptions& o);
+
+}  // namespace trnsim::compiler

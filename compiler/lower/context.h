@@ -1,0 +1,64 @@
+// Internal to compiler/lower: the state shared by the per-op lowerings.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/error.h"
+#include "compiler/ir/graph.h"
+#include "compiler/kernels/builder.h"
+#include "compiler/target.h"
+
+namespace trnsim::lower {
+
+struct Ctx {
+  explicit Ctx(const std::string& name, const compiler::Target& t) : b(name), target(t) {}
+  kernels::Builder b;
+  const compiler::Target& target;
+  std::map<const ir::Value*, kernels::HbmView> hbm;
+  kernels::PoolRef in_pool, w_pool, cast_pool, work_pool, small_pool, psum_pool;
+
+  const kernels::HbmView& view(const ir::Value* v) const;
+};
+
+// An operand loaded for one [rows, cols] region of an elementwise computation:
+// a full tile, a per-partition column [rows, 1] or an immediate.
+struct Operand {
+  enum class Kind { tile, column, imm } kind = Kind::tile;
+  kernels::TileView t;
+  float imm = 0;
+};
+
+// Loads value `v` (which broadcasts to `out` shape, viewed as [R, C] with C the
+// last dim) for rows [r0, r0+rt) and cols [c0, c0+ct).
+Operand load_operand(Ctx& c, const ir::Node& n, const ir::Value* v, const ir::Shape& out,
+                     int64_t r0, int64_t rt, int64_t c0, int64_t ct);
+
+// Applies elementwise op `op` (attrs as on the node) to operands into a new
+// [rt, ct] fp32 work tile.
+kernels::TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
+                                    const std::map<std::string, ir::Attribute>& attrs,
+                                    const std::vector<Operand>& args, int64_t rt, int64_t ct);
+
+bool is_lowerable_elementwise(const std::string& op);
+
+// Per-op lowerings.
+void lower_matmul(Ctx& c, const ir::Node& n);
+void lower_elementwise(Ctx& c, const ir::Node& n);
+void lower_rowwise(Ctx& c, const ir::Node& n);
+bool is_rowwise(const std::string& op);
+
+// [R, C] view of a shape: C = last dim (1 for scalars), R = the rest.
+inline std::pair<int64_t, int64_t> rows_cols(const ir::Shape& s) {
+  int64_t C = s.empty() ? 1 : s.back();
+  int64_t R = 1;
+  for (size_t i = 0; i + 1 < s.size(); ++i) R *= s[i];
+  return {R, C};
+}
+
+[[noreturn]] void unsupported(const ir::Node& n, const std::string& why);
+
+}  // namespace trnsim::lower

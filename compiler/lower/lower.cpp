@@ -1,0 +1,135 @@
+// lower_graph: HBM tensors for every value, then one kernel per node in graph order.
+#include "compiler/lower/lower.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "compiler/ir/text.h"
+#include "compiler/lower/context.h"
+
+namespace trnsim::lower {
+
+namespace {
+
+const std::set<std::string>& alias_ops() {
+  static const std::set<std::string> s = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+  return s;
+}
+
+isa::DType hbm_type(const ir::Value* v) {
+  if (v->elem() != ir::ElemType::fp32)
+    throw ir::UnsupportedError("lowering: value '" + v->name + "' is " + v->type.str() +
+                               "; only fp32 tensors are lowered yet");
+  return isa::DType::fp32;
+}
+
+// HBM shapes need rank >= 1.
+std::vector<int64_t> hbm_shape(const ir::Value* v) {
+  if (v->shape().empty()) return {1};
+  return v->shape();
+}
+
+}  // namespace
+
+std::string tensor_name(const std::string& value_name, std::set<std::string>& used) {
+  std::string n;
+  for (char ch : value_name)
+    n += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.') ? ch : '_';
+  if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) || n[0] == '.') n = "t_" + n;
+  std::string u = n;
+  for (int i = 1; used.count(u); ++i) u = n + "_" + std::to_string(i);
+  used.insert(u);
+  return u;
+}
+
+const std::vector<std::string>& lowerable_ops() {
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> v = {"MatMul", "trn.MatMulEpilogue", "trn.Elementwise", "Neg",
+                                  "trn.Gelu"};
+    for (const char* op :
+         {"Relu",       "Sigmoid",       "Tanh",        "Exp",       "Log",        "Sqrt",
+          "Reciprocal", "Abs",           "Erf",         "Softplus",  "trn.Silu",   "Add",
+          "Sub",        "Mul",           "Div",         "Max",       "Min",        "Softmax",
+          "LogSoftmax", "trn.LayerNorm", "trn.RMSNorm", "ReduceSum", "ReduceMean", "ReduceMax",
+          "ReduceMin",  "Transpose"})
+      v.push_back(op);
+    for (const std::string& op : alias_ops()) v.push_back(op);
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  }();
+  return ops;
+}
+
+const kernels::HbmView& Ctx::view(const ir::Value* v) const {
+  auto it = hbm.find(v);
+  if (it == hbm.end()) throw ir::CompileError("lowering: value '" + v->name + "' has no tensor");
+  return it->second;
+}
+
+void unsupported(const ir::Node& n, const std::string& why) {
+  throw ir::UnsupportedError("lowering: " + n.label() + ": " + why);
+}
+
+tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
+  std::set<std::string> used;
+  Ctx c(g.name.empty() ? "graph" : tensor_name(g.name, used), t);
+  used.clear();
+  std::set<const ir::Value*> outs(g.outputs().begin(), g.outputs().end());
+  for (const ir::Value* v : g.inputs())
+    c.hbm[v] = c.b.input(tensor_name(v->name, used), hbm_shape(v), hbm_type(v));
+  for (const ir::Value* v : g.outputs())
+    if (!v->is_graph_input && !c.hbm.count(v))
+      c.hbm[v] = c.b.output(tensor_name(v->name, used), hbm_shape(v), hbm_type(v));
+  for (const auto& vp : g.values()) {
+    const ir::Value* v = vp.get();
+    if (!v->is_constant || c.hbm.count(v)) continue;
+    if (!v->has_data()) throw ir::CompileError("lowering: constant '" + v->name + "' has no data");
+    c.hbm[v] =
+        c.b.constant(tensor_name(v->name, used), hbm_shape(v), hbm_type(v), v->data->floats());
+  }
+  for (const auto& np : g.nodes()) {
+    const ir::Node& n = *np;
+    const std::string& op = n.op;
+    const bool known = std::binary_search(lowerable_ops().begin(), lowerable_ops().end(), op);
+    if (!known) {
+      std::string list;
+      for (const std::string& o : lowerable_ops()) list += (list.empty() ? "" : ", ") + o;
+      throw ir::UnsupportedError("lowering: " + n.label() + ": op type '" + op +
+                                 "' cannot be lowered to the chip yet; lowerable: " + list);
+    }
+    for (const ir::Value* o : n.outputs) {
+      if (c.hbm.count(o)) continue;
+      const ir::Value* in = n.input(0);
+      if (alias_ops().count(op) && in && !outs.count(o)) {
+        c.hbm[o] = c.view(in).reshape(hbm_shape(o));  // same bytes, new shape
+        continue;
+      }
+      c.hbm[o] = c.b.scratch(tensor_name(o->name, used), hbm_shape(o), hbm_type(o));
+    }
+    if (alias_ops().count(op)) {
+      if (c.view(n.outputs[0]).tensor() != c.view(n.input(0)).tensor())  // a graph output
+        c.b.dma(c.view(n.outputs[0]), c.view(n.input(0)).reshape(hbm_shape(n.outputs[0])));
+    } else if (op == "MatMul" || op == "trn.MatMulEpilogue") {
+      lower_matmul(c, n);
+    } else if (op == "Transpose") {
+      // A strided HBM -> HBM copy; the DMA engines do the permutation.
+      std::vector<int> perm;
+      for (int64_t a : n.attr_ints("perm")) perm.push_back(static_cast<int>(a));
+      c.b.dma(c.view(n.outputs[0]), c.view(n.input(0)).permute(perm));
+    } else if (is_rowwise(op)) {
+      lower_rowwise(c, n);
+    } else {
+      lower_elementwise(c, n);
+    }
+  }
+  // Graph outputs that no node computes.
+  for (const ir::Value* v : g.outputs())
+    if (v->is_graph_input || v->is_constant)
+      throw ir::UnsupportedError("lowering: graph output '" + v->name +
+                                 "' is a graph input or constant; not lowered yet");
+  return c.b.finish();
+}
+
+}  // namespace trnsim::lower

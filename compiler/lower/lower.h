@@ -1,0 +1,42 @@
+// Lowering: an ir::Graph (after the default graph pipeline) -> one kernel-builder
+// program (tile IR) that the tile passes and codegen compile.
+//
+// Every graph input, output, constant and intermediate value gets an HBM tensor
+// (intermediates are scratch tensors: each node is its own kernel that loads its
+// operands from HBM and stores its result there). Values are fp32 in HBM; the
+// compute_dtype autocast puts on tensor-engine ops is applied on chip (operands
+// cast to bf16/fp8 in SBUF, accumulation in fp32 PSUM).
+//
+// Lowerable ops (lowerable_ops()): MatMul (2-D, or 3-D batched by looping) and
+// trn.MatMulEpilogue with elementwise epilogue steps; elementwise unary/binary ops
+// and trn.Elementwise on [rows, cols] layouts (leading dims flattened onto
+// partitions); Softmax, LogSoftmax, trn.LayerNorm, trn.RMSNorm and
+// ReduceSum/Mean/Max/Min over the last axis (a whole row per partition);
+// Reshape/Flatten/Squeeze/Unsqueeze/Identity as HBM aliases; Transpose as a
+// strided HBM -> HBM DMA. Operands of binary ops may broadcast as a full tensor,
+// a row vector over the last axis, a column (last dim 1) or a scalar. Anything
+// else throws ir::UnsupportedError naming the node, its op type and the
+// lowerable set.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/target.h"
+#include "compiler/tile/ir.h"
+
+namespace trnsim::lower {
+
+tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t);
+
+// The HBM tensor name of a graph value: characters outside [A-Za-z0-9_.] become
+// '_', a leading digit or '.' gets "t_" in front, and "_N" keeps names unique among
+// `used` (which it extends). Graph inputs and outputs keep their names when valid.
+std::string tensor_name(const std::string& value_name, std::set<std::string>& used);
+
+// The op types lower_graph handles, sorted.
+const std::vector<std::string>& lowerable_ops();
+
+}  // namespace trnsim::lower

@@ -1,0 +1,400 @@
+// Graphs lowered by compiler/lower and compiled by compiler/compile.h, run on the
+// simulated `tiny` chip and compared with the reference interpreter: fp32 tightly,
+// bf16 against the interpreter emulating the autocast precision. Graphs are built
+// by hand, or exported from torch (skipped when torch is missing). One process per
+// test (SystemC elaborates once), so each test makes at most one Device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+
+#include "compiler/compile.h"
+#include "compiler/frontend/onnx_import.h"
+#include "compiler/interp/interpreter.h"
+#include "compiler/ir/error.h"
+#include "compiler/ir/ops.h"
+#include "compiler/lower/lower.h"
+#include "platform/config.h"
+#include "runtime/device.h"
+#include "runtime/target_from_config.h"
+#include "runtime/tensor.h"
+
+namespace trnsim::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using gpass::Precision;
+using ir::ElemType;
+using ir::Tensor;
+
+Tensor random_tensor(const ir::Shape& shape, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(ir::num_elements(shape)));
+  for (float& x : v) x = dist(gen);
+  return Tensor::from_floats(shape, v);
+}
+
+// Compiles `g` for tiny at `p`, runs it with random inputs and compares every output
+// with the interpreter (on the pipelined graph, emulating precision unless fp32).
+void check_graph(ir::Graph g, Precision p, double rtol, double atol) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  compiler::CompileOnnxOptions o;
+  o.precision = p;
+  o.target = runtime::target_from_config(cfg);
+  interp::TensorMap inputs;
+  uint32_t seed = 1;
+  for (const ir::Value* v : g.inputs()) inputs[v->name] = random_tensor(v->shape(), seed++);
+  const interp::TensorMap want_fp32 = interp::run(g, inputs);
+  compiler::CompileOnnxResult r = compiler::compile_graph(std::move(g), o);
+  interp::RunOptions ro;
+  ro.emulate_precision = p != Precision::fp32;
+  const interp::TensorMap want = interp::run(r.graph, inputs, ro);
+
+  runtime::Device dev(cfg);
+  runtime::Launch l{&r.program, {}, 0};
+  for (const auto& [name, t] : inputs) {
+    std::vector<int64_t> shape = t.shape();
+    if (shape.empty()) shape = {1};
+    l.inputs[name] = runtime::HostTensor::from_float(shape, isa::DType::fp32, t.floats());
+  }
+  runtime::RunReport rep = dev.run({l});
+  std::printf("[lowering] %zu instructions, %.0f ns simulated\n",
+              static_cast<size_t>(rep.instructions), rep.simulated_ns);
+  for (const auto& [name, w] : want) {
+    auto it = rep.launches.at(0).outputs.find(name);
+    ASSERT_NE(it, rep.launches.at(0).outputs.end()) << name;
+    const std::vector<float> got = it->second.to_float();
+    ASSERT_EQ(got.size(), w.floats().size()) << name;
+    size_t bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double e = w.floats()[i], d = std::fabs(got[i] - e);
+      worst = std::max(worst, d);
+      if (d > atol + rtol * std::fabs(e) && bad++ < 5)
+        ADD_FAILURE() << name << "[" << i << "]: got " << got[i] << ", want " << e;
+    }
+    EXPECT_EQ(bad, 0u) << name << " worst abs error " << worst;
+    // The emulation reference itself stays near fp32 (sanity of the comparison);
+    // fp8 (e4m3, 3 mantissa bits) operands are much coarser.
+    const double loose = p == Precision::fp8 ? 0.25 : 0.05;
+    const auto& f = want_fp32.at(name).floats();
+    for (size_t i = 0; i < got.size(); i += 97)
+      EXPECT_NEAR(got[i], f[i], loose + loose * std::fabs(f[i]));
+  }
+}
+
+// X[200,300] @ W[300,130] + b, Relu: M, K, N all with tails (200 = 128 + 72,
+// 300 = 2*128 + 44, 130 = 128 + 2).
+ir::Graph linear_relu(bool relu) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {200, 300}});
+  ir::Value* w = g.add_constant("W", random_tensor({300, 130}, 7, -0.1f, 0.1f));
+  ir::Value* b = g.add_constant("b", random_tensor({130}, 8));
+  ir::Value* y = ir::make_node(g, "MatMul", {x, w})->outputs[0];
+  y = ir::make_node(g, "Add", {y, b})->outputs[0];
+  if (relu) y = ir::make_node(g, "Relu", {y})->outputs[0];
+  g.add_output(y);
+  return g;
+}
+
+TEST(LoweringHand, MatMulBiasReluTailsFp32) {
+  check_graph(linear_relu(true), Precision::fp32, 1e-4, 1e-5);
+}
+
+TEST(LoweringHand, MatMulBiasBf16) {
+  check_graph(linear_relu(false), Precision::bf16, 1e-2, 1e-3);
+}
+
+// fp8 operands (e4m3): compared with the interpreter rounding the operands alike.
+TEST(LoweringHand, MatMulBiasReluFp8) {
+  check_graph(linear_relu(true), Precision::fp8, 1e-2, 1e-3);
+}
+
+// Value and graph names outside [A-Za-z0-9_.] become valid tensor names.
+TEST(LoweringHand, NamesMadeValid) {
+  ir::Graph g = linear_relu(true);
+  g.name = "my graph/1";
+  g.rename_value(g.find_value("W"), "0/weight:0");
+  tile::Kernel k =
+      lower::lower_graph(g, runtime::target_from_config(platform::load_config("tiny")));
+  EXPECT_EQ(k.name, "my_graph_1");
+  bool found = false;
+  for (const auto& t : k.tensors) found |= t.name == "t_0_weight_0";
+  EXPECT_TRUE(found);
+  std::set<std::string> used;
+  EXPECT_EQ(lower::tensor_name("a:b", used), "a_b");
+  EXPECT_EQ(lower::tensor_name("a/b", used), "a_b_1");  // kept unique
+}
+
+// Batched MatMul [2,40,96] x [2,96,150].
+TEST(LoweringHand, BatchedMatMulFp32) {
+  ir::Graph g;
+  ir::Value* a = g.add_input("A", {ElemType::fp32, {2, 40, 96}});
+  ir::Value* b = g.add_input("B", {ElemType::fp32, {2, 96, 150}});
+  g.add_output(ir::make_node(g, "MatMul", {a, b})->outputs[0]);
+  check_graph(std::move(g), Precision::fp32, 1e-4, 1e-5);
+}
+
+// 4-D batches [2,3,40,64] x [2,3,64,50], and a shared A [40,64] x B [3,64,50].
+TEST(LoweringHand, BatchedMatMul4dAndSharedFp32) {
+  ir::Graph g;
+  ir::Value* a = g.add_input("A", {ElemType::fp32, {2, 3, 40, 64}});
+  ir::Value* b = g.add_input("B", {ElemType::fp32, {2, 3, 64, 50}});
+  ir::Value* a2 = g.add_input("A2", {ElemType::fp32, {40, 64}});
+  ir::Value* b2 = g.add_input("B2", {ElemType::fp32, {3, 64, 50}});
+  g.add_output(ir::make_node(g, "MatMul", {a, b})->outputs[0]);
+  g.add_output(ir::make_node(g, "MatMul", {a2, b2})->outputs[0]);
+  check_graph(std::move(g), Precision::fp32, 1e-4, 1e-5);
+}
+
+// Sigmoid((X + Y) * Z) - 1.5 with X [3,70,200], Y [200] (row), Z [3,70,1] (column):
+// 210 rows = 128 + 82; then Tanh of a second output through a Reshape alias.
+TEST(LoweringHand, ElementwiseBroadcastFp32) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {3, 70, 200}});
+  ir::Value* y = g.add_input("Y", {ElemType::fp32, {200}});
+  ir::Value* z = g.add_input("Z", {ElemType::fp32, {3, 70, 1}});
+  ir::Value* c = g.add_constant("c", Tensor::scalar(1.5f));
+  ir::Value* s = ir::make_node(g, "Add", {x, y})->outputs[0];
+  s = ir::make_node(g, "Mul", {s, z})->outputs[0];
+  s = ir::make_node(g, "Sigmoid", {s})->outputs[0];
+  s = ir::make_node(g, "Sub", {s, c})->outputs[0];
+  g.add_output(s);
+  ir::Value* r =
+      ir::make_node(g, "Reshape", {x}, {{"shape", std::vector<int64_t>{210, 200}}})->outputs[0];
+  g.add_output(ir::make_node(g, "Tanh", {r})->outputs[0]);
+  check_graph(std::move(g), Precision::fp32, 1e-4, 1e-5);
+}
+
+// Row-wise ops over the last axis of X [3,70,130]: 210 rows = 128 + 82.
+TEST(LoweringHand, SoftmaxLogSoftmaxReduceFp32) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {3, 70, 130}});
+  g.add_output(ir::make_node(g, "Softmax", {x}, {{"axis", int64_t{2}}})->outputs[0]);
+  g.add_output(ir::make_node(g, "LogSoftmax", {x}, {{"axis", int64_t{2}}})->outputs[0]);
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"})
+    g.add_output(ir::make_node(g, op, {x},
+                               {{"axes", std::vector<int64_t>{2}},
+                                {"keepdims", int64_t{op[6] == 'M' ? 1 : 0}}})
+                     ->outputs[0]);
+  check_graph(std::move(g), Precision::fp32, 1e-4, 1e-5);
+}
+
+// trn.RMSNorm X [150,96] * scale [96].
+TEST(LoweringHand, RmsNormFp32) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {150, 96}});
+  ir::Value* sc = g.add_constant("scale", random_tensor({96}, 3));
+  g.add_output(ir::make_node(g, "trn.RMSNorm", {x, sc}, {{"axis", int64_t{1}}, {"epsilon", 1e-6f}})
+                   ->outputs[0]);
+  check_graph(std::move(g), Precision::fp32, 1e-4, 1e-5);
+}
+
+// Transpose [2,70,130] -> [130,2,70] by DMA, then Relu of it.
+TEST(LoweringHand, TransposeFp32) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {2, 70, 130}});
+  ir::Value* t =
+      ir::make_node(g, "Transpose", {x}, {{"perm", std::vector<int64_t>{2, 0, 1}}})->outputs[0];
+  g.add_output(t);
+  g.add_output(ir::make_node(g, "Relu", {t})->outputs[0]);
+  check_graph(std::move(g), Precision::fp32, 0, 0);
+}
+
+// General broadcasting: X [5,32,130] + M [5,1,130] (a row per batch), * Z [32,1]
+// (a column repeated per batch), - W [5,32,1] (a column per row). 160 rows = 128 +
+// 32; each batch is a run of 32 rows, which DMAs may start on a 32-partition boundary.
+// A period of 70 rows cannot (partition 70): refused with a clear error.
+TEST(LoweringHand, ElementwiseGeneralBroadcastFp32) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {5, 32, 130}});
+  ir::Value* m = g.add_input("M", {ElemType::fp32, {5, 1, 130}});
+  ir::Value* z = g.add_input("Z", {ElemType::fp32, {32, 1}});
+  ir::Value* w = g.add_input("W", {ElemType::fp32, {5, 32, 1}});
+  ir::Value* s = ir::make_node(g, "Add", {x, m})->outputs[0];
+  s = ir::make_node(g, "Mul", {s, z})->outputs[0];
+  s = ir::make_node(g, "Sub", {w, s})->outputs[0];
+  g.add_output(s);
+  check_graph(std::move(g), Precision::fp32, 1e-4, 1e-5);
+
+  ir::Graph bad;
+  ir::Value* bx = bad.add_input("X", {ElemType::fp32, {2, 70, 8}});
+  ir::Value* bm = bad.add_input("M", {ElemType::fp32, {2, 1, 8}});
+  bad.add_output(ir::make_node(bad, "Add", {bx, bm})->outputs[0]);
+  compiler::CompileOnnxOptions o;
+  o.target = runtime::target_from_config(platform::load_config("tiny"));
+  try {
+    compiler::compile_graph(std::move(bad), o);
+    FAIL() << "expected UnsupportedError";
+  } catch (const ir::UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("operand 'M' fp32[2,1,8]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LoweringHand, UnsupportedOpNamesNodeAndLowerableSet) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {4, 8}});
+  g.add_output(ir::make_node(g, "Concat", {x, x}, {{"axis", int64_t{0}}}, "cat")->outputs[0]);
+  compiler::CompileOnnxOptions o;
+  o.target = runtime::target_from_config(platform::load_config("tiny"));
+  try {
+    compiler::compile_graph(std::move(g), o);
+    FAIL() << "expected UnsupportedError";
+  } catch (const ir::UnsupportedError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'cat'"), std::string::npos) << m;
+    EXPECT_NE(m.find("op type 'Concat'"), std::string::npos) << m;
+    EXPECT_NE(m.find("lowerable: "), std::string::npos) << m;
+    EXPECT_NE(m.find("trn.MatMulEpilogue"), std::string::npos) << m;
+  }
+}
+
+// ---- torch-exported models ------------------------------------------------------
+
+// Runs a torch export script (MODEL is the output path); false if torch is missing.
+bool export_model(const std::string& name, const std::string& body, std::string* path) {
+  const fs::path dir = fs::path(TRNSIM_BINARY_DIR) / "lowering_models";
+  fs::create_directories(dir);
+  *path = (dir / (name + ".onnx")).string();
+  const std::string script = (dir / (name + ".py")).string();
+  std::ofstream(script) << "import sys\ntry:\n  import torch\nexcept ImportError:\n  sys.exit(3)\n"
+                        << "torch.manual_seed(0)\n"
+                        << body << "\ntorch.onnx.export(m.eval(), x, '" << *path
+                        << "', opset_version=17, input_names=['x'], output_names=['y'])\n";
+  const int rc = std::system(("/usr/bin/python3 " + script + " > /dev/null 2>&1").c_str());
+  if (rc != 0) return false;
+  return fs::exists(*path);
+}
+
+TEST(LoweringOnnx, LinearFp32) {
+  std::string path;
+  if (!export_model("linear", "m = torch.nn.Linear(300, 130)\nx = torch.randn(200, 300)", &path))
+    GTEST_SKIP() << "torch not available";
+  check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-5);
+}
+
+TEST(LoweringOnnx, MlpGeluBf16) {
+  std::string path;
+  if (!export_model("mlp_gelu",
+                    "m = torch.nn.Sequential(torch.nn.Linear(96, 200), torch.nn.GELU(),\n"
+                    "                        torch.nn.Linear(200, 70))\nx = torch.randn(3, 50, 96)",
+                    &path))
+    GTEST_SKIP() << "torch not available";
+  check_graph(frontend::import_onnx_file(path), Precision::bf16, 1e-2, 2e-3);
+}
+
+// torch LayerNorm (fused to trn.LayerNorm by fuse_patterns), then softmax.
+TEST(LoweringOnnx, LayerNormSoftmaxFp32) {
+  std::string path;
+  if (!export_model(
+          "ln_softmax",
+          "m = torch.nn.Sequential(torch.nn.LayerNorm(96), torch.nn.Softmax(-1))\n"
+          "with torch.no_grad():\n  m[0].weight.uniform_(0.5, 1.5); m[0].bias.uniform_(-1, 1)\n"
+          "x = torch.randn(3, 50, 96)",
+          &path))
+    GTEST_SKIP() << "torch not available";
+  ir::Graph g = frontend::import_onnx_file(path);
+  check_graph(std::move(g), Precision::fp32, 1e-4, 1e-5);
+}
+
+// An elementwise chain with a broadcast parameter (fused into trn.Elementwise):
+// x [4,33,150] -> 132 rows = 128 + 4.
+TEST(LoweringOnnx, ElementwiseChainFp32) {
+  std::string path;
+  if (!export_model(
+          "eltwise",
+          "class M(torch.nn.Module):\n"
+          "  def __init__(s):\n"
+          "    super().__init__(); s.w = torch.nn.Parameter(torch.randn(150))\n"
+          "  def forward(s, x):\n"
+          "    return (torch.nn.functional.silu(x * s.w + 0.5) - torch.tanh(x).abs() / 2\n"
+          "            + torch.maximum(x, -x * 0.25) * torch.sigmoid(-x))\n"
+          "m = M()\nx = torch.randn(4, 33, 150)",
+          &path))
+    GTEST_SKIP() << "torch not available";
+  check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-5);
+}
+
+TEST(LoweringOnnx, MlpReluFp32) {
+  std::string path;
+  if (!export_model("mlp_relu",
+                    "m = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(),\n"
+                    "                        torch.nn.Linear(300, 10))\nx = torch.randn(130, 64)",
+                    &path))
+    GTEST_SKIP() << "torch not available";
+  check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-5);
+}
+
+// The command line: `trnsim run MODEL.onnx` prints the report and writes the
+// outputs; `trnsim compile` writes a .tbin that `trnsim run` gives the same result.
+TEST(LoweringCli, RunAndCompileOnnx) {
+  std::string model;
+  if (!export_model("mlp_cli",
+                    "m = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(),\n"
+                    "                        torch.nn.Linear(300, 10))\nx = torch.randn(130, 64)",
+                    &model))
+    GTEST_SKIP() << "torch not available";
+  const fs::path dir = fs::path(TRNSIM_BINARY_DIR) / "lowering_cli";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string trnsim = std::string(TRNSIM_BINARY_DIR) + "/runtime/trnsim";
+  const Tensor x = random_tensor({130, 64}, 5);
+  runtime::write_npy((dir / "x.npy").string(),
+                     runtime::HostTensor::from_float({130, 64}, isa::DType::fp32, x.floats()));
+  const std::string in = " --input x=" + (dir / "x.npy").string();
+  const std::string log = (dir / "run.log").string();
+  ASSERT_EQ(std::system((trnsim + " run " + model + " -c tiny --precision fp32 --output-dir " +
+                         (dir / "D").string() + in + " > " + log + " 2>&1")
+                            .c_str()),
+            0);
+  std::ifstream ls(log);
+  const std::string text((std::istreambuf_iterator<char>(ls)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("simulated time"), std::string::npos) << text;
+  EXPECT_NE(text.find("wrote " + (dir / "D" / "y.npy").string()), std::string::npos) << text;
+  const std::vector<float> got = runtime::read_npy((dir / "D" / "y.npy").string()).to_float();
+
+  ir::Graph g = frontend::import_onnx_file(model);
+  const Tensor want = interp::run(g, {{"x", x}}).at("y");
+  ASSERT_EQ(got.size(), want.floats().size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want.floats()[i], 1e-4 + 1e-4 * std::fabs(want.floats()[i])) << i;
+
+  // compile -> .tbin -> run: the same numbers.
+  const std::string tbin = (dir / "mlp.tbin").string();
+  ASSERT_EQ(std::system((trnsim + " compile " + model + " -c tiny --precision fp32 -o " + tbin +
+                         " > /dev/null 2>&1")
+                            .c_str()),
+            0);
+  ASSERT_EQ(std::system((trnsim + " run " + tbin + " -c tiny --output-dir " + (dir / "E").string() +
+                         in + " > /dev/null 2>&1")
+                            .c_str()),
+            0);
+  EXPECT_EQ(runtime::read_npy((dir / "E" / "y.npy").string()).to_float(), got);
+  // --print-after dumps the graph IR after a graph pass.
+  ASSERT_EQ(std::system((trnsim + " compile " + model + " -c tiny -o " + tbin +
+                         " --print-after fuse_epilogue > " + log + " 2>&1")
+                            .c_str()),
+            0);
+  std::ifstream ds(log);
+  const std::string dump((std::istreambuf_iterator<char>(ds)), std::istreambuf_iterator<char>());
+  EXPECT_NE(dump.find("# IR after fuse_epilogue"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("trn.MatMulEpilogue"), std::string::npos) << dump;
+  // A bad precision is an error naming the option.
+  EXPECT_NE(std::system((trnsim + " compile " + model + " -c tiny --precision fp16 -o " + tbin +
+                         " > " + log + " 2>&1")
+                            .c_str()),
+            0);
+  std::ifstream es(log);
+  const std::string err((std::istreambuf_iterator<char>(es)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("--precision: 'fp16'"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace trnsim::e2e
