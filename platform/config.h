@@ -27,9 +27,9 @@ struct core_config {
 };
 
 struct platform_config {
-  std::string name;         // preset or file stem
-  std::string source;       // file the config came from
-  uint32_t cores = 1;       // NeuronCores per chip
+  std::string name;    // preset or file stem
+  std::string source;  // file the config came from
+  uint32_t cores = 1;  // NeuronCores per chip
   models::hbm_params hbm;
   core_config core;
 

@@ -23,9 +23,9 @@ struct Tile {
 };
 
 struct ExecArgs {
-  Tile src[3];    // sources in opcode-table order (matmul: stationary, moving)
-  Tile arg0;      // per-partition arg0/scale when in.arg0.is_ap ([P,1])
-  Tile arg1;      // per-partition arg1/bias when in.arg1.is_ap
+  Tile src[3];  // sources in opcode-table order (matmul: stationary, moving)
+  Tile arg0;    // per-partition arg0/scale when in.arg0.is_ap ([P,1])
+  Tile arg1;    // per-partition arg1/bias when in.arg1.is_ap
 };
 
 struct ExecResult {

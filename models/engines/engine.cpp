@@ -103,16 +103,24 @@ sc_core::sc_time engine::read_tile(const isa::AccessPattern& ap, Tile* t) {
   sc_core::sc_time d = sc_core::SC_ZERO_TIME;
   auto& sock = ap.space == isa::MemSpace::psum ? psum_socket : sbuf_socket;
   const bool f = ctx_.functional;
-  if (f) scratch_.resize(ap.bytes());
+  const bool direct = ap.dtype == isa::DType::fp32;  // lands in the tile as it is
+  uint8_t* buf = nullptr;
+  if (f) {
+    t->parts = ap.partition_count;
+    t->cols = ap.free_elems();
+    t->v.resize(size_t(t->parts) * t->cols);  // no zeroing: the read fills every element
+    if (direct) {
+      buf = reinterpret_cast<uint8_t*>(t->v.data());
+    } else {
+      scratch_.resize(ap.bytes());
+      buf = scratch_.data();
+    }
+  }
   sc_core::sc_time stall = sc_core::SC_ZERO_TIME;
-  ap_transport(sock, xfer_, tlm::TLM_READ_COMMAND, ap, f ? scratch_.data() : nullptr, d, false, !f,
-               &stall);
+  ap_transport(sock, xfer_, tlm::TLM_READ_COMMAND, ap, buf, d, false, !f, &stall);
   port_stall_ += stall;
   stream_start_ = std::max(stream_start_, stall);
-  if (f) {
-    t->resize(ap.partition_count, ap.free_elems());
-    isa::to_fp32(ap.dtype, scratch_.data(), t->v.data(), t->v.size());
-  }
+  if (f && !direct) isa::to_fp32(ap.dtype, scratch_.data(), t->v.data(), t->v.size());
   return d;
 }
 
@@ -121,13 +129,17 @@ sc_core::sc_time engine::write_tile(const isa::AccessPattern& ap, const Tile* t,
   sc_core::sc_time d = stream_start_;
   auto& sock = ap.space == isa::MemSpace::psum ? psum_socket : sbuf_socket;
   const bool f = ctx_.functional;
-  if (f) {
+  uint8_t* buf = nullptr;
+  if (f && ap.dtype == isa::DType::fp32) {
+    // fp32 results go out of the tile as they are (targets only read write data).
+    buf = const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(t->v.data()));
+  } else if (f) {
     scratch_.resize(ap.bytes());
     isa::from_fp32(ap.dtype, t->v.data(), scratch_.data(), t->v.size());
+    buf = scratch_.data();
   }
   sc_core::sc_time stall = sc_core::SC_ZERO_TIME;
-  ap_transport(sock, xfer_, tlm::TLM_WRITE_COMMAND, ap, f ? scratch_.data() : nullptr, d,
-               accumulate, !f, &stall);
+  ap_transport(sock, xfer_, tlm::TLM_WRITE_COMMAND, ap, buf, d, accumulate, !f, &stall);
   port_stall_ += stall;
   return d;
 }

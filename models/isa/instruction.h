@@ -41,8 +41,22 @@ enum class Opcode : uint8_t {
 inline constexpr int kNumOpcodes = 17;
 
 enum class ActFunc : uint8_t {
-  identity, relu, gelu, gelu_tanh, sigmoid, tanh, exp, log, silu,
-  sqrt, rsqrt, reciprocal, square, abs, erf, softplus,
+  identity,
+  relu,
+  gelu,
+  gelu_tanh,
+  sigmoid,
+  tanh,
+  exp,
+  log,
+  silu,
+  sqrt,
+  rsqrt,
+  reciprocal,
+  square,
+  abs,
+  erf,
+  softplus,
 };
 inline constexpr int kNumActFuncs = 16;
 

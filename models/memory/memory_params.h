@@ -7,21 +7,21 @@
 namespace trnsim::models {
 
 struct sbuf_params {
-  uint32_t partitions = 128;              // [partitions]
-  uint64_t partition_bytes = 224 * 1024;  // [bytes] per partition
-  double clock_hz = 1.4e9;                // port clock [Hz]
-  uint32_t port_elems_per_cycle = 128;    // elements per cycle per read/write port
-  bool vector_gpsimd_shared_port = false; // NC-v2: vector and GpSimd share one port
+  uint32_t partitions = 128;               // [partitions]
+  uint64_t partition_bytes = 224 * 1024;   // [bytes] per partition
+  double clock_hz = 1.4e9;                 // port clock [Hz]
+  uint32_t port_elems_per_cycle = 128;     // elements per cycle per read/write port
+  bool vector_gpsimd_shared_port = false;  // NC-v2: vector and GpSimd share one port
 };
 
 struct psum_params {
-  uint32_t partitions = 128;             // [partitions]
-  uint64_t partition_bytes = 16 * 1024;  // [bytes] per partition
-  uint64_t bank_bytes = 2 * 1024;        // [bytes] per bank per partition
-  double clock_hz = 1.4e9;               // port clock [Hz]
-  uint32_t port_elems_per_cycle = 128;   // elements per cycle per port
-  bool vector_scalar_shared_port = false; // NC-v2/v3: vector and scalar share a port ...
-  bool shared_port_per_bank = false;      // ... NC-v3: only when both use the same bank
+  uint32_t partitions = 128;               // [partitions]
+  uint64_t partition_bytes = 16 * 1024;    // [bytes] per partition
+  uint64_t bank_bytes = 2 * 1024;          // [bytes] per bank per partition
+  double clock_hz = 1.4e9;                 // port clock [Hz]
+  uint32_t port_elems_per_cycle = 128;     // elements per cycle per port
+  bool vector_scalar_shared_port = false;  // NC-v2/v3: vector and scalar share a port ...
+  bool shared_port_per_bank = false;       // ... NC-v3: only when both use the same bank
 };
 
 struct hbm_params {
