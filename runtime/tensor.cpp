@@ -303,7 +303,7 @@ HostTensor read_npy(const std::string& path) {
 
   t.data.resize(n * isa::dtype_size(t.dtype));
   if (dt->size == isa::dtype_size(t.dtype)) {
-    std::memcpy(t.data.data(), src, need);
+    if (need) std::memcpy(t.data.data(), src, need);  // empty arrays have no data pointer
   } else if (*descr == "<f8") {
     // Narrowed to fp32 now; a later cast rounds it to the tensor's target type.
     for (uint64_t i = 0; i < n; ++i) {

@@ -1,5 +1,7 @@
 #include "compiler/ir/types.h"
 
+#include "compiler/ir/error.h"
+
 #include <array>
 
 namespace trnsim::ir {
@@ -97,7 +99,9 @@ ElemType from_isa(isa::DType t) {
 
 int64_t num_elements(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw CompileError("shape " + shape_str(s) + " has more elements than int64 can count");
   return n;
 }
 
