@@ -23,6 +23,7 @@
 #include "models/isa/assembler.h"
 #include "platform/config.h"
 #include "runtime/device.h"
+#include "runtime/target_from_config.h"
 #include "tests/e2e/reference.h"
 
 namespace trnsim::e2e {
@@ -36,39 +37,9 @@ using kernels::Builder;
 using kernels::sl;
 using runtime::HostTensor;
 
-// The compiler's view of a platform: what the runtime will fill in later.
+// The compiler's view of a platform, as the runtime fills it.
 compiler::Target target_from(const platform::platform_config& c) {
-  compiler::Target t;
-  t.name = c.name;
-  const isa::Limits l = c.limits();
-  t.partitions = l.partitions;
-  t.sbuf_partition_bytes = l.sbuf_partition_bytes;
-  t.psum_partition_bytes = l.psum_partition_bytes;
-  t.psum_bank_bytes = l.psum_bank_bytes;
-  t.matmul_max_k = l.matmul_max_k;
-  t.matmul_max_m = l.matmul_max_m;
-  t.matmul_max_n = l.matmul_max_n;
-  t.semaphores = l.max_semaphores;
-  t.dma_engines = c.core.dma.engines;
-  t.dma_queues_per_engine = c.core.dma.queues_per_engine;
-  t.dma_bandwidth_bytes_per_ns = c.core.dma.bandwidth_bps / 1e9;
-  t.dma_fixed_ns = c.core.dma.fixed_cost_s * 1e9;
-  t.dma_descriptor_ns = c.core.dma.descriptor_cost_s * 1e9;
-  t.hbm_bandwidth_bytes_per_ns = c.hbm.bandwidth_bps / 1e9;
-  auto eng = [](const models::engine_params& p) {
-    return compiler::EngineCost{p.clock_hz, p.min_ii_cycles, p.overhead_cycles};
-  };
-  t.tensor = eng(c.core.tensor);
-  t.vector = eng(c.core.vector);
-  t.scalar = eng(c.core.scalar);
-  t.gpsimd = eng(c.core.gpsimd);
-  t.sync = eng(c.core.sync);
-  t.matmul_fp32_slowdown = c.core.tensor.fp32_slowdown;
-  t.vector_divide_slowdown = c.core.vector.reciprocal_slowdown;
-  t.vector_perf_modes = c.core.vector.perf_modes;
-  t.scalar_func_switch_cycles = c.core.scalar.func_switch_cycles;
-  t.gpsimd_start_cycles = c.core.gpsimd.start_cycles;
-  return t;
+  return runtime::target_from_config(c);
 }
 
 HostTensor random_tensor(const std::vector<int64_t>& shape, DType t, uint32_t seed, float lo,
