@@ -141,6 +141,19 @@ HbmView HbmView::operator()(std::initializer_list<Ix> idx) const {
   return v;
 }
 
+namespace {
+// True when `perm` lists each of 0..n-1 exactly once.
+bool is_permutation(const std::vector<int>& perm, size_t n) {
+  std::vector<bool> used(n);
+  if (perm.size() != n) return false;
+  for (int p : perm) {
+    if (p < 0 || p >= static_cast<int>(n) || used[p]) return false;
+    used[p] = true;
+  }
+  return true;
+}
+}  // namespace
+
 HbmView HbmView::T() const {
   HbmView v = *this;
   std::reverse(v.dims_.begin(), v.dims_.end());
@@ -148,13 +161,7 @@ HbmView HbmView::T() const {
 }
 
 HbmView HbmView::permute(const std::vector<int>& perm) const {
-  std::vector<bool> used(dims_.size());
-  bool ok = perm.size() == dims_.size();
-  for (int p : perm) {
-    ok = ok && p >= 0 && p < static_cast<int>(dims_.size()) && !used[p];
-    if (ok) used[p] = true;
-  }
-  if (!ok)
+  if (!is_permutation(perm, dims_.size()))
     b_->fail("permute of a view of tensor '" + b_->kernel().tensors[tensor_].name +
              "': not a permutation of " + std::to_string(dims_.size()) + " axes");
   HbmView v = *this;
@@ -261,13 +268,7 @@ TileView TileView::reshape(const std::vector<int64_t>& shape) const {
 }
 
 TileView TileView::permute(const std::vector<int>& perm) const {
-  std::vector<bool> used(dims_.size());
-  bool ok = perm.size() == dims_.size();
-  for (int p : perm) {
-    ok = ok && p >= 0 && p < static_cast<int>(dims_.size()) && !used[p];
-    if (ok) used[p] = true;
-  }
-  if (!ok)
+  if (!is_permutation(perm, dims_.size()))
     b_->fail("permute of a view of tile '" + b_->kernel().tiles[tile_].name +
              "': not a permutation of its " + std::to_string(dims_.size()) + " free axes");
   TileView v = *this;
