@@ -1,0 +1,103 @@
+// Shared by the lowering tests: random tensors, a simulated-vs-interpreter check of a
+// graph on the `tiny` chip, and torch export of small models (skipped without torch).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "compiler/compile.h"
+#include "compiler/frontend/onnx_import.h"
+#include "compiler/interp/interpreter.h"
+#include "platform/config.h"
+#include "runtime/device.h"
+#include "runtime/target_from_config.h"
+#include "runtime/tensor.h"
+
+namespace trnsim::e2e {
+
+namespace fs = std::filesystem;
+using gpass::Precision;
+using ir::ElemType;
+using ir::Tensor;
+
+inline Tensor random_tensor(const ir::Shape& shape, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(ir::num_elements(shape)));
+  for (float& x : v) x = dist(gen);
+  return Tensor::from_floats(shape, v);
+}
+
+// Compiles `g` for tiny at `p`, runs it with random inputs and compares every output
+// with the interpreter (on the pipelined graph, emulating precision unless fp32).
+inline void check_graph(ir::Graph g, Precision p, double rtol, double atol) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  compiler::CompileOnnxOptions o;
+  o.precision = p;
+  o.target = runtime::target_from_config(cfg);
+  interp::TensorMap inputs;
+  uint32_t seed = 1;
+  for (const ir::Value* v : g.inputs()) inputs[v->name] = random_tensor(v->shape(), seed++);
+  const interp::TensorMap want_fp32 = interp::run(g, inputs);
+  compiler::CompileOnnxResult r = compiler::compile_graph(std::move(g), o);
+  interp::RunOptions ro;
+  ro.emulate_precision = p != Precision::fp32;
+  const interp::TensorMap want = interp::run(r.graph, inputs, ro);
+
+  runtime::Device dev(cfg);
+  runtime::Launch l{&r.program, {}, 0};
+  for (const auto& [name, t] : inputs) {
+    std::vector<int64_t> shape = t.shape();
+    if (shape.empty()) shape = {1};
+    l.inputs[name] = runtime::HostTensor::from_float(shape, isa::DType::fp32, t.floats());
+  }
+  runtime::RunReport rep = dev.run({l});
+  std::printf("[lowering] %zu instructions, %.0f ns simulated\n",
+              static_cast<size_t>(rep.instructions), rep.simulated_ns);
+  for (const auto& [name, w] : want) {
+    auto it = rep.launches.at(0).outputs.find(name);
+    ASSERT_NE(it, rep.launches.at(0).outputs.end()) << name;
+    const std::vector<float> got = it->second.to_float();
+    ASSERT_EQ(got.size(), w.floats().size()) << name;
+    size_t bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double e = w.floats()[i], d = std::fabs(got[i] - e);
+      worst = std::max(worst, d);
+      if (d > atol + rtol * std::fabs(e) && bad++ < 5)
+        ADD_FAILURE() << name << "[" << i << "]: got " << got[i] << ", want " << e;
+    }
+    EXPECT_EQ(bad, 0u) << name << " worst abs error " << worst;
+    // The emulation reference itself stays near fp32 (sanity of the comparison);
+    // fp8 (e4m3, 3 mantissa bits) operands are much coarser.
+    const double loose = p == Precision::fp8 ? 0.25 : 0.05;
+    const auto& f = want_fp32.at(name).floats();
+    for (size_t i = 0; i < got.size(); i += 97)
+      EXPECT_NEAR(got[i], f[i], loose + loose * std::fabs(f[i]));
+  }
+}
+
+inline  // Runs a torch export script (MODEL is the output path); false if torch is missing.
+    bool
+    export_model(const std::string& name, const std::string& body, std::string* path) {
+  const fs::path dir = fs::path(TRNSIM_BINARY_DIR) / "lowering_models";
+  fs::create_directories(dir);
+  *path = (dir / (name + ".onnx")).string();
+  const std::string script = (dir / (name + ".py")).string();
+  std::ofstream(script) << "import sys\ntry:\n  import torch\nexcept ImportError:\n  sys.exit(3)\n"
+                        << "torch.manual_seed(0)\n"
+                        << body << "\ntorch.onnx.export(m.eval(), x, '" << *path
+                        << "', opset_version=17, input_names=['x'], output_names=['y'])\n";
+  const int rc = std::system(("/usr/bin/python3 " + script + " > /dev/null 2>&1").c_str());
+  if (rc != 0) return false;
+  return fs::exists(*path);
+}
+
+}  // namespace trnsim::e2e
