@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 
 #include "compiler/ir/text.h"
@@ -24,8 +25,12 @@ isa::DType hbm_type(const ir::Value* v) {
   return isa::DType::fp32;
 }
 
-// HBM shapes need rank >= 1.
+// HBM shapes need rank >= 1; a value with no elements has no tensor.
 std::vector<int64_t> hbm_shape(const ir::Value* v) {
+  for (int64_t d : v->shape())
+    if (d == 0)
+      throw ir::UnsupportedError("lowering: value '" + v->name + "' is " + v->type.str() +
+                                 ": tensors with no elements are not lowered");
   if (v->shape().empty()) return {1};
   return v->shape();
 }
@@ -41,6 +46,15 @@ std::string tensor_name(const std::string& value_name, std::set<std::string>& us
   for (int i = 1; used.count(u); ++i) u = n + "_" + std::to_string(i);
   used.insert(u);
   return u;
+}
+
+std::map<std::string, std::string> io_tensor_names(const ir::Graph& g) {
+  std::map<std::string, std::string> r;
+  std::set<std::string> used;
+  for (const ir::Value* v : g.inputs()) r[v->name] = tensor_name(v->name, used);
+  for (const ir::Value* v : g.outputs())
+    if (!r.count(v->name)) r[v->name] = tensor_name(v->name, used);
+  return r;
 }
 
 const std::vector<std::string>& lowerable_ops() {
@@ -76,12 +90,14 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
   std::set<std::string> used;
   Ctx c(g.name.empty() ? "graph" : tensor_name(g.name, used), t);
   used.clear();
+  const std::map<std::string, std::string> io = io_tensor_names(g);
+  for (const auto& [value, tensor] : io) used.insert(tensor);
   std::set<const ir::Value*> outs(g.outputs().begin(), g.outputs().end());
   for (const ir::Value* v : g.inputs())
-    c.hbm[v] = c.b.input(tensor_name(v->name, used), hbm_shape(v), hbm_type(v));
+    c.hbm[v] = c.b.input(io.at(v->name), hbm_shape(v), hbm_type(v));
   for (const ir::Value* v : g.outputs())
     if (!v->is_graph_input && !c.hbm.count(v))
-      c.hbm[v] = c.b.output(tensor_name(v->name, used), hbm_shape(v), hbm_type(v));
+      c.hbm[v] = c.b.output(io.at(v->name), hbm_shape(v), hbm_type(v));
   for (const auto& vp : g.values()) {
     const ir::Value* v = vp.get();
     if (!v->is_constant || c.hbm.count(v)) continue;

@@ -14,11 +14,15 @@
 // ReduceSum/Mean/Max/Min over the last axis (a whole row per partition);
 // Reshape/Flatten/Squeeze/Unsqueeze/Identity as HBM aliases; Transpose as a
 // strided HBM -> HBM DMA. Operands of binary ops may broadcast as a full tensor,
-// a row vector over the last axis, a column (last dim 1) or a scalar. Anything
+// a row vector over the last axis, a column (last dim 1) or a scalar.
+// Concat/Split/Slice/Pad/Expand/Tile and constant-index Gather as HBM DMAs, Gather
+// of runtime indices on axis 0 as a one-hot matmul, Cast between fp32/int/bool
+// (integers and bools are fp32 0/1 on the device, see hbm_type). Anything
 // else throws ir::UnsupportedError naming the node, its op type and the
 // lowerable set.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,6 +39,10 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t);
 // '_', a leading digit or '.' gets "t_" in front, and "_N" keeps names unique among
 // `used` (which it extends). Graph inputs and outputs keep their names when valid.
 std::string tensor_name(const std::string& value_name, std::set<std::string>& used);
+
+// The program tensor names lower_graph gives the graph's inputs and outputs, by
+// value name (tensor_name applied to inputs, then outputs, in graph order).
+std::map<std::string, std::string> io_tensor_names(const ir::Graph& g);
 
 // The op types lower_graph handles, sorted.
 const std::vector<std::string>& lowerable_ops();

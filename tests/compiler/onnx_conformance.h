@@ -1,0 +1,342 @@
+// ONNX conformance against the test data Debian ships in libonnx-testdata, shared by
+// the interpreter suite (tests/compiler/test_conformance.cpp) and the simulator
+// suite (tests/e2e/test_conformance_sim.cpp): every case of data/{node,
+// pytorch-converted, pytorch-operator} is imported; cases a stage refuses
+// (unsupported op, type, attribute, dynamic shape) must be refused with a clear
+// error naming the model, the rest run on every test_data_set and are compared with
+// the packaged outputs (|got - want| <= atol + rtol * |want|, rtol 1e-3, atol 1e-5;
+// integer and bool outputs exactly).
+//
+// Each suite's passing set is checked in: a listed case that fails or is refused
+// fails the test; newly passing cases are reported. Graph inputs the compiler needs
+// at compile time (a Reshape shape, Slice starts, Clip bounds given as inputs) are
+// specialised to each data set's values (ImportOptions::constant_inputs); such
+// passes say so in the verbose output. TRNSIM_UPDATE_CONFORMANCE=1 rewrites the
+// lists, TRNSIM_CONFORMANCE_FILTER (substring) limits the cases,
+// TRNSIM_CONFORMANCE_VERBOSE=1 prints each result, TRNSIM_ONNX_TESTDATA overrides
+// the data folder.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/frontend/onnx_import.h"
+#include "compiler/frontend/tensor_proto.h"
+#include "compiler/interp/interpreter.h"
+#include "compiler/ir/error.h"
+#include "models/isa/dtype.h"
+
+namespace trnsim::conformance {
+
+namespace fs = std::filesystem;
+using ir::Tensor;
+
+inline constexpr double kRtol = 1e-3, kAtol = 1e-5;
+inline const char* const kFolders[] = {"node", "pytorch-converted", "pytorch-operator"};
+
+enum class Status { kPass, kFail, kRefused };
+
+struct CaseResult {
+  std::string id;  // "node/test_add"
+  Status status = Status::kFail;
+  std::string detail;
+};
+
+inline std::string env_or(const char* name, const std::string& dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : dflt;
+}
+
+inline std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> r;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) r.push_back(e.path());
+  // input_10.pb sorts after input_9.pb: order by the number after the prefix.
+  std::sort(r.begin(), r.end(), [&](const fs::path& a, const fs::path& b) {
+    auto num = [&](const fs::path& p) {
+      return std::atoi(p.filename().string().c_str() + prefix.size());
+    };
+    return num(a) < num(b);
+  });
+  return r;
+}
+
+// Compare one output; returns "" when it matches.
+inline std::string compare(const Tensor& got, const Tensor& want, const std::string& name) {
+  if (got.elem() != want.elem())
+    return "output '" + name + "' is " + got.type().str() + ", expected " + want.type().str();
+  if (got.shape() != want.shape())
+    return "output '" + name + "' is " + got.type().str() + ", expected " + want.type().str();
+  int64_t bad = 0, first = -1;
+  for (int64_t k = 0; k < got.numel(); ++k) {
+    bool ok;
+    if (got.holds_floats()) {
+      double g = got.floats()[k], w = want.floats()[k];
+      if (std::isnan(w) || std::isnan(g))
+        ok = std::isnan(w) && std::isnan(g);
+      else if (std::isinf(w) || std::isinf(g))
+        ok = g == w;
+      else
+        ok = std::fabs(g - w) <= kAtol + kRtol * std::fabs(w);
+    } else {
+      ok = got.ints()[k] == want.ints()[k];
+    }
+    if (!ok && bad++ == 0) first = k;
+  }
+  if (!bad) return "";
+  std::ostringstream o;
+  o.precision(9);
+  o << "output '" << name << "': " << bad << " of " << got.numel() << " elements differ; first at "
+    << first << ": got " << got.at(first) << ", expected " << want.at(first);
+  return o.str();
+}
+
+// The ONNX 1.12 test data stores bfloat16 tensors as UINT16 bit patterns (numpy
+// has no bfloat16): reinterpret them when the graph says bf16.
+inline Tensor as_type(Tensor t, ir::ElemType want) {
+  if (want == ir::ElemType::bf16 && t.elem() == ir::ElemType::uint16) {
+    std::vector<float> f;
+    for (int64_t b : t.ints()) f.push_back(isa::bf16_to_fp32(static_cast<uint16_t>(b)));
+    return Tensor::from_floats(t.shape(), std::move(f), ir::ElemType::bf16);
+  }
+  return t;
+}
+
+// Runs a graph on one data set's feed and returns every output by name.
+using Executor = std::function<interp::TensorMap(const ir::Graph&, const interp::TensorMap&)>;
+
+inline CaseResult run_case(const fs::path& dir, const std::string& id, const Executor& exec) {
+  CaseResult r;
+  r.id = id;
+  const fs::path model_path = dir / "model.onnx";
+  try {
+    onnx::ModelProto m;
+    {
+      std::ifstream f(model_path, std::ios::binary);
+      std::ostringstream ss;
+      ss << f.rdbuf();
+      if (!m.ParseFromString(ss.str()))
+        throw ir::CompileError(model_path.string() + ": not a valid ONNX model");
+    }
+    // Graph input names (initializers excluded) pair with input_K.pb in order.
+    std::set<std::string> inits;
+    for (const auto& i : m.graph().initializer()) inits.insert(i.name());
+    std::vector<std::string> input_names;
+    for (const auto& i : m.graph().input())
+      if (!inits.count(i.name())) input_names.push_back(i.name());
+    std::vector<std::string> output_names;
+    for (const auto& o : m.graph().output()) output_names.push_back(o.name());
+
+    std::vector<fs::path> sets = sorted_files(dir, "test_data_set_");
+    if (sets.empty()) throw ir::CompileError(dir.string() + ": no test_data_set_*");
+    // Inputs of every set, read leniently: a model with inputs the front end does
+    // not support is refused by the import with a message about the model.
+    std::vector<std::map<std::string, Tensor>> set_inputs(sets.size());
+    for (size_t s = 0; s < sets.size(); ++s) {
+      std::vector<fs::path> ins = sorted_files(sets[s], "input_");
+      for (size_t k = 0; k < ins.size() && k < input_names.size(); ++k) {
+        try {
+          set_inputs[s][input_names[k]] = frontend::read_tensor_pb(ins[k].string());
+        } catch (const std::exception&) {
+        }
+      }
+    }
+    // Import; graph inputs the compiler needs as constants (Reshape shapes, Slice
+    // starts, Clip bounds, ...) are specialised to the data set's values.
+    std::set<std::string> frozen;
+    auto import_for = [&](size_t s) {
+      for (;;) {
+        frontend::ImportOptions opts;
+        for (const auto& [name, t] : set_inputs[s]) {
+          opts.input_shapes[name] = t.shape();
+          if (frozen.count(name)) opts.constant_inputs[name] = t;
+        }
+        try {
+          return frontend::import_onnx_model(m, model_path.string(), opts);
+        } catch (const frontend::NeedsConstantError& e) {
+          if (frozen.count(e.value()) || !set_inputs[s].count(e.value())) throw;
+          frozen.insert(e.value());
+        }
+      }
+    };
+    ir::Graph g = import_for(0);
+    for (size_t s = 0; s < sets.size(); ++s) {
+      if (s > 0 && !frozen.empty()) g = import_for(s);
+      std::vector<fs::path> ins = sorted_files(sets[s], "input_");
+      std::vector<fs::path> outs = sorted_files(sets[s], "output_");
+      if (ins.size() != input_names.size())
+        throw ir::CompileError(sets[s].string() + ": " + std::to_string(ins.size()) +
+                               " input files for " + std::to_string(input_names.size()) +
+                               " graph inputs");
+      if (outs.size() != output_names.size())
+        throw ir::CompileError(sets[s].string() + ": " + std::to_string(outs.size()) +
+                               " output files for " + std::to_string(output_names.size()) +
+                               " graph outputs");
+      interp::TensorMap feed;
+      for (size_t k = 0; k < ins.size(); ++k) {
+        if (frozen.count(input_names[k])) continue;
+        const ir::Value* v = g.find_value(input_names[k]);
+        Tensor t = frontend::read_tensor_pb(ins[k].string());
+        feed[input_names[k]] = v ? as_type(std::move(t), v->elem()) : std::move(t);
+      }
+      interp::TensorMap got = exec(g, feed);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        const Tensor& out = got.at(output_names[k]);
+        Tensor want = as_type(frontend::read_tensor_pb(outs[k].string()), out.elem());
+        std::string err = compare(out, want, output_names[k]);
+        if (!err.empty()) {
+          r.status = Status::kFail;
+          r.detail = sets[s].filename().string() + ": " + err;
+          return r;
+        }
+      }
+    }
+    r.status = Status::kPass;
+    if (!frozen.empty()) {
+      r.detail = "inputs specialised to constants:";
+      for (const auto& f : frozen) r.detail += " " + f;
+    }
+  } catch (const ir::UnsupportedError& e) {
+    r.status = Status::kRefused;
+    r.detail = e.what();
+    // The front end names the model; later stages name the node: add the model.
+    if (r.detail.find(model_path.string()) == std::string::npos)
+      r.detail = model_path.string() + ": " + r.detail;
+  } catch (const std::exception& e) {
+    r.status = Status::kFail;
+    r.detail = e.what();
+  }
+  return r;
+}
+
+inline std::set<std::string> read_list(const fs::path& list_path) {
+  std::set<std::string> s;
+  std::ifstream f(list_path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    s.insert(line);
+  }
+  return s;
+}
+
+// Runs every case (through `run_one`), prints the counts per folder and in total, and
+// checks the passing list at `list_path` (or rewrites it when
+// TRNSIM_UPDATE_CONFORMANCE=1). `refusal_marker` is the text a refusal for an op
+// the stage cannot handle must contain (the supported set follows it).
+using CaseRunner = std::function<CaseResult(const fs::path& dir, const std::string& id)>;
+
+inline void run_suite(const std::string& label, const fs::path& list_path,
+                      const std::string& regenerate, const CaseRunner& run_one) {
+  const fs::path root = env_or("TRNSIM_ONNX_TESTDATA", "/usr/share/libonnx-testdata/data");
+  if (!fs::is_directory(root / "node"))
+    GTEST_SKIP() << root << " not found (install libonnx-testdata)";
+  const std::string filter = env_or("TRNSIM_CONFORMANCE_FILTER", "");
+  const bool verbose = env_or("TRNSIM_CONFORMANCE_VERBOSE", "") == "1";
+  const bool update = env_or("TRNSIM_UPDATE_CONFORMANCE", "") == "1";
+  auto t0 = std::chrono::steady_clock::now();
+
+  std::vector<CaseResult> results;
+  std::map<std::string, std::array<int, 3>> per_folder;  // pass, fail, refused
+  for (const char* folder : kFolders) {
+    std::vector<fs::path> cases;
+    for (const auto& e : fs::directory_iterator(root / folder))
+      if (e.is_directory()) cases.push_back(e.path());
+    std::sort(cases.begin(), cases.end());
+    for (const fs::path& c : cases) {
+      std::string id = std::string(folder) + "/" + c.filename().string();
+      if (!filter.empty() && id.find(filter) == std::string::npos) continue;
+      CaseResult r = run_one(c, id);
+      per_folder[folder][static_cast<int>(r.status)]++;
+      if (verbose)
+        std::cout << (r.status == Status::kPass   ? "PASS    "
+                      : r.status == Status::kFail ? "FAIL    "
+                                                  : "REFUSED ")
+                  << id << (r.detail.empty() ? "" : ": " + r.detail) << "\n";
+      results.push_back(std::move(r));
+    }
+  }
+
+  int passed = 0, failed = 0, refused = 0;
+  std::set<std::string> passing;
+  for (const auto& r : results) {
+    if (r.status == Status::kPass) {
+      ++passed;
+      passing.insert(r.id);
+    } else if (r.status == Status::kFail) {
+      ++failed;
+    } else {
+      ++refused;
+      // Refusals carry the model path and name the problem; unsupported ops list
+      // the supported set.
+      EXPECT_NE(r.detail.find("model.onnx: "), std::string::npos) << r.id << ": " << r.detail;
+      EXPECT_EQ(r.detail.find("node ''"), std::string::npos) << r.id << ": " << r.detail;
+      if (r.detail.find("unsupported op type") != std::string::npos) {
+        EXPECT_NE(r.detail.find("; supported: Abs, "), std::string::npos)
+            << r.id << ": " << r.detail;
+      }
+      if (r.detail.find("cannot be lowered") != std::string::npos) {
+        EXPECT_NE(r.detail.find("; lowerable: "), std::string::npos) << r.id << ": " << r.detail;
+      }
+    }
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& [folder, c] : per_folder)
+    std::cout << "conformance (" << label << ") " << folder << ": " << c[0] << " passed, " << c[1]
+              << " failed, " << c[2] << " refused\n";
+  std::cout << passed << " passed, " << failed << " failed\n"
+            << refused << " refused (unsupported), " << secs << " s\n";
+  if (!verbose) {
+    int shown = 0;
+    for (const auto& r : results)
+      if (r.status == Status::kFail && shown++ < 40)
+        std::cout << "FAIL " << r.id << ": " << r.detail << "\n";
+  }
+
+  if (!filter.empty()) return;  // a partial run says nothing about the list
+  if (update) {
+    std::ofstream f(list_path);
+    f << "# Conformance cases that pass (" << label << ").\n# Regenerate: " << regenerate << "\n";
+    for (const auto& id : passing) f << id << "\n";
+    std::cout << "wrote " << passing.size() << " cases to " << list_path << "\n";
+    return;
+  }
+  std::set<std::string> expected = read_list(list_path);
+  ASSERT_FALSE(expected.empty()) << list_path << " is missing or empty";
+  std::map<std::string, const CaseResult*> by_id;
+  for (const auto& r : results) by_id[r.id] = &r;
+  for (const auto& id : expected) {
+    auto it = by_id.find(id);
+    if (it == by_id.end()) {
+      ADD_FAILURE() << "regression: " << id << " is listed but no longer in the test data";
+    } else if (it->second->status != Status::kPass) {
+      ADD_FAILURE() << "regression: " << id << " "
+                    << (it->second->status == Status::kFail ? "fails" : "is refused") << ": "
+                    << it->second->detail;
+    }
+  }
+  int fresh = 0;
+  for (const auto& id : passing)
+    if (!expected.count(id)) {
+      if (fresh++ == 0)
+        std::cout << "newly passing (update the list with TRNSIM_UPDATE_CONFORMANCE=1):\n";
+      std::cout << "  " << id << "\n";
+    }
+}
+
+}  // namespace trnsim::conformance
