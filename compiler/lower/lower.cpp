@@ -19,6 +19,8 @@ const std::set<std::string>& alias_ops() {
 }
 
 isa::DType hbm_type(const ir::Value* v) {
+  if (v->elem() == ir::ElemType::bf16) return isa::DType::bf16;
+  if (v->elem() == ir::ElemType::fp16) return isa::DType::fp16;
   if (v->elem() != ir::ElemType::fp32)
     throw ir::UnsupportedError("lowering: value '" + v->name + "' is " + v->type.str() +
                                "; only fp32 tensors are lowered yet");

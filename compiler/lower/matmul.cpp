@@ -17,6 +17,121 @@ using kernels::all;
 using kernels::sl;
 using kernels::TileView;
 
+namespace {
+
+struct MatmulShape {
+  int64_t M, K, N, chunk;
+  DType dt;  // operand type on chip
+};
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// PSUM banks for accumulators: two go to the A transposes.
+int acc_banks(const compiler::Target& t) {
+  return static_cast<int>(t.psum_partition_bytes / t.psum_bank_bytes) - 2;
+}
+
+// SBUF bytes per partition of the blocked GEMM with `gm` m-tiles per block.
+uint64_t blocked_need(const compiler::Target& t, const MatmulShape& s, int64_t gm) {
+  const int64_t KT = ceil_div(s.K, t.matmul_max_k), MT = ceil_div(s.M, t.matmul_max_m);
+  const uint64_t es = isa::dtype_size(s.dt);
+  const int64_t width = std::min(gm, MT) * t.matmul_max_m;
+  const int64_t at_bufs = KT + (MT > gm ? std::min<int64_t>(KT, 4) : 0);
+  const int64_t b_bufs = std::min<int64_t>(2 * KT, 32);
+  return static_cast<uint64_t>(at_bufs * width) * es +
+         static_cast<uint64_t>(b_bufs * s.chunk) * es + 2 * static_cast<uint64_t>(s.K) * es;
+}
+
+// m-tiles per block: as many as PSUM accumulators and SBUF allow (0: none fits).
+int blocked_group(const compiler::Target& t, const MatmulShape& s, uint64_t other_bytes) {
+  const uint64_t budget = t.sbuf_partition_bytes - std::min(t.sbuf_partition_bytes, other_bytes);
+  int gm = static_cast<int>(std::min<int64_t>(acc_banks(t), ceil_div(s.M, t.matmul_max_m)));
+  while (gm > 0 && blocked_need(t, s, gm) > budget * 7 / 8) --gm;
+  return gm;
+}
+
+struct BlockedPools {
+  kernels::PoolRef at, b, acc, rows, tp;
+};
+
+BlockedPools blocked_pools(Ctx& c, const std::string& pfx, const MatmulShape& s, int gm,
+                           int64_t batches) {
+  const compiler::Target& t = c.target;
+  const int64_t KT = ceil_div(s.K, t.matmul_max_k), MT = ceil_div(s.M, t.matmul_max_m);
+  const bool more = MT > gm || batches > 1;
+  BlockedPools p;
+  p.at = c.b.pool(pfx + ".at", isa::MemSpace::sbuf,
+                  static_cast<uint32_t>(KT + (more ? std::min<int64_t>(KT, 4) : 0)));
+  p.b = c.b.pool(pfx + ".b", isa::MemSpace::sbuf,
+                 static_cast<uint32_t>(std::min<int64_t>(2 * KT, 32)));
+  p.acc = c.b.pool(pfx + ".acc", isa::MemSpace::psum, static_cast<uint32_t>(gm));
+  p.rows = c.b.pool(pfx + ".rows", isa::MemSpace::sbuf, 2);
+  p.tp = c.b.pool(pfx + ".tp", isa::MemSpace::psum, 2);
+  return p;
+}
+
+// One batch of C = A @ B, A [M, K] and B [K, N] in HBM (fp32, cast on load), as
+// blocks of gm m-tiles: the block's A rows are loaded and transposed on the tensor
+// engine (four k-tiles per PSUM bank) into A^T k-tiles
+// that stay in SBUF for every n-chunk; B k-tiles stream through rotating buffers
+// (k outermost, so the first matmuls need one k-tile of each); each m-tile's
+// accumulator is evacuated by `evac` (rows r0 + block offset).
+template <typename Evac>
+void blocked_gemm(Ctx& c, const BlockedPools& p, const MatmulShape& s, int gm,
+                  const kernels::HbmView& A, const kernels::HbmView& B, int64_t r0,
+                  const Evac& evac) {
+  const compiler::Target& t = c.target;
+  const int64_t KP = t.matmul_max_k, MP = t.matmul_max_m;
+  const int64_t KT = ceil_div(s.K, KP), MT = ceil_div(s.M, MP);
+  for (int64_t m_base = 0; m_base < MT; m_base += gm) {
+    const int64_t g = std::min<int64_t>(gm, MT - m_base);
+    const int64_t m0 = m_base * MP, width = std::min(g * MP, s.M - m0);
+    std::vector<TileView> at;
+    for (int64_t kt = 0; kt < KT; ++kt)
+      at.push_back(c.b.tile(p.at, {std::min(KP, s.K - kt * KP), width}, s.dt));
+    for (int64_t mt = 0; mt < g; ++mt) {
+      const int64_t a0 = m0 + mt * MP, am = std::min(MP, s.M - a0);
+      TileView rows = c.b.tile(p.rows, {am, s.K}, s.dt);
+      c.b.dma(rows, A({sl(a0, a0 + am), all()}));  // casts to the operand type
+      for (int64_t k0 = 0; k0 < KT; k0 += 4) {
+        const int64_t nk = std::min<int64_t>(4, KT - k0);
+        const int64_t kw = std::min(nk * KP, s.K - k0 * KP);
+        TileView tp = c.b.tile(p.tp, {std::min(KP, kw), nk * MP}, DType::fp32);
+        for (int64_t j = 0; j < nk; ++j) {
+          const int64_t kk = (k0 + j) * KP, ks = std::min(KP, s.K - kk);
+          c.b.transpose(tp({sl(0, ks), sl(j * MP, j * MP + am)}), rows({all(), sl(kk, kk + ks)}));
+        }
+        for (int64_t j = 0; j < nk; ++j) {
+          const int64_t ks = std::min(KP, s.K - (k0 + j) * KP);
+          c.b.tensor_copy(at[k0 + j]({all(), sl(mt * MP, mt * MP + am)}),
+                          tp({sl(0, ks), sl(j * MP, j * MP + am)}));
+        }
+      }
+    }
+    for (int64_t n0 = 0; n0 < s.N; n0 += s.chunk) {
+      const int64_t nt = std::min(s.chunk, s.N - n0);
+      std::vector<TileView> acc;
+      for (int64_t mt = 0; mt < g; ++mt)
+        acc.push_back(c.b.tile(p.acc, {std::min(MP, s.M - m0 - mt * MP), nt}, DType::fp32));
+      for (int64_t kt = 0; kt < KT; ++kt) {
+        const int64_t kk = kt * KP, ks = std::min(KP, s.K - kk);
+        TileView bt = c.b.tile(p.b, {ks, nt}, s.dt);
+        c.b.dma(bt, B({sl(kk, kk + ks), sl(n0, n0 + nt)}));  // casts to the operand type
+        for (int64_t mt = 0; mt < g; ++mt) {
+          const int64_t am = std::min(MP, s.M - m0 - mt * MP);
+          c.b.matmul(acc[mt], at[kt]({all(), sl(mt * MP, mt * MP + am)}), bt, kt > 0);
+        }
+      }
+      for (int64_t mt = 0; mt < g; ++mt)
+        evac(acc[mt], r0 + m0 + mt * MP, std::min(MP, s.M - m0 - mt * MP), n0, nt);
+    }
+  }
+}
+
+}  // namespace
+
 void lower_matmul(Ctx& c, const ir::Node& n) {
   std::vector<ir::FusedStep> steps;
   if (n.op == "trn.MatMulEpilogue") {
@@ -72,19 +187,19 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
   const kernels::HbmView B = c.view(bv).reshape({b_batched ? batches : 1, K, N});
   const kernels::HbmView Y = c.view(cv).reshape({batches * M, N});
 
+  // Operand type on chip: the autocast compute_dtype, else the operands' own type
+  // (a bf16 graph multiplies in bf16).
   std::optional<DType> mm_t;
   if (auto cd = ir::compute_dtype(n); cd && *cd != ir::ElemType::fp32) {
     mm_t = ir::to_isa(*cd);
     if (!mm_t) unsupported(n, "compute_dtype has no chip type");
+  } else if (!cd && av->elem() == bv->elem() && av->elem() != ir::ElemType::fp32) {
+    mm_t = ir::to_isa(av->elem());
   }
   const uint32_t nin = static_cast<uint32_t>(n.num_inputs());
   const uint32_t work_bufs = 2 * static_cast<uint32_t>(steps.size() + nin + 1);
   const std::string pfx = c.b.kernel().name + ".n" + std::to_string(c.b.kernel().pools.size());
-  const kernels::PoolRef a_pool = c.b.pool(pfx + ".a", isa::MemSpace::sbuf, 2);
-  const kernels::PoolRef w_pool = c.b.pool(pfx + ".w", isa::MemSpace::sbuf, 2);
-  const kernels::PoolRef cast_pool = c.b.pool(pfx + ".cast", isa::MemSpace::sbuf, 4);
   const kernels::PoolRef psum = c.b.pool(pfx + ".psum", isa::MemSpace::psum, 2);
-  const kernels::PoolRef tp_pool = c.b.pool(pfx + ".tp", isa::MemSpace::psum, 2);
   c.in_pool = c.b.pool(pfx + ".in", isa::MemSpace::sbuf, 2 * nin);
   c.work_pool = c.b.pool(pfx + ".work", isa::MemSpace::sbuf, work_bufs);
   // n-chunk: a PSUM bank of fp32 at most, and the SBUF buffers within half a partition.
@@ -93,8 +208,41 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
   while (chunk > 16 && static_cast<uint64_t>(chunk) * 4 * (2 * nin + work_bufs + 2 + 4) >
                            c.target.sbuf_partition_bytes / 2)
     chunk /= 2;
+  const DType dt = mm_t.value_or(DType::fp32);
+  const MatmulShape ms{M, K, N, chunk, dt};
+  // Evacuates one [mt, nt] accumulator at output rows r0, columns n0 through the
+  // epilogue steps and stores it.
+  auto evacuate = [&](const TileView& ps, int64_t r0, int64_t mt, int64_t n0, int64_t nt) {
+    Operand acc;
+    acc.t = c.b.tile(c.work_pool, {mt, nt}, DType::fp32);
+    c.b.tensor_copy(acc.t, ps);
+    std::vector<Operand> ins(nin), res{acc};
+    for (uint32_t k = 2; k < nin; ++k) ins[k] = load_operand(c, n, n.inputs[k], cs, r0, mt, n0, nt);
+    for (size_t i = 1; i < steps.size(); ++i) {
+      std::vector<Operand> args;
+      for (const ir::FusedArg& a : steps[i].args)
+        args.push_back(a.is_step ? res[a.index] : ins[a.index]);
+      Operand r;
+      r.t = apply_elementwise(c, n, steps[i].op, steps[i].attrs, args, mt, nt);
+      res.push_back(r);
+    }
+    c.b.dma(Y({sl(r0, r0 + mt), sl(n0, n0 + nt)}), res.back().t);
+  };
+  const uint64_t other = static_cast<uint64_t>(chunk) * 4 * (2 * nin + work_bufs);
+  const int gm = blocked_group(c.target, ms, other);
+  if (gm > 0) {
+    BlockedPools bp = blocked_pools(c, pfx, ms, gm, batches);
+    for (int64_t bi = 0; bi < batches; ++bi)
+      blocked_gemm(c, bp, ms, gm, A({kernels::at(a_batched ? bi : 0), all(), all()}),
+                   B({kernels::at(b_batched ? bi : 0), all(), all()}), bi * M, evacuate);
+    return;
+  }
+  // K too large to keep an A^T block resident: stream both operands per output tile.
+  const kernels::PoolRef a_pool = c.b.pool(pfx + ".a", isa::MemSpace::sbuf, 2);
+  const kernels::PoolRef w_pool = c.b.pool(pfx + ".w", isa::MemSpace::sbuf, 2);
+  const kernels::PoolRef cast_pool = c.b.pool(pfx + ".cast", isa::MemSpace::sbuf, 4);
+  const kernels::PoolRef tp_pool = c.b.pool(pfx + ".tp", isa::MemSpace::psum, 2);
   const int64_t kt_max = c.target.matmul_max_k, mt_max = c.target.matmul_max_m;
-
   for (int64_t bi = 0; bi < batches; ++bi) {
     const int64_t ab = a_batched ? bi : 0, bb = b_batched ? bi : 0;
     for (int64_t m0 = 0; m0 < M; m0 += mt_max) {
@@ -110,33 +258,13 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
           c.b.dma(arows, A({kernels::at(ab), sl(m0, m0 + mt), sl(k0, k0 + kt)}));
           TileView tp = c.b.tile(tp_pool, {kt, mt}, DType::fp32);
           c.b.transpose(tp, arows);
-          TileView at = c.b.tile(cast_pool, {kt, mt}, mm_t.value_or(DType::fp32));
+          TileView at = c.b.tile(cast_pool, {kt, mt}, dt);
           c.b.tensor_copy(at, tp);
-          TileView wt = c.b.tile(w_pool, {kt, nt}, DType::fp32);
-          c.b.dma(wt, B({kernels::at(bb), sl(k0, k0 + kt), sl(n0, n0 + nt)}));
-          if (mm_t) {
-            TileView wt2 = c.b.tile(cast_pool, {kt, nt}, *mm_t);
-            c.b.tensor_copy(wt2, wt);
-            wt = wt2;
-          }
+          TileView wt = c.b.tile(w_pool, {kt, nt}, dt);
+          c.b.dma(wt, B({kernels::at(bb), sl(k0, k0 + kt), sl(n0, n0 + nt)}));  // casts
           c.b.matmul(ps, at, wt, k0 > 0);
         }
-        const int64_t r0 = bi * M + m0;
-        Operand acc;
-        acc.t = c.b.tile(c.work_pool, {mt, nt}, DType::fp32);
-        c.b.tensor_copy(acc.t, ps);
-        std::vector<Operand> ins(nin), res{acc};
-        for (uint32_t k = 2; k < nin; ++k)
-          ins[k] = load_operand(c, n, n.inputs[k], cs, r0, mt, n0, nt);
-        for (size_t i = 1; i < steps.size(); ++i) {
-          std::vector<Operand> args;
-          for (const ir::FusedArg& a : steps[i].args)
-            args.push_back(a.is_step ? res[a.index] : ins[a.index]);
-          Operand r;
-          r.t = apply_elementwise(c, n, steps[i].op, steps[i].attrs, args, mt, nt);
-          res.push_back(r);
-        }
-        c.b.dma(Y({sl(r0, r0 + mt), sl(n0, n0 + nt)}), res.back().t);
+        evacuate(ps, bi * M + m0, mt, n0, nt);
       }
     }
   }
