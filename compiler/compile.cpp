@@ -22,17 +22,23 @@ bool is_tile_pass(const std::string& name) {
 
 }  // namespace
 
-CompileOnnxResult compile_graph(ir::Graph g, const CompileOnnxOptions& o) {
-  CompileOnnxResult r;
-  std::vector<std::string> graph_dumps, tile_dumps;
+namespace {
+
+struct DumpPlan {
+  std::vector<std::string> graph, tile;
+};
+
+// Splits --print-after names into graph and tile passes ("*": both).
+DumpPlan plan_dumps(const CompileOnnxOptions& o) {
+  DumpPlan d;
   for (const std::string& p : o.print_after) {
     if (p == "*") {
-      graph_dumps.push_back(p);
-      tile_dumps.push_back(p);
+      d.graph.push_back(p);
+      d.tile.push_back(p);
     } else if (is_graph_pass(p)) {
-      graph_dumps.push_back(p);
+      d.graph.push_back(p);
     } else if (is_tile_pass(p)) {
-      tile_dumps.push_back(p);
+      d.tile.push_back(p);
     } else {
       std::string known;
       for (const gpass::PassInfo* q : gpass::all_passes())
@@ -41,20 +47,40 @@ CompileOnnxResult compile_graph(ir::Graph g, const CompileOnnxOptions& o) {
       throw ir::CompileError("--print-after: unknown pass '" + p + "'; passes: " + known);
     }
   }
-  auto dump = o.dump ? o.dump : [&r](const std::string& pass, const std::string& text) {
-    r.dump_text += gpass::dump_header(pass) + "\n" + text;
+  return d;
+}
+
+std::function<void(const std::string&, const std::string&)> dump_fn(const CompileOnnxOptions& o,
+                                                                    std::string* text) {
+  if (o.dump) return o.dump;
+  return [text](const std::string& pass, const std::string& t) {
+    if (text) *text += gpass::dump_header(pass) + "\n" + t;
   };
+}
+
+}  // namespace
+
+void run_graph_pipeline(ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text) {
   gpass::PassContext ctx;
   ctx.precision = o.precision;
-  ctx.dump_after = graph_dumps;
-  ctx.dump = dump;
+  ctx.dump_after = plan_dumps(o).graph;
+  ctx.dump = dump_fn(o, dump_text);
   gpass::run_default_pipeline(g, ctx);
+}
+
+isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text) {
   tile::Kernel k = lower::lower_graph(g, o.target);
   codegen::CompileOptions co;
-  co.dump_after = tile_dumps;
-  co.dump = dump;
-  codegen::CompileResult cr = codegen::compile(std::move(k), o.target, co);
-  r.program = std::move(cr.program);
+  co.dump_after = plan_dumps(o).tile;
+  co.dump = dump_fn(o, dump_text);
+  return codegen::compile(std::move(k), o.target, co).program;
+}
+
+CompileOnnxResult compile_graph(ir::Graph g, const CompileOnnxOptions& o) {
+  CompileOnnxResult r;
+  plan_dumps(o);  // unknown pass names fail before any work
+  run_graph_pipeline(g, o, &r.dump_text);
+  r.program = generate(g, o, &r.dump_text);
   r.graph = std::move(g);
   return r;
 }

@@ -34,6 +34,11 @@ struct CompileOnnxResult {
 // Throws ir::CompileError (ir::UnsupportedError for what is not implemented),
 // tile::KernelError or isa::ValidationError, each naming what is at fault.
 CompileOnnxResult compile_graph(ir::Graph g, const CompileOnnxOptions& o);
+
+// The two halves of compile_graph. Dumps go to o.dump, else are appended to
+// *dump_text (when given).
+void run_graph_pipeline(ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text);
+isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text);
 CompileOnnxResult compile_onnx(const std::string& path, const CompileOnnxOptions& o);
 
 }  // namespace trnsim::compiler

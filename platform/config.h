@@ -26,12 +26,19 @@ struct core_config {
   uint32_t semaphores = 256;  // semaphores per core
 };
 
+// The host link that host-fallback segments cross (runtime/fallback.h).
+struct host_config {
+  double link_bandwidth_bps = 32e9;  // bytes per second, each direction
+  double link_latency_s = 2e-6;      // per transfer
+};
+
 struct platform_config {
   std::string name;    // preset or file stem
   std::string source;  // file the config came from
   uint32_t cores = 1;  // NeuronCores per chip
   models::hbm_params hbm;
   core_config core;
+  host_config host;
 
   isa::Limits limits() const;  // what the ISA validator needs
 };

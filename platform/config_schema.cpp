@@ -63,6 +63,12 @@ std::vector<KeyDef> build() {
   v.push_back({"chip.cores", T::count, "cores", "NeuronCores per chip", range(1, 1024),
                REF(uint32_t, cores)});
 
+  v.push_back({"host.link_bandwidth", T::bandwidth, "B/s",
+               "host <-> device link bandwidth per direction (host-fallback transfers)", positive(),
+               REF(double, host.link_bandwidth_bps)});
+  v.push_back({"host.link_latency", T::time, "s", "host <-> device latency per transfer", any(),
+               REF(double, host.link_latency_s)});
+
   v.push_back({"hbm.size", T::size, "B", "HBM capacity of the chip", positive(),
                REF(uint64_t, hbm.size_bytes)});
   v.push_back({"hbm.bandwidth", T::bandwidth, "B/s",

@@ -1,0 +1,107 @@
+#include "compiler/partition.h"
+
+#include <map>
+#include <set>
+
+#include "compiler/ir/error.h"
+#include "compiler/lower/lower.h"
+
+namespace trnsim::compiler {
+
+ir::Graph extract_segment(const ir::Graph& g, size_t begin, size_t end) {
+  ir::Graph s;
+  s.name = g.name;
+  std::map<const ir::Value*, ir::Value*> map;
+  auto get = [&](const ir::Value* v) -> ir::Value* {
+    if (!v) return nullptr;  // an omitted optional input
+    if (auto it = map.find(v); it != map.end()) return it->second;
+    ir::Value* nv =
+        v->has_data() ? s.add_constant(v->name, *v->data) : s.add_input(v->name, v->type);
+    map[v] = nv;
+    return nv;
+  };
+  const auto& nodes = g.nodes();
+  for (size_t i = begin; i < end; ++i) {
+    const ir::Node& n = *nodes[i];
+    std::vector<ir::Value*> ins;
+    for (const ir::Value* v : n.inputs) ins.push_back(get(v));
+    std::vector<std::pair<std::string, ir::TensorType>> outs;
+    for (const ir::Value* v : n.outputs) outs.emplace_back(v->name, v->type);
+    ir::Node* nn = s.add_node(n.op, ins, outs, n.attrs, n.name);
+    for (size_t k = 0; k < n.outputs.size(); ++k) map[n.outputs[k]] = nn->outputs[k];
+  }
+  // Outputs: values this segment makes that later nodes or the graph read.
+  std::set<const ir::Value*> later;
+  for (size_t i = end; i < nodes.size(); ++i)
+    for (const ir::Value* v : nodes[i]->inputs) later.insert(v);
+  for (const ir::Value* v : g.outputs()) later.insert(v);
+  for (size_t i = begin; i < end; ++i)
+    for (const ir::Value* v : nodes[i]->outputs)
+      if (later.count(v)) s.add_output(map.at(v));
+  return s;
+}
+
+namespace {
+
+// Why the lowering refuses node i alone ("" when it lowers).
+std::string refusal(const ir::Graph& g, size_t i, const Target& t) {
+  ir::Graph one = extract_segment(g, i, i + 1);
+  // A node whose outputs nothing reads still has to be computed to be checked.
+  if (one.outputs().empty())
+    for (ir::Value* v : one.nodes().front()->outputs) one.add_output(v);
+  try {
+    lower::lower_graph(one, t);
+  } catch (const ir::UnsupportedError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
+                                     bool allow_fallback) {
+  PartitionedModel m;
+  run_graph_pipeline(g, o, &m.dump_text);
+  try {
+    Segment s;
+    s.program = generate(g, o, &m.dump_text);
+    s.graph = g.clone();
+    m.segments.push_back(std::move(s));
+    m.graph = std::move(g);
+    return m;
+  } catch (const ir::UnsupportedError&) {
+    if (!allow_fallback) throw;
+  }
+  // Node by node: runs of nodes that lower become device segments.
+  const size_t n = g.num_nodes();
+  std::vector<std::string> why(n);
+  for (size_t i = 0; i < n; ++i) why[i] = refusal(g, i, o.target);
+  for (size_t i = 0; i < n;) {
+    const bool dev = why[i].empty();
+    size_t j = i + 1;
+    while (j < n && why[j].empty() == dev) ++j;
+    Segment s;
+    s.on_device = dev;
+    s.graph = extract_segment(g, i, j);
+    if (!s.graph.outputs().empty()) {
+      if (dev) {
+        try {
+          s.program = generate(s.graph, o, &m.dump_text);
+        } catch (const ir::UnsupportedError& e) {
+          // The nodes lower one by one but not together: the run goes to the host.
+          s.on_device = false;
+          for (size_t k = i; k < j; ++k) why[k] = e.what();
+        }
+      }
+      for (size_t k = i; k < j && !s.on_device; ++k)
+        m.fallback.push_back({g.nodes()[k]->name, g.nodes()[k]->op, why[k]});
+      m.segments.push_back(std::move(s));
+    }
+    i = j;
+  }
+  m.graph = std::move(g);
+  return m;
+}
+
+}  // namespace trnsim::compiler

@@ -1,0 +1,46 @@
+// Host fallback, compiler side: a graph whose nodes do not all lower to the chip is
+// cut into segments in node order, each a self-contained graph. Device segments are
+// compiled to programs; host segments run in the reference interpreter (the runtime
+// charges the host<->device transfers, runtime/fallback.h). A node runs on the host
+// when the lowering refuses it (ir::UnsupportedError); the reason is kept for the
+// report. Errors that are not refusals (bad models, kernels that do not fit) still
+// throw.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+
+namespace trnsim::compiler {
+
+struct FallbackNode {
+  std::string node;    // node name (may be empty)
+  std::string op;      // op type
+  std::string reason;  // the lowering's refusal
+};
+
+struct Segment {
+  bool on_device = true;
+  ir::Graph graph;       // inputs: model inputs or values of earlier segments
+  isa::Program program;  // device segments only
+};
+
+struct PartitionedModel {
+  ir::Graph graph;  // the whole graph after the graph pipeline
+  std::vector<Segment> segments;
+  std::vector<FallbackNode> fallback;  // nodes that run on the host, in node order
+  std::string dump_text;
+};
+
+// Runs the graph pipeline, then compiles the whole graph as one device segment when
+// it lowers; otherwise (and only when `allow_fallback`) partitions it. Without
+// fallback, a refusal throws ir::UnsupportedError as compile_graph does.
+PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o, bool allow_fallback);
+
+// The nodes [begin, end) of `g` (in node order) as a graph of their own: values
+// read from outside become inputs (constants with data stay constants), values
+// read after `end` or that are outputs of `g` become outputs.
+ir::Graph extract_segment(const ir::Graph& g, size_t begin, size_t end);
+
+}  // namespace trnsim::compiler

@@ -1,0 +1,54 @@
+// Host fallback, runtime side: runs a partitioned model (compiler/partition.h)
+// segment by segment. Device segments run on the simulated chip; host segments run
+// in the reference interpreter. A value crossing the host<->device link (a host
+// segment reading a device result, a device segment reading a host result) costs
+// host.link_latency + bytes / host.link_bandwidth of simulated time, serialised with
+// the segments. Model inputs start in HBM as in a plain run; the host's own compute
+// time is not simulated (reported as host seconds).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/interp/interpreter.h"
+#include "compiler/partition.h"
+#include "platform/config.h"
+#include "runtime/device.h"
+
+namespace trnsim::runtime {
+
+struct SegmentResult {
+  bool on_device = true;
+  size_t nodes = 0;
+  double simulated_ns = 0;  // device segments: the run; host segments: 0
+  double host_seconds = 0;  // host segments: interpreter time
+  uint64_t upload_bytes = 0, download_bytes = 0;
+  double transfer_ns = 0;  // link time charged before this segment
+  RunReport report;        // device segments
+};
+
+struct FallbackResult {
+  interp::TensorMap outputs;  // by graph output name
+  std::vector<SegmentResult> segments;
+  RunReport total;  // device runs summed; simulated_ns includes the transfers
+  double transfer_ns = 0;
+  uint64_t transfer_bytes = 0;
+  double host_compute_seconds = 0;
+  std::string stats_json;  // the run figures, "fallback" and "segments" (each device run's tree)
+};
+
+// A value as the device holds it for program tensor `d` (integers and bools as
+// fp32, see runtime/onnx_program.h), and back in the graph value's type.
+HostTensor to_device(const ir::Tensor& t, const isa::TensorDecl& d);
+ir::Tensor from_device(const HostTensor& h, const ir::TensorType& type);
+
+// `inputs` by model input name. Device segments run on `core` of `dev`.
+FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg,
+                               const compiler::PartitionedModel& m, const interp::TensorMap& inputs,
+                               uint32_t core = 0);
+
+// A readable summary: per segment (device time or host time, transfers) and the
+// nodes that fell back with their reasons.
+std::string format_fallback(const compiler::PartitionedModel& m, const FallbackResult& r);
+
+}  // namespace trnsim::runtime
