@@ -94,8 +94,12 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
           for (size_t k = i; k < j; ++k) why[k] = e.what();
         }
       }
-      for (size_t k = i; k < j && !s.on_device; ++k)
-        m.fallback.push_back({g.nodes()[k]->name, g.nodes()[k]->op, why[k]});
+      for (size_t k = i; k < j && !s.on_device; ++k) {
+        const ir::Node& nd = *g.nodes()[k];
+        m.fallback.push_back(
+            {nd.name.empty() && !nd.outputs.empty() ? nd.outputs[0]->name : nd.name, nd.op,
+             why[k]});
+      }
       m.segments.push_back(std::move(s));
     }
     i = j;

@@ -15,7 +15,7 @@
 namespace trnsim::compiler {
 
 struct FallbackNode {
-  std::string node;    // node name (may be empty)
+  std::string node;    // node name, else its first output's name
   std::string op;      // op type
   std::string reason;  // the lowering's refusal
 };

@@ -55,6 +55,7 @@ void add_report(RunReport& sum, const RunReport& r) {
       sum.engines[k].sem_wait_ns += r.engines[k].sem_wait_ns;
       sum.engines[k].port_stall_ns += r.engines[k].port_stall_ns;
     }
+  sum.dma_queues.insert(sum.dma_queues.end(), r.dma_queues.begin(), r.dma_queues.end());
   sum.hbm_read_bytes += r.hbm_read_bytes;
   sum.hbm_write_bytes += r.hbm_write_bytes;
   sum.flops += r.flops;
@@ -188,6 +189,36 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
   j << "\n  ]\n}\n";
   r.stats_json = j.str();
   return r;
+}
+
+RunReport run_fallback(Device& dev, const platform::platform_config& cfg,
+                       const compiler::PartitionedModel& m, const Launch& launch) {
+  const std::map<std::string, std::string> io = lower::io_tensor_names(m.graph);
+  interp::TensorMap in;
+  for (const ir::Value* v : m.graph.inputs()) {
+    auto it = launch.inputs.find(io.at(v->name));
+    if (it == launch.inputs.end())
+      throw std::runtime_error("input '" + io.at(v->name) + "' is not bound");
+    if (static_cast<int64_t>(it->second.elems()) != ir::num_elements(v->shape()))
+      throw std::runtime_error("input '" + io.at(v->name) + "': shape " +
+                               shape_string(it->second.shape) + " does not match " + v->type.str());
+    in[v->name] = from_device(it->second, v->type);
+  }
+  FallbackResult r = run_partitioned(dev, cfg, m, in, launch.core);
+  RunReport rep = r.total;
+  LaunchResult l;
+  l.simulated_ns = rep.simulated_ns;
+  l.instructions = rep.instructions;
+  l.engines = rep.engines;
+  for (const isa::TensorDecl& d : launch.program->tensors)
+    if (d.role == isa::TensorRole::output)
+      for (const auto& [value, tensor] : io)
+        if (tensor == d.name && r.outputs.count(value))
+          l.outputs[d.name] = to_device(r.outputs.at(value), d);
+  rep.launches = {std::move(l)};
+  rep.stats_json = r.stats_json;
+  rep.stats_text = format_fallback(m, r);
+  return rep;
 }
 
 std::string format_fallback(const compiler::PartitionedModel& m, const FallbackResult& r) {

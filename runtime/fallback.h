@@ -47,6 +47,14 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
                                const compiler::PartitionedModel& m, const interp::TensorMap& inputs,
                                uint32_t core = 0);
 
+// The command line's view of a fallback run: `launch` binds the model's inputs by
+// program tensor name (runtime/onnx_program.h's declaration-only program). The
+// report's launch 0 carries the outputs by tensor name, the whole-run figures and
+// engines (device segments summed, plus link time); stats_json is the fallback
+// tree, stats_text the format_fallback summary.
+RunReport run_fallback(Device& dev, const platform::platform_config& cfg,
+                       const compiler::PartitionedModel& m, const Launch& launch);
+
 // A readable summary: per segment (device time or host time, transfers) and the
 // nodes that fell back with their reasons.
 std::string format_fallback(const compiler::PartitionedModel& m, const FallbackResult& r);

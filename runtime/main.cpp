@@ -6,8 +6,11 @@
 //   trnsim compile MODEL.onnx -o OUT.tbin|.tasm [-c CONFIG] [--precision P] [--print-after PASS]
 //   trnsim asm IN.tasm -o OUT.tbin      trnsim disasm IN.tbin [-o OUT.tasm]
 //   trnsim info [-c CONFIG] [--set k=v]... [--keys]
+//   trnsim sweep|plot ARGS   (exec: python3 -m trnsim.sweep|trnsim.plot ARGS)
 // Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -17,12 +20,19 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include "compiler/frontend/onnx_import.h"
+#include "compiler/interp/interpreter.h"
+#include "compiler/lower/lower.h"
 #include "models/isa/assembler.h"
 #include "models/isa/binary.h"
 #include "platform/config.h"
 #include "runtime/device.h"
+#include "runtime/fallback.h"
 #include "runtime/onnx_program.h"
 #include "runtime/report.h"
+#include "runtime/validate.h"
 
 namespace {
 
@@ -40,7 +50,10 @@ const char* kMainHelp =
     "  compile MODEL   compile an ONNX model to a program (.tbin or .tasm)\n"
     "  asm IN.tasm     assemble to the binary form\n"
     "  disasm IN.tbin  print a program as assembly\n"
+    "  validate MODEL  compile, simulate and compare with the reference interpreter\n"
     "  info            print a platform config's resources and every config key\n"
+    "  sweep SPEC      design-space sweep of a YAML spec (Python: trnsim.sweep)\n"
+    "  plot OUTDIR     plots of a sweep's results (Python: trnsim.plot)\n"
     "Run 'trnsim <command> --help' for its options.\n";
 
 const char* kRunHelp =
@@ -49,6 +62,7 @@ const char* kRunHelp =
     "  --set KEY=VALUE          override a config key (repeatable)\n"
     "  --input NAME=FILE.npy    bind an input tensor (repeatable)\n"
     "  --random-inputs[=SEED]   fill inputs not given with seeded uniform [-1,1) values\n"
+    "                           (ONNX integer inputs: integers in [0,10), bools 0/1)\n"
     "  --output-dir DIR         write each output tensor as DIR/NAME.npy\n"
     "  --stats FILE.json        write the stats tree as JSON\n"
     "  --stats-text FILE        write the stats tree as text\n"
@@ -58,7 +72,20 @@ const char* kRunHelp =
     "  --core N                 run on core N [0]\n"
     "  --precision P            for .onnx: matmul operand type bf16|fp32|fp8 [bf16]\n"
     "  --print-after PASS       for .onnx: print the IR after a graph/tile pass (or *)\n"
-    "  --no-functional          timing only: no data moved or computed\n";
+    "  --no-functional          timing only: no data moved or computed\n"
+    "  --no-fallback            for .onnx: refuse nodes the chip cannot run instead of\n"
+    "                           running them on the host (reference interpreter)\n";
+
+const char* kValidateHelp =
+    "usage: trnsim validate MODEL.onnx [options]\n"
+    "  compiles and simulates the model, runs the reference interpreter on the same\n"
+    "  inputs, and prints per output the max abs and rel error; exit 0 when every\n"
+    "  output is within tolerance, 1 otherwise. The reference emulates the precision\n"
+    "  (matmul operands rounded as the compiler casts them); the error against the\n"
+    "  plain fp32 model is shown beside it.\n"
+    "  --rtol X, --atol X       tolerance [fp32: 1e-4, 1e-5; bf16: 1e-2, 1e-2; fp8: 5e-2]\n"
+    "  and every option of 'trnsim run' (-c, --set, --input, --random-inputs,\n"
+    "  --precision, --no-fallback, --stats, --trace, --output-dir, --core)\n";
 
 const char* kInfoHelp =
     "usage: trnsim info [-c CONFIG] [--set KEY=VALUE]... [--keys]\n"
@@ -99,19 +126,33 @@ void write_file(const std::string& path, const std::string& text) {
   if (!f) throw std::runtime_error(path + ": write failed");
 }
 
-int cmd_run(std::vector<std::string> args) {
+// `trnsim run`, and with `validate` set `trnsim validate` (ONNX models only:
+// simulated outputs against the reference interpreter, exit 1 when they differ).
+int cmd_run(std::vector<std::string> args, bool validate = false) {
+  double rtol = -1, atol = -1;
   std::string program_path, config = "trn2", out_dir, stats_path, stats_text_path, v;
   std::string trace_path, vcd_path, precision = "bf16";
   std::vector<std::string> sets, print_after;
   std::vector<std::pair<std::string, std::string>> inputs;
-  bool functional = true, random_inputs = false;
+  bool functional = true, random_inputs = false, fallback = true;
   uint64_t seed = 0;
   uint32_t core = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
-      std::cout << kRunHelp;
+      std::cout << (validate ? kValidateHelp : kRunHelp);
       return 0;
+    } else if (validate &&
+               (take_value(args, i, "--rtol", "", v) || take_value(args, i, "--atol", "", v))) {
+      double x = -1;
+      try {
+        x = std::stod(v);
+      } catch (...) {
+      }
+      if (!(x >= 0))
+        throw UsageError(std::string(a.rfind("--rtol", 0) == 0 ? "--rtol" : "--atol") + ": '" + v +
+                         "' is not a non-negative number");
+      (a.rfind("--rtol", 0) == 0 ? rtol : atol) = x;
     } else if (take_value(args, i, "--config", "-c", v)) {
       config = v;
     } else if (take_value(args, i, "--set", "", v)) {
@@ -152,6 +193,8 @@ int cmd_run(std::vector<std::string> args) {
       }
     } else if (a == "--no-functional") {
       functional = false;
+    } else if (a == "--no-fallback") {
+      fallback = false;
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("run: unknown option '" + a + "'");
     } else if (program_path.empty()) {
@@ -162,26 +205,39 @@ int cmd_run(std::vector<std::string> args) {
   }
   if (program_path.empty()) throw UsageError("run: no program given\n" + std::string(kRunHelp));
 
+  if (validate && !runtime::is_onnx_path(program_path))
+    throw UsageError("validate: '" + program_path + "' is not an ONNX model (.onnx)");
+  if (validate && !functional) throw UsageError("validate: --no-functional computes no outputs");
   const platform::platform_config cfg = platform::load_config(config, sets);
   // An ONNX model is compiled first; inputs not given get seeded random values.
   const bool onnx = runtime::is_onnx_path(program_path);
   if (onnx) random_inputs = true;
-  const isa::Program prog =
-      onnx ? runtime::compile_model(program_path, cfg, precision, print_after, std::cout)
-           : isa::load_program(program_path);
+  // ONNX integer/bool inputs and outputs convert at the boundary (fp32 on the device).
+  runtime::OnnxModel model;
+  if (onnx)
+    model =
+        runtime::compile_onnx_model(program_path, cfg, precision, print_after, std::cout, fallback);
+  else
+    model.program = isa::load_program(program_path);
+  const isa::Program& prog = model.program;
 
   runtime::Launch launch;
   launch.program = &prog;
   launch.core = core;
   for (const auto& [name, file] : inputs) {
     if (launch.inputs.count(name)) throw UsageError("--input " + name + " given twice");
-    launch.inputs[name] = runtime::read_npy(file);
+    launch.inputs[name] =
+        onnx ? runtime::read_model_input(model, name, file) : runtime::read_npy(file);
   }
   if (random_inputs) {
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (const auto& d : prog.tensors) {
       if (d.role != isa::TensorRole::input || launch.inputs.count(d.name)) continue;
+      if (auto t = runtime::random_model_input(model, d, rng)) {
+        launch.inputs[d.name] = std::move(*t);
+        continue;
+      }
       std::vector<float> vals(d.bytes() / isa::dtype_size(d.dtype));
       for (auto& x : vals) x = dist(rng);
       launch.inputs[d.name] = runtime::HostTensor::from_float(d.shape, d.dtype, vals);
@@ -192,15 +248,53 @@ int cmd_run(std::vector<std::string> args) {
   opts.trace_path = trace_path;
   opts.vcd_path = vcd_path;
   runtime::Device dev(cfg, opts);
-  const runtime::RunReport rep = dev.run({launch});
+  const runtime::RunReport rep = model.partitioned
+                                     ? runtime::run_fallback(dev, cfg, *model.partitioned, launch)
+                                     : dev.run({launch});
   std::cout << runtime::format_report(prog, cfg, rep);
+  if (model.partitioned) std::cout << rep.stats_text;
+  int status = 0;
+  if (validate) {
+    double drtol, datol;
+    runtime::default_tolerance(precision, &drtol, &datol);
+    if (rtol < 0) rtol = drtol;
+    if (atol < 0) atol = datol;
+    const ir::Graph& g = *model.graph;
+    const std::map<std::string, std::string> io = lower::io_tensor_names(g);
+    interp::TensorMap in;
+    for (const ir::Value* v : g.inputs())
+      in[v->name] = runtime::from_device(launch.inputs.at(io.at(v->name)), v->type);
+    interp::RunOptions ro;
+    ro.emulate_precision = precision != "fp32";
+    const interp::TensorMap ref = interp::run(g, in, ro);
+    const interp::TensorMap ref32 = interp::run(frontend::import_onnx_file(program_path), in);
+    std::vector<runtime::OutputCheck> checks;
+    for (const ir::Value* v : g.outputs()) {
+      const ir::Tensor got =
+          runtime::from_device(rep.launches.at(0).outputs.at(io.at(v->name)), v->type);
+      auto f = ref32.find(v->name);
+      checks.push_back(runtime::check_output(v->name, got, ref.at(v->name),
+                                             f != ref32.end() ? f->second : ref.at(v->name), rtol,
+                                             atol));
+    }
+    std::cout << "validate " << program_path << " on " << cfg.name << " (precision " << precision
+              << "; reference: the interpreter"
+              << (ro.emulate_precision ? " emulating " + precision + " matmul operands" : "")
+              << ")\n"
+              << runtime::format_checks(checks, rtol, atol);
+    for (const auto& c : checks)
+      if (!c.pass()) status = 1;
+  }
 
   if (!out_dir.empty()) {
     std::filesystem::create_directories(out_dir);
     for (const auto& [name, t] : rep.launches[0].outputs) {
       const std::string path =
           (std::filesystem::path(out_dir) / (file_safe(name) + ".npy")).string();
-      runtime::write_npy(path, t);
+      if (onnx)
+        runtime::write_model_output(model, name, path, t);
+      else
+        runtime::write_npy(path, t);
       std::cout << "wrote " << path << "\n";
     }
   }
@@ -208,7 +302,7 @@ int cmd_run(std::vector<std::string> args) {
   if (!stats_text_path.empty()) write_file(stats_text_path, rep.stats_text);
   if (!trace_path.empty()) std::cout << "wrote " << trace_path << "\n";
   if (!vcd_path.empty()) std::cout << "wrote " << vcd_path << "\n";
-  return 0;
+  return status;
 }
 
 int cmd_asm(std::vector<std::string> args, bool to_binary) {
@@ -315,6 +409,28 @@ int cmd_info(std::vector<std::string> args) {
   return 0;
 }
 
+// `trnsim sweep|plot ARGS` run `python3 -m trnsim.<verb> ARGS` from this source tree,
+// told which binary to drive (this one) and its version; returns only on failure.
+int exec_python(const std::string& verb, const std::vector<std::string>& args) {
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) throw std::runtime_error("cannot find this binary (/proc/self/exe): " + ec.message());
+  const char* old_path = std::getenv("PYTHONPATH");
+  std::string py_path = TRNSIM_PYTHON_DIR;
+  if (old_path && *old_path) py_path += std::string(":") + old_path;
+  setenv("PYTHONPATH", py_path.c_str(), 1);
+  setenv("TRNSIM_BIN", self.c_str(), 1);
+  setenv("TRNSIM_VERSION", TRNSIM_VERSION, 1);
+  std::vector<std::string> argv_s = {TRNSIM_PYTHON_EXE, "-m", "trnsim." + verb};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv_c;
+  for (auto& a : argv_s) argv_c.push_back(a.data());
+  argv_c.push_back(nullptr);
+  execv(argv_c[0], argv_c.data());
+  throw std::runtime_error(std::string("cannot run ") + TRNSIM_PYTHON_EXE + ": " +
+                           std::strerror(errno));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -327,10 +443,12 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     if (cmd == "run") return cmd_run(args);
+    if (cmd == "validate") return cmd_run(args, true);
     if (cmd == "compile") return cmd_compile(args);
     if (cmd == "asm") return cmd_asm(args, true);
     if (cmd == "disasm") return cmd_asm(args, false);
     if (cmd == "info") return cmd_info(args);
+    if (cmd == "sweep" || cmd == "plot") return exec_python(cmd, args);
     throw UsageError("unknown command '" + cmd + "'\n" + kMainHelp);
   } catch (const UsageError& e) {
     std::cerr << "trnsim: " << e.what() << "\n";

@@ -2,12 +2,131 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "compiler/compile.h"
+#include "compiler/frontend/onnx_import.h"
+#include "compiler/lower/lower.h"
 #include "runtime/target_from_config.h"
 
 namespace trnsim::runtime {
+
+namespace {
+
+bool non_float(ir::ElemType t) {
+  return !ir::is_float(t);
+}
+
+// The .npy header value of `key` ("'descr': '<i8'" -> "<i8"; shape: "(3, 5)").
+std::string header_field(const std::string& h, const std::string& key) {
+  const size_t k = h.find("'" + key + "'");
+  if (k == std::string::npos) return "";
+  size_t p = h.find(':', k);
+  if (p == std::string::npos) return "";
+  ++p;
+  while (p < h.size() && h[p] == ' ') ++p;
+  if (p < h.size() && h[p] == '(') return h.substr(p, h.find(')', p) + 1 - p);
+  if (p < h.size() && h[p] == '\'') return h.substr(p + 1, h.find('\'', p + 1) - p - 1);
+  size_t e = p;
+  while (e < h.size() && h[e] != ',' && h[e] != '}') ++e;
+  return h.substr(p, e - p);
+}
+
+// An .npy file of integers, bools or floats, as doubles.
+std::vector<double> read_npy_numbers(const std::string& path, std::vector<int64_t>& shape) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw NpyError(path + ": cannot open");
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    throw NpyError(path + ": not an .npy file (bad magic)");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  size_t hlen = 0, hstart = 10;
+  if (major == 1) {
+    hlen = static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
+  } else {
+    if (bytes.size() < 12) throw NpyError(path + ": truncated header");
+    for (int i = 3; i >= 0; --i) hlen = hlen << 8 | static_cast<unsigned char>(bytes[8 + i]);
+    hstart = 12;
+  }
+  if (hstart + hlen > bytes.size()) throw NpyError(path + ": truncated header");
+  const std::string h = bytes.substr(hstart, hlen);
+  const std::string descr = header_field(h, "descr");
+  if (header_field(h, "fortran_order") != "False")
+    throw NpyError(path + ": Fortran-order arrays are not supported");
+  const std::string s = header_field(h, "shape");
+  shape.clear();
+  for (size_t i = 1; i < s.size();) {
+    while (i < s.size() && !std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    if (i >= s.size()) break;
+    size_t e = i;
+    while (e < s.size() && std::isdigit(static_cast<unsigned char>(s[e]))) ++e;
+    shape.push_back(std::stoll(s.substr(i, e - i)));
+    i = e;
+  }
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  size_t size = 0;
+  if (descr == "<i8" || descr == "<f8")
+    size = 8;
+  else if (descr == "<i4" || descr == "<f4")
+    size = 4;
+  else if (descr == "|u1" || descr == "|b1")
+    size = 1;
+  else
+    throw NpyError(path + ": dtype '" + descr +
+                   "' is not one of int64, int32, uint8, bool, float32, float64 (little-endian)");
+  const size_t data = hstart + hlen;
+  if (bytes.size() - data < static_cast<size_t>(n) * size)
+    throw NpyError(path + ": data is shorter than shape " + shape_string(shape) + " needs");
+  std::vector<double> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const char* p = bytes.data() + data + i * size;
+    if (descr == "<i8") {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      v[i] = static_cast<double>(x);
+    } else if (descr == "<f8") {
+      std::memcpy(&v[i], p, 8);
+    } else if (descr == "<i4") {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      v[i] = x;
+    } else if (descr == "<f4") {
+      float x;
+      std::memcpy(&x, p, 4);
+      v[i] = x;
+    } else {
+      v[i] = static_cast<unsigned char>(*p);
+    }
+  }
+  return v;
+}
+
+void write_npy_raw(const std::string& path, const std::string& descr,
+                   const std::vector<int64_t>& shape, const std::string& data) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  s += shape.size() == 1 ? ",)" : ")";
+  std::string h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + s + ", }";
+  while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(1);
+  out += static_cast<char>(0);
+  out += static_cast<char>(h.size() & 0xff);
+  out += static_cast<char>(h.size() >> 8);
+  out += h + data;
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error(path + ": cannot open for writing");
+  f << out;
+  if (!f) throw std::runtime_error(path + ": write failed");
+}
+
+}  // namespace
 
 bool is_onnx_path(const std::string& path) {
   if (path.size() < 5) return false;
@@ -17,9 +136,15 @@ bool is_onnx_path(const std::string& path) {
   return ext == ".onnx";
 }
 
-isa::Program compile_model(const std::string& path, const platform::platform_config& cfg,
-                           const std::string& precision,
-                           const std::vector<std::string>& print_after, std::ostream& dumps) {
+ir::ElemType OnnxModel::type_of(const std::string& tensor) const {
+  auto it = io_types.find(tensor);
+  return it == io_types.end() ? ir::ElemType::fp32 : it->second;
+}
+
+OnnxModel compile_onnx_model(const std::string& path, const platform::platform_config& cfg,
+                             const std::string& precision,
+                             const std::vector<std::string>& print_after, std::ostream& dumps,
+                             bool allow_fallback) {
   compiler::CompileOnnxOptions o;
   const auto p = gpass::parse_precision(precision);
   if (!p)
@@ -30,7 +155,121 @@ isa::Program compile_model(const std::string& path, const platform::platform_con
   o.dump = [&dumps](const std::string& pass, const std::string& text) {
     dumps << "# IR after " << pass << "\n" << text;
   };
-  return compiler::compile_onnx(path, o).program;
+  compiler::PartitionedModel pm =
+      compiler::compile_partitioned(frontend::import_onnx_file(path), o, allow_fallback);
+  OnnxModel m;
+  const std::map<std::string, std::string> names = lower::io_tensor_names(pm.graph);
+  for (const ir::Value* v : pm.graph.inputs()) m.io_types[names.at(v->name)] = v->elem();
+  for (const ir::Value* v : pm.graph.outputs()) m.io_types[names.at(v->name)] = v->elem();
+  m.graph = std::make_shared<const ir::Graph>(pm.graph.clone());
+  if (pm.segments.size() == 1 && pm.segments[0].on_device) {
+    m.program = std::move(pm.segments[0].program);
+    return m;
+  }
+  // Several segments: the program only declares the model's inputs and outputs (as
+  // the device holds them), so binding, random inputs and output files work as for
+  // one program.
+  m.program.name = pm.graph.name.empty() ? "model" : pm.graph.name;
+  auto declare = [&](const ir::Value* v, isa::TensorRole role) {
+    for (const isa::TensorDecl& d : m.program.tensors)
+      if (d.name == names.at(v->name)) return;
+    isa::TensorDecl d;
+    d.name = names.at(v->name);
+    d.shape = v->shape().empty() ? std::vector<int64_t>{1} : v->shape();
+    d.dtype = v->elem() == ir::ElemType::bf16   ? isa::DType::bf16
+              : v->elem() == ir::ElemType::fp16 ? isa::DType::fp16
+                                                : isa::DType::fp32;
+    d.role = role;
+    m.program.tensors.push_back(d);
+  };
+  for (const ir::Value* v : pm.graph.inputs()) declare(v, isa::TensorRole::input);
+  for (const ir::Value* v : pm.graph.outputs()) declare(v, isa::TensorRole::output);
+  m.partitioned = std::make_shared<compiler::PartitionedModel>(std::move(pm));
+  return m;
+}
+
+isa::Program compile_model(const std::string& path, const platform::platform_config& cfg,
+                           const std::string& precision,
+                           const std::vector<std::string>& print_after, std::ostream& dumps) {
+  OnnxModel m = compile_onnx_model(path, cfg, precision, print_after, dumps, false);
+  return std::move(m.program);
+}
+
+HostTensor read_model_input(const OnnxModel& m, const std::string& tensor,
+                            const std::string& path) {
+  const ir::ElemType t = m.type_of(tensor);
+  if (!non_float(t)) return read_npy(path);
+  std::vector<int64_t> shape;
+  const std::vector<double> v = read_npy_numbers(path, shape);
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == ir::ElemType::boolean) {
+      f[i] = v[i] != 0 ? 1.0f : 0.0f;
+      continue;
+    }
+    if (std::fabs(v[i]) > 16777216.0)
+      throw NpyError(path + ": element " + std::to_string(i) + " (" + std::to_string(v[i]) +
+                     ") of " + std::string(ir::elem_type_name(t)) + " input '" + tensor +
+                     "' is beyond 2^24, which the device's fp32 cannot hold exactly");
+    f[i] = static_cast<float>(std::trunc(v[i]));
+  }
+  return HostTensor::from_float(shape, isa::DType::fp32, f);
+}
+
+std::optional<HostTensor> random_model_input(const OnnxModel& m, const isa::TensorDecl& d,
+                                             std::mt19937_64& rng) {
+  const ir::ElemType t = m.type_of(d.name);
+  if (!non_float(t)) return std::nullopt;
+  std::vector<float> vals(d.bytes() / isa::dtype_size(d.dtype));
+  const uint64_t range = t == ir::ElemType::boolean ? 2 : 10;
+  for (float& x : vals) x = static_cast<float>(rng() % range);
+  return HostTensor::from_float(d.shape, isa::DType::fp32, vals);
+}
+
+void write_model_output(const OnnxModel& m, const std::string& tensor, const std::string& path,
+                        const HostTensor& t) {
+  const ir::ElemType e = m.type_of(tensor);
+  if (!non_float(e)) {
+    write_npy(path, t);
+    return;
+  }
+  // numpy's name and size of the type; host and .npy are both little-endian.
+  std::string descr = "<i8";
+  size_t size = 8;
+  switch (e) {
+    case ir::ElemType::boolean:
+      descr = "|b1", size = 1;
+      break;
+    case ir::ElemType::int8:
+      descr = "|i1", size = 1;
+      break;
+    case ir::ElemType::uint8:
+      descr = "|u1", size = 1;
+      break;
+    case ir::ElemType::int16:
+      descr = "<i2", size = 2;
+      break;
+    case ir::ElemType::uint16:
+      descr = "<u2", size = 2;
+      break;
+    case ir::ElemType::int32:
+      descr = "<i4", size = 4;
+      break;
+    case ir::ElemType::uint32:
+      descr = "<u4", size = 4;
+      break;
+    default:
+      break;
+  }
+  std::string data;
+  for (float x : t.to_float()) {
+    const int64_t i =
+        e == ir::ElemType::boolean ? (x != 0) : static_cast<int64_t>(std::nearbyint(x));
+    char b[8];
+    std::memcpy(b, &i, 8);
+    data.append(b, size);
+  }
+  write_npy_raw(path, descr, t.shape, data);
 }
 
 }  // namespace trnsim::runtime

@@ -1,0 +1,81 @@
+// `trnsim validate` and host fallback on the command line, with an ONNX model written
+// by Debian's python3-onnx (skipped when it is missing): X @ W1 -> CumSum -> Relu
+// -> @ W2. CumSum does not lower, so it runs on the host between two device segments.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tests/runtime/cli_harness.h"
+
+namespace trnsim::test {
+namespace {
+
+// Writes the model; false when python3-onnx or numpy is missing.
+bool write_cumsum_model(const std::filesystem::path& dir, std::string* path) {
+  *path = (dir / "cumsum.onnx").string();
+  const std::string py = write_text(dir / "make.py", R"(import sys
+try:
+    import numpy as np, onnx
+    from onnx import helper, TensorProto, numpy_helper as nh
+except ImportError:
+    sys.exit(3)
+rng = np.random.default_rng(0)
+inits = [nh.from_array((rng.standard_normal((96, 80)) * 0.1).astype(np.float32), 'W1'),
+         nh.from_array((rng.standard_normal((80, 40)) * 0.1).astype(np.float32), 'W2'),
+         nh.from_array(np.array(1, dtype=np.int64), 'ax')]
+nodes = [helper.make_node('MatMul', ['x', 'W1'], ['h']),
+         helper.make_node('CumSum', ['h', 'ax'], ['c'], name='cumsum'),
+         helper.make_node('Relu', ['c'], ['r']), helper.make_node('MatMul', ['r', 'W2'], ['y'])]
+g = helper.make_graph(nodes, 'cumsum_mlp',
+                      [helper.make_tensor_value_info('x', TensorProto.FLOAT, [64, 96])],
+                      [helper.make_tensor_value_info('y', TensorProto.FLOAT, [64, 40])], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), sys.argv[1])
+)");
+  return std::system(("/usr/bin/python3 " + py + " " + *path + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+TEST(CliFallback, RunsCumSumOnTheHostAndReportsIt) {
+  const auto dir = temp_dir("cli_fallback");
+  std::string model;
+  if (!write_cumsum_model(dir, &model)) GTEST_SKIP() << "python3-onnx not available";
+  const std::string stats = (dir / "stats.json").string();
+  CmdResult r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --stats " + stats);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("host fallback: 1 node(s) on the host, 3 segments"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fell back: cumsum (CumSum)"), std::string::npos) << r.out;
+  std::stringstream js;
+  js << std::ifstream(stats).rdbuf();
+  EXPECT_NE(js.str().find("\"op\": \"CumSum\""), std::string::npos);
+  EXPECT_NE(js.str().find("\"transfer_bytes\": 40960"), std::string::npos);  // 2 x 64x80 fp32
+
+  // --no-fallback: the lowering's clear refusal, exit 1.
+  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --no-fallback");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("op type 'CumSum' cannot be lowered"), std::string::npos) << r.out;
+}
+
+TEST(CliValidate, PassesAndFailsByTolerance) {
+  const auto dir = temp_dir("cli_validate");
+  std::string model;
+  if (!write_cumsum_model(dir, &model)) GTEST_SKIP() << "python3-onnx not available";
+  CmdResult r = run_cmd(trnsim_bin() + " validate " + model + " -c tiny --precision fp32");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("PASS: 1 output(s)"), std::string::npos) << r.out;
+  // bf16 matmul operands against the fp32 tolerance of 0: outputs differ, exit 1.
+  r = run_cmd(trnsim_bin() + " validate " + model + " -c tiny --rtol 0 --atol 0");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
+  // Usage errors: not an ONNX model, a bad tolerance.
+  r = run_cmd(trnsim_bin() + " validate " + source_path("tests/e2e/programs/matmul_gelu.tasm"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("is not an ONNX model"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " validate " + model + " --rtol abc");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--rtol: 'abc'"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace trnsim::test
