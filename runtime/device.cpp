@@ -42,6 +42,14 @@ struct Device::Impl {
   std::unique_ptr<platform::chip> chip;
   stats::group root{"trnsim"};
   std::unique_ptr<trace::recorder> trace;  // the last run's, when tracing
+  std::vector<std::unique_ptr<isa::Program>> loaded;
+  struct Image {
+    uint64_t base = 0;
+    bool written = false;  // constants in place
+  };
+  std::map<std::pair<const isa::Program*, uint32_t>, Image> resident;
+  uint64_t resident_top = 0;  // HBM below is held by resident images
+  std::vector<Launch> pending;
 
   void build_stats(const RunReport& rep, const std::vector<uint32_t>& cores,
                    const std::array<uint64_t, isa::kNumDTypes>& flops);
@@ -68,9 +76,10 @@ const platform::platform_config& Device::config() const {
 }
 
 // Checks the given inputs against the tensor table; when `functional`, writes the
-// constants and inputs into HBM (timing-only runs need no data).
-static void bind_inputs(const isa::Program& p, const Launch& l, models::hbm& hbm, uint64_t base,
-                        bool functional) {
+// constants (unless resident already) and inputs into HBM (timing-only runs need no
+// data). Returns the bytes written.
+static uint64_t bind_inputs(const isa::Program& p, const Launch& l, models::hbm& hbm, uint64_t base,
+                            bool functional, bool constants) {
   for (const auto& [name, t] : l.inputs) {
     const isa::TensorDecl* d = p.find_tensor(name);
     if (!d) throw RunError("input '" + name + "': program '" + p.name + "' has no such tensor");
@@ -81,10 +90,14 @@ static void bind_inputs(const isa::Program& p, const Launch& l, models::hbm& hbm
       throw RunError("input '" + name + "': shape " + shape_string(t.shape) +
                      " but the program expects " + shape_string(d->shape));
   }
-  if (!functional) return;
+  if (!functional) return 0;
+  uint64_t bytes = 0;
   for (const auto& d : p.tensors) {
     auto c = p.constants.find(d.name);
-    if (c != p.constants.end()) hbm.write(base + d.hbm_offset, c->second.data(), c->second.size());
+    if (c != p.constants.end() && constants) {
+      hbm.write(base + d.hbm_offset, c->second.data(), c->second.size());
+      bytes += c->second.size();
+    }
     if (d.role != isa::TensorRole::input) continue;
     auto it = l.inputs.find(d.name);
     if (it == l.inputs.end())
@@ -92,23 +105,71 @@ static void bind_inputs(const isa::Program& p, const Launch& l, models::hbm& hbm
                      std::string(isa::dtype_name(d.dtype)));
     HostTensor t = it->second.dtype == d.dtype ? it->second : it->second.cast(d.dtype);
     hbm.write(base + d.hbm_offset, t.data.data(), t.data.size());
+    bytes += t.data.size();
   }
+  return bytes;
+}
+
+const isa::Program* Device::load(isa::Program p) {
+  isa::Limits lim = impl_->cfg.limits();
+  lim.hbm_bytes = p.hbm_bytes();
+  try {
+    isa::validate(p, lim);
+  } catch (const isa::ValidationError& e) {
+    throw RunError("program '" + p.name + "': " + e.what());
+  }
+  impl_->loaded.push_back(std::make_unique<isa::Program>(std::move(p)));
+  return impl_->loaded.back().get();
+}
+
+void Device::submit(Launch l) {
+  impl_->pending.push_back(std::move(l));
+}
+
+RunReport Device::wait() {
+  std::vector<Launch> l;
+  l.swap(impl_->pending);
+  return run(l);
 }
 
 RunReport Device::run(const std::vector<Launch>& launches) {
   auto& I = *impl_;
   auto& chip = *I.chip;
   if (!I.ctx.faults.empty()) throw RunError("device is unusable after an earlier model fault");
+  if (launches.empty()) return {};
   std::set<uint32_t> used;
-  uint64_t next_base = 0;
-  std::vector<uint64_t> bases;
-  for (const auto& l : launches) {
+  auto align = [](uint64_t b) { return (b + kProgramAlign - 1) / kProgramAlign * kProgramAlign; };
+  auto is_loaded = [&](const isa::Program* p) {
+    for (const auto& q : I.loaded)
+      if (q.get() == p) return true;
+    return false;
+  };
+  // Loaded programs keep an image per core; the rest share the HBM above them.
+  std::vector<bool> fresh(launches.size(), true);
+  std::vector<uint64_t> bases(launches.size(), 0);
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const Launch& l = launches[i];
+    if (!l.program || !is_loaded(l.program)) continue;
+    auto [it, added] = I.resident.try_emplace({l.program, l.core}, Impl::Image{I.resident_top});
+    if (added) {
+      I.resident_top += align(l.program->hbm_bytes());
+      if (I.resident_top > I.cfg.hbm.size_bytes)
+        throw RunError("loaded programs need " + std::to_string(I.resident_top) +
+                       " bytes of HBM; the device has " + std::to_string(I.cfg.hbm.size_bytes));
+    }
+    bases[i] = it->second.base;
+    fresh[i] = !it->second.written;
+  }
+  uint64_t next_base = I.resident_top;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const Launch& l = launches[i];
     if (!l.program) throw RunError("launch without a program");
     if (l.core >= chip.cores.size())
       throw RunError("core " + std::to_string(l.core) + " does not exist: the chip has " +
                      std::to_string(chip.cores.size()) + " cores");
     if (!used.insert(l.core).second)
       throw RunError("two launches on core " + std::to_string(l.core) + " in one run");
+    if (is_loaded(l.program)) continue;  // validated at load, placed above
     isa::Limits lim = I.cfg.limits();
     lim.hbm_bytes = l.program->hbm_bytes();
     try {
@@ -116,14 +177,19 @@ RunReport Device::run(const std::vector<Launch>& launches) {
     } catch (const isa::ValidationError& e) {
       throw RunError("program '" + l.program->name + "': " + e.what());
     }
-    bases.push_back(next_base);
-    next_base += (l.program->hbm_bytes() + kProgramAlign - 1) / kProgramAlign * kProgramAlign;
+    bases[i] = next_base;
+    next_base += align(l.program->hbm_bytes());
     if (next_base > I.cfg.hbm.size_bytes)
       throw RunError("programs need " + std::to_string(next_base) +
                      " bytes of HBM; the device has " + std::to_string(I.cfg.hbm.size_bytes));
   }
+  uint64_t uploaded = 0;
   for (size_t i = 0; i < launches.size(); ++i)
-    bind_inputs(*launches[i].program, launches[i], chip.hbm, bases[i], I.ctx.functional);
+    uploaded += bind_inputs(*launches[i].program, launches[i], chip.hbm, bases[i], I.ctx.functional,
+                            fresh[i]);
+  for (const Launch& l : launches)
+    if (auto it = I.resident.find({l.program, l.core}); it != I.resident.end())
+      it->second.written = I.ctx.functional;
 
   // Stats are per run: every counter starts at 0.
   chip.reset_stats();
@@ -191,6 +257,7 @@ RunReport Device::run(const std::vector<Launch>& launches) {
     throw RunError("deadlock: no queue can make progress; pending semaphore waits:" + stuck);
 
   RunReport rep;
+  rep.uploaded_bytes = uploaded;
   rep.host_seconds = host_s;
   rep.hbm_read_bytes = chip.hbm.read_bytes() - hbm_r0;
   rep.hbm_write_bytes = chip.hbm.write_bytes() - hbm_w0;

@@ -57,10 +57,12 @@ struct RunReport {
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;  // this run, all launches
   double hbm_mbu_pct = 0;                            // HBM bytes / simulated time / peak bandwidth
   uint64_t flops = 0;                                // matmul FLOPs (2 x K x M x N each)
-  double tflops = 0;                                 // flops / simulated time
-  double mfu_pct = 0;                       // tflops / peak of the cores used for mfu_dtype
-  isa::DType mfu_dtype = isa::DType::bf16;  // the matmul input dtype with most FLOPs
-  std::vector<DmaQueueStats> dma_queues;    // only queues the programs used
+  uint64_t uploaded_bytes =
+      0;               // host -> HBM: constants (first launch of a loaded program) + inputs
+  double tflops = 0;   // flops / simulated time
+  double mfu_pct = 0;  // tflops / peak of the cores used for mfu_dtype
+  isa::DType mfu_dtype = isa::DType::bf16;            // the matmul input dtype with most FLOPs
+  std::vector<DmaQueueStats> dma_queues;              // only queues the programs used
   uint64_t sbuf_peak_bytes = 0, psum_peak_bytes = 0;  // the largest of the cores used
   std::string stats_json;  // the stats tree: run figures, then the whole chip
   std::string stats_text;
@@ -84,6 +86,18 @@ class Device {
   // Validates, loads and runs the launches together until all complete. Throws
   // RunError (bad inputs, deadlock with each queue's pending wait, model errors).
   RunReport run(const std::vector<Launch>& launches);
+
+  // Loads a program for many launches (validated once): launch it by giving the
+  // returned pointer as Launch::program. Its HBM image on a core is allocated at the
+  // first launch there and kept, with the constants (weights) written once, so they
+  // stay resident; several programs may be loaded at once.
+  const isa::Program* load(isa::Program p);
+
+  // Asynchronous launches: submit() queues one (a launch per core), wait() runs every
+  // queued launch together, concurrently on their cores, and returns their report
+  // (launches in submission order). Data parallelism is one launch per core.
+  void submit(Launch l);
+  RunReport wait();
 
  private:
   struct Impl;

@@ -1,0 +1,103 @@
+// The runtime API (runtime/device.h): programs loaded once with their weights
+// resident, synchronous and asynchronous launches, several programs at once, and a
+// batch split data-parallel over the cores of the `tiny` chip (2 cores). Results are
+// checked against the reference interpreter. One Device per test (one process).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/ir/ops.h"
+#include "compiler/lower/lower.h"
+#include "runtime/fallback.h"
+#include "tests/e2e/lowering_check.h"
+
+namespace trnsim::e2e {
+namespace {
+
+// Y = relu(X [rows,64] @ W [64,48] + b): W and b are the program's constants.
+struct Model {
+  ir::Graph graph;
+  isa::Program program;
+};
+
+Model linear(int64_t rows, uint32_t seed, const platform::platform_config& cfg) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {rows, 64}});
+  ir::Value* w = g.add_constant("W", random_tensor({64, 48}, seed, -0.2f, 0.2f));
+  ir::Value* b = g.add_constant("b", random_tensor({48}, seed + 1));
+  ir::Value* y = ir::make_node(g, "MatMul", {x, w})->outputs[0];
+  y = ir::make_node(g, "Add", {y, b})->outputs[0];
+  g.add_output(ir::make_node(g, "Relu", {y})->outputs[0]);
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::fp32;
+  o.target = runtime::target_from_config(cfg);
+  Model m;
+  m.graph = g.clone();
+  m.program = compiler::compile_graph(std::move(g), o).program;
+  return m;
+}
+
+runtime::Launch launch(const isa::Program* p, const Tensor& x, uint32_t core) {
+  runtime::Launch l{p, {}, core};
+  l.inputs["X"] = runtime::HostTensor::from_float(x.shape(), isa::DType::fp32, x.floats());
+  return l;
+}
+
+void expect_output(const Model& m, const Tensor& x, const runtime::LaunchResult& got) {
+  const interp::TensorMap want = interp::run(m.graph, {{"X", x}});
+  const ir::Value* out = m.graph.outputs().at(0);
+  const std::string tensor = lower::io_tensor_names(m.graph).at(out->name);
+  const std::vector<float> g = got.outputs.at(tensor).to_float();
+  const auto& w = want.at(out->name).floats();
+  ASSERT_EQ(g.size(), w.size());
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], 1e-4 + 1e-4 * std::fabs(w[i]));
+}
+
+TEST(RuntimeApi, WeightsStayResidentAcrossLaunches) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  const Model m = linear(100, 7, cfg);
+  runtime::Device dev(cfg);
+  const isa::Program* p = dev.load(m.program);
+  const Tensor x1 = random_tensor({100, 64}, 1), x2 = random_tensor({100, 64}, 2);
+  const runtime::RunReport r1 = dev.run({launch(p, x1, 0)});
+  expect_output(m, x1, r1.launches.at(0));
+  const runtime::RunReport r2 = dev.run({launch(p, x2, 0)});
+  expect_output(m, x2, r2.launches.at(0));
+  // First launch: W (64x48) + b (48) + X (100x64) fp32; then X only.
+  EXPECT_EQ(r1.uploaded_bytes, uint64_t(4 * (64 * 48 + 48 + 100 * 64)));
+  EXPECT_EQ(r2.uploaded_bytes, uint64_t(4 * 100 * 64));
+  // A program that was not loaded uploads its constants every run.
+  const runtime::RunReport r3 = dev.run({launch(&m.program, x1, 0)});
+  EXPECT_EQ(r3.uploaded_bytes, r1.uploaded_bytes);
+  expect_output(m, x1, r3.launches.at(0));
+}
+
+// A batch of 2 x 100 rows as one launch per core, submitted asynchronously; two
+// different programs loaded at once.
+TEST(RuntimeApi, DataParallelAsyncTwoPrograms) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  const Model a = linear(100, 7, cfg), b = linear(100, 9, cfg);
+  runtime::Device dev(cfg);
+  const isa::Program* pa = dev.load(a.program);
+  const isa::Program* pb = dev.load(b.program);
+  const Tensor x0 = random_tensor({100, 64}, 3), x1 = random_tensor({100, 64}, 4);
+  const double one = dev.run({launch(pa, x0, 0)}).simulated_ns;
+  dev.submit(launch(pa, x0, 0));
+  dev.submit(launch(pa, x1, 1));
+  const runtime::RunReport dp = dev.wait();
+  ASSERT_EQ(dp.launches.size(), 2u);
+  expect_output(a, x0, dp.launches[0]);
+  expect_output(a, x1, dp.launches[1]);
+  EXPECT_EQ(dp.cores, 2u);
+  // The two halves run concurrently: far less than twice one launch (they share HBM).
+  EXPECT_LT(dp.simulated_ns, 1.5 * one);
+  // Two programs side by side, each on its own core.
+  const runtime::RunReport two = dev.run({launch(pa, x0, 0), launch(pb, x1, 1)});
+  expect_output(a, x0, two.launches[0]);
+  expect_output(b, x1, two.launches[1]);
+  // A second wait() with nothing submitted runs nothing.
+  EXPECT_TRUE(dev.wait().launches.empty());
+}
+
+}  // namespace
+}  // namespace trnsim::e2e
