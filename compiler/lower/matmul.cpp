@@ -184,7 +184,7 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
     b_batched = batched(bv);
   }
   const kernels::HbmView A = c.view(av).reshape({a_batched ? batches : 1, M, K});
-  const kernels::HbmView B = c.view(bv).reshape({b_batched ? batches : 1, K, N});
+  kernels::HbmView B = c.view(bv).reshape({b_batched ? batches : 1, K, N});
   const kernels::HbmView Y = c.view(cv).reshape({batches * M, N});
 
   // Operand type on chip: the autocast compute_dtype, else the operands' own type
@@ -199,6 +199,10 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
   const uint32_t nin = static_cast<uint32_t>(n.num_inputs());
   const uint32_t work_bufs = 2 * static_cast<uint32_t>(steps.size() + nin + 1);
   const std::string pfx = c.b.kernel().name + ".n" + std::to_string(c.b.kernel().pools.size());
+  // Constant weights are cast once, at compile time: half the HBM bytes in bf16.
+  if (mm_t && bv->has_data() && bv->elem() == ir::ElemType::fp32 && isa::dtype_size(*mm_t) < 4)
+    B = c.b.constant(pfx + ".w_" + std::string(isa::dtype_name(*mm_t)),
+                     {b_batched ? batches : 1, K, N}, *mm_t, bv->data->floats());
   const kernels::PoolRef psum = c.b.pool(pfx + ".psum", isa::MemSpace::psum, 2);
   c.in_pool = c.b.pool(pfx + ".in", isa::MemSpace::sbuf, 2 * nin);
   c.work_pool = c.b.pool(pfx + ".work", isa::MemSpace::sbuf, work_bufs);
