@@ -414,6 +414,8 @@ class Importer {
                                  (dom.empty() || dom == "ai.onnx" ? op : dom + "." + op) +
                                  "'; supported: " + join(ops));
     if (opset_ == 0) fail("the model imports no version of the default ONNX op set");
+    // Every supported op has a first output; the converters rely on it.
+    if (node_->output_size() == 0) fail("has no outputs");
     for (const auto& a : node_->attribute())
       if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
         unsupported("subgraph attributes are not supported");
@@ -735,8 +737,8 @@ class Importer {
         infer_at = static_cast<int64_t>(i);
       } else if (shape[i] < 0) {
         fail("shape " + ir::shape_str(shape) + " has a negative dim");
-      } else {
-        known *= shape[i];
+      } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+        fail("shape " + ir::shape_str(shape) + " has more elements than int64 can count");
       }
     }
     if (infer_at >= 0) {

@@ -854,7 +854,7 @@ void normalize_node(Node& n) {
               : ".." + (s.max_outputs < 0 ? std::string("n") : std::to_string(s.max_outputs))));
   for (const auto& [key, a] : n.attrs) {
     auto it = std::find_if(s.attrs.begin(), s.attrs.end(),
-                           [&](const AttrSpec& x) { return x.name == key; });
+                           [&k = key](const AttrSpec& x) { return x.name == k; });
     if (it == s.attrs.end()) fail("unknown attribute '" + key + "'");
     if (a.kind() != it->kind)
       fail("attribute '" + key + "' is " + std::string(attribute_kind_name(a.kind())) +

@@ -20,6 +20,11 @@ struct Ctx {
   const compiler::Target& target;
   std::map<const ir::Value*, kernels::HbmView> hbm;
   kernels::PoolRef in_pool, w_pool, cast_pool, work_pool, small_pool, psum_pool;
+  // Temporaries inside one elementwise step (elementwise.cpp), made per node on demand.
+  kernels::PoolRef tmp_pool;
+  const ir::Node* tmp_node = nullptr;
+  // Operands broadcast into full-size HBM scratch copies (elementwise.cpp), per node.
+  std::map<std::pair<const ir::Node*, const ir::Value*>, kernels::HbmView> expanded;
 
   const kernels::HbmView& view(const ir::Value* v) const;
 };
@@ -44,12 +49,26 @@ kernels::TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string
                                     const std::vector<Operand>& args, int64_t rt, int64_t ct);
 
 bool is_lowerable_elementwise(const std::string& op);
+// The op types lower_elementwise / lower_rowwise handle, sorted (for lowerable_ops()).
+const std::vector<std::string>& elementwise_ops();
+const std::vector<std::string>& rowwise_ops();
 
 // Per-op lowerings.
 void lower_matmul(Ctx& c, const ir::Node& n);
 void lower_elementwise(Ctx& c, const ir::Node& n);
 void lower_rowwise(Ctx& c, const ir::Node& n);
 bool is_rowwise(const std::string& op);
+void lower_conv(Ctx& c, const ir::Node& n);  // Conv, trn.MatMulEpilogue on a Conv
+bool is_conv_node(const ir::Node& n);
+// A constant read only as Conv weights: lower_conv re-lays it out into a constant
+// of its own, so lower_graph gives it no HBM tensor.
+bool conv_weight_only(const ir::Graph& g, const ir::Value* v);
+void lower_pool(Ctx& c, const ir::Node& n);
+bool is_pool(const std::string& op);
+// Data movement (movement.cpp): Concat, Split, Slice, Pad, Expand, Tile, Gather, Cast.
+void lower_movement(Ctx& c, const ir::Node& n);
+bool is_movement(const std::string& op);
+const std::vector<std::string>& movement_ops();
 
 // [R, C] view of a shape: C = last dim (1 for scalars), R = the rest.
 inline std::pair<int64_t, int64_t> rows_cols(const ir::Shape& s) {

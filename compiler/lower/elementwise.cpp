@@ -1,8 +1,15 @@
 // Elementwise ops and trn.Elementwise on [rows, cols] layouts: leading dims are
 // flattened onto partitions (tiles of up to 128 rows, a shorter last one), the last
 // dim is cut into chunks of up to kColChunk columns.
+//
+// Ops the chip has no single instruction for are short exact sequences (each
+// formula is noted where it is built); bool results are fp32 0.0/1.0. Branches go
+// through `select`, so an inf/NaN in the branch not taken never reaches the result.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
+#include <variant>
 
 #include "compiler/ir/trn_ops.h"
 #include "compiler/lower/context.h"
@@ -39,8 +46,25 @@ const std::map<std::string, ActFunc>& unary_acts() {
 
 const std::map<std::string, AluOp>& binary_alus() {
   static const std::map<std::string, AluOp> m = {
-      {"Add", AluOp::add}, {"Sub", AluOp::sub}, {"Mul", AluOp::mul},
-      {"Div", AluOp::div}, {"Max", AluOp::max}, {"Min", AluOp::min},
+      {"Add", AluOp::add},
+      {"Sub", AluOp::sub},
+      {"Mul", AluOp::mul},
+      {"Div", AluOp::div},
+      {"Max", AluOp::max},
+      {"Min", AluOp::min},
+      {"Pow", AluOp::pow},
+      {"Sum", AluOp::add},
+      {"Mean", AluOp::add},
+      // Comparisons give 1.0/0.0: the device form of bool.
+      {"Equal", AluOp::eq},
+      {"Less", AluOp::lt},
+      {"Greater", AluOp::gt},
+      {"LessOrEqual", AluOp::le},
+      {"GreaterOrEqual", AluOp::ge},
+      // Logic on 0.0/1.0 operands.
+      {"And", AluOp::mul},
+      {"Or", AluOp::max},
+      {"Xor", AluOp::ne},
   };
   return m;
 }
@@ -61,11 +85,63 @@ bool same_layout(const ir::Shape& in, const ir::Shape& out) {
   return true;
 }
 
+// Ops built from several instructions (apply_elementwise).
+const std::set<std::string>& composite_ops() {
+  static const std::set<std::string> s = {
+      "Neg",  "trn.Gelu", "Identity",    "LeakyRelu", "PRelu",          "Elu",  "Selu",
+      "Celu", "Clip",     "HardSigmoid", "HardSwish", "Softsign",       "Sign", "Floor",
+      "Ceil", "Round",    "Not",         "Where",     "ThresholdedRelu"};
+  return s;
+}
+
+float attr_float(const std::map<std::string, ir::Attribute>& attrs, const std::string& key,
+                 float dflt) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return dflt;
+  if (const float* f = std::get_if<float>(&it->second.storage())) return *f;
+  if (const int64_t* i = std::get_if<int64_t>(&it->second.storage())) return static_cast<float>(*i);
+  return dflt;
+}
+
+// Temporaries of one step come from a per-node pool of kTmpBufs rotating buffers;
+// a step never holds more than that many at once (checked).
+constexpr uint32_t kTmpBufs = 4;
+
+struct Temps {
+  Ctx& c;
+  const ir::Node& n;
+  int64_t rt, ct;
+  uint32_t used = 0;
+  TileView operator()() {
+    if (c.tmp_node != &n) {
+      const std::string name =
+          c.b.kernel().name + ".n" + std::to_string(c.b.kernel().pools.size()) + ".tmp";
+      c.tmp_pool = c.b.pool(name, isa::MemSpace::sbuf, kTmpBufs);
+      c.tmp_node = &n;
+    }
+    if (++used > kTmpBufs)
+      throw ir::CompileError("lowering: " + n.label() + ": a step needs more than " +
+                             std::to_string(kTmpBufs) + " temporaries");
+    return c.b.tile(c.tmp_pool, {rt, ct}, DType::fp32);
+  }
+};
+
 }  // namespace
 
+const std::vector<std::string>& elementwise_ops() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> r;
+    for (const auto& [op, f] : unary_acts()) r.push_back(op);
+    for (const auto& [op, a] : binary_alus()) r.push_back(op);
+    for (const std::string& op : composite_ops()) r.push_back(op);
+    std::sort(r.begin(), r.end());
+    return r;
+  }();
+  return v;
+}
+
 bool is_lowerable_elementwise(const std::string& op) {
-  return unary_acts().count(op) || binary_alus().count(op) || op == "Neg" || op == "trn.Gelu" ||
-         op == "Identity";
+  return unary_acts().count(op) || binary_alus().count(op) || composite_ops().count(op);
 }
 
 Operand load_operand(Ctx& c, const ir::Node& n, const ir::Value* v, const ir::Shape& out,
@@ -127,28 +203,51 @@ Operand load_operand(Ctx& c, const ir::Node& n, const ir::Value* v, const ir::Sh
     }
     return off;
   };
-  o.kind = sc == 1 ? Operand::Kind::column : Operand::Kind::tile;
-  o.t = c.b.tile(c.in_pool, {rt, sc == 1 ? 1 : ct}, DType::fp32);
   struct Run {
     int64_t i0, len, s0, delta;
   };
   std::vector<Run> runs;
-  for (int64_t i0 = 0; i0 < rt;) {
+  bool aligned = true;
+  for (int64_t i0 = 0; i0 < rt && aligned;) {
     const int64_t s0 = src_row(r0 + i0);
     int64_t len = 1, delta = 0;
     if (i0 + 1 < rt) delta = src_row(r0 + i0 + 1) - s0;
     if (delta != 0 && delta != 1) delta = 0;
     while (i0 + len < rt && src_row(r0 + i0 + len) == s0 + delta * len) ++len;
     // DMAs may start only at some partitions (>64: 0; 33..64: 0, 64; <=32: 0, 32, 64, 96).
-    const bool ok = i0 == 0 || (len <= 64 && i0 == 64) || (len <= 32 && i0 % 32 == 0);
-    if (!ok)
-      unsupported(n, "operand '" + v->name + "' " + v->type.str() + " broadcasts to " +
-                         ir::shape_str(out) + " in runs of rows that do not start at a DMA " +
-                         "partition boundary (row " + std::to_string(r0 + i0) +
-                         "); not lowered yet");
+    aligned = i0 == 0 || (len <= 64 && i0 == 64) || (len <= 32 && i0 % 32 == 0);
     runs.push_back({i0, len, s0, delta});
     i0 += len;
   }
+  if (!aligned) {
+    // Runs that a DMA cannot start at: broadcast the operand to the output's shape
+    // once, in an HBM scratch tensor (a strided HBM -> HBM DMA with stride-0 axes),
+    // and load that like a full operand.
+    auto key = std::make_pair(&n, v);
+    auto it = c.expanded.find(key);
+    if (it == c.expanded.end()) {
+      std::vector<int64_t> squeezed;
+      for (int64_t d : sal)
+        if (d != 1) squeezed.push_back(d);
+      ir::Shape tgt = out;  // a column stays a column
+      tgt.back() = sc;
+      kernels::HbmView src = x.reshape(squeezed);  // numel > 1: not empty
+      for (size_t d = 0; d < sal.size(); ++d)
+        if (sal[d] == 1) src = src.broadcast(static_cast<int>(d), tgt[d]);
+      const std::string name = c.b.kernel().name + ".n" +
+                               std::to_string(c.b.kernel().pools.size()) + ".bcast" +
+                               std::to_string(c.expanded.size());
+      kernels::HbmView full = c.b.scratch(name, {R, sc}, DType::fp32);
+      c.b.dma(full.reshape(tgt), src);
+      it = c.expanded.emplace(key, full).first;
+    }
+    o.kind = sc == 1 ? Operand::Kind::column : Operand::Kind::tile;
+    o.t = c.b.tile(c.in_pool, {rt, sc == 1 ? 1 : ct}, DType::fp32);
+    c.b.dma(o.t, it->second({sl(r0, r0 + rt), sc == 1 ? all() : sl(c0, c0 + ct)}));
+    return o;
+  }
+  o.kind = sc == 1 ? Operand::Kind::column : Operand::Kind::tile;
+  o.t = c.b.tile(c.in_pool, {rt, sc == 1 ? 1 : ct}, DType::fp32);
   for (const Run& run : runs) {
     const int64_t i0 = run.i0, len = run.len, s0 = run.s0, delta = run.delta;
     const TileView dst = o.t({sl(i0, i0 + len), all()});
@@ -169,6 +268,7 @@ TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
                            const std::map<std::string, ir::Attribute>& attrs,
                            const std::vector<Operand>& args, int64_t rt, int64_t ct) {
   TileView dst = c.b.tile(c.work_pool, {rt, ct}, DType::fp32);
+  Temps tmp{c, n, rt, ct};
   // Any operand as a full tile (columns and immediates broadcast on chip).
   auto full = [&](const Operand& a) -> TileView {
     if (a.kind == Operand::Kind::tile) return a.t;
@@ -185,6 +285,42 @@ TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
     if (args.size() != k)
       unsupported(n, "step " + op + " takes " + std::to_string(k) + " operands, got " +
                          std::to_string(args.size()));
+  };
+  // d = a op b for any operand kinds (a tile and a column/immediate use tensor_scalar).
+  auto binop = [&](const TileView& d, const Operand& a, const Operand& bb, AluOp alu) {
+    auto scalar_of = [](const Operand& o) -> kernels::Scalar {
+      if (o.kind == Operand::Kind::imm) return o.imm;
+      return o.t;
+    };
+    if (a.kind == Operand::Kind::tile && bb.kind != Operand::Kind::tile) {
+      c.b.tensor_scalar(d, a.t, alu, scalar_of(bb));
+    } else if (bb.kind == Operand::Kind::tile && a.kind != Operand::Kind::tile) {
+      kernels::TensorScalarOpts o;
+      o.reverse0 = true;  // scalar op tile
+      c.b.tensor_scalar(d, bb.t, alu, scalar_of(a), o);
+    } else {
+      c.b.tensor_tensor(d, full(a), full(bb), alu);
+    }
+  };
+  auto ts2 = [&](const TileView& d, const TileView& s, AluOp o0, float a0, AluOp o1, float a1) {
+    kernels::TensorScalarOpts o;
+    o.op1 = o1;
+    o.arg1 = a1;
+    c.b.tensor_scalar(d, s, o0, a0, o);
+  };
+  // mult * expm1(k * min(x, 0)) as 2t/(1-t) * mult with t = tanh(k*min(x,0)/2):
+  // accurate to a few ulp near 0, where exp(x) - 1 would cancel; min(x, 0) keeps
+  // 1 - t away from 0. Two temporaries; the result is the second.
+  auto expm1_neg = [&](const TileView& x, float k, float mult) {
+    TileView u = tmp(), t = tmp();
+    c.b.tensor_scalar(u, x, AluOp::min, 0.0f);
+    c.b.activation(t, u, ActFunc::tanh, 0.5f * k);
+    kernels::TensorScalarOpts rev;
+    rev.reverse0 = true;
+    c.b.tensor_scalar(u, t, AluOp::sub, 1.0f, rev);  // 1 - t
+    c.b.tensor_scalar(t, t, AluOp::mul, 2.0f * mult);
+    c.b.tensor_tensor(t, t, u, AluOp::div);
+    return t;
   };
   if (auto it = unary_acts().find(op); it != unary_acts().end()) {
     need(1);
@@ -209,28 +345,185 @@ TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
     c.b.tensor_copy(dst, full(args[0]));
     return dst;
   }
-  if (auto it = binary_alus().find(op); it != binary_alus().end()) {
-    need(2);
-    const Operand &a = args[0], &bb = args[1];
-    auto scalar_of = [](const Operand& o) -> kernels::Scalar {
-      if (o.kind == Operand::Kind::imm) return o.imm;
-      return o.t;
-    };
-    if (a.kind == Operand::Kind::tile && bb.kind != Operand::Kind::tile) {
-      c.b.tensor_scalar(dst, a.t, it->second, scalar_of(bb));
-    } else if (bb.kind == Operand::Kind::tile && a.kind != Operand::Kind::tile) {
-      kernels::TensorScalarOpts o;
-      o.reverse0 = true;  // scalar op tile
-      c.b.tensor_scalar(dst, bb.t, it->second, scalar_of(a), o);
+  if (op == "LeakyRelu" || op == "PRelu") {  // x < 0 ? slope * x : x
+    need(op == "PRelu" ? 2 : 1);
+    const TileView x = full(args[0]);
+    TileView neg = tmp(), sx = tmp();
+    c.b.tensor_scalar(neg, x, AluOp::lt, 0.0f);
+    if (op == "PRelu")
+      binop(sx, args[0], args[1], AluOp::mul);
+    else
+      c.b.tensor_scalar(sx, x, AluOp::mul, attr_float(attrs, "alpha", 0.01f));
+    c.b.select(dst, neg, sx, x);
+    return dst;
+  }
+  if (op == "ThresholdedRelu") {  // x > alpha ? x : 0
+    need(1);
+    const TileView x = full(args[0]);
+    TileView keep = tmp(), zero = tmp();
+    c.b.tensor_scalar(keep, x, AluOp::gt, attr_float(attrs, "alpha", 1.0f));
+    c.b.memset(zero, 0.0f);
+    c.b.select(dst, keep, x, zero);
+    return dst;
+  }
+  if (op == "Elu" || op == "Selu" || op == "Celu") {
+    need(1);
+    const TileView x = full(args[0]);
+    float k = 1, mult = attr_float(attrs, "alpha", 1.0f), pos_scale = 1;
+    if (op == "Selu") {  // x > 0 ? g*x : g*a*(e^x - 1)
+      pos_scale = attr_float(attrs, "gamma", 1.05070102214813232421875f);
+      mult = pos_scale * attr_float(attrs, "alpha", 1.67326319217681884765625f);
+    } else if (op == "Celu") {  // x > 0 ? x : a*(e^(x/a) - 1)
+      if (!(mult > 0)) unsupported(n, "Celu with alpha " + std::to_string(mult) + " <= 0");
+      k = 1.0f / mult;
+    }  // Elu: x > 0 ? x : a*(e^x - 1) (x == 0 gives 0 either way)
+    const TileView e = expm1_neg(x, k, mult);
+    TileView pos = tmp();
+    c.b.tensor_scalar(pos, x, AluOp::gt, 0.0f);
+    if (pos_scale != 1.0f) {
+      TileView gx = tmp();
+      c.b.tensor_scalar(gx, x, AluOp::mul, pos_scale);
+      c.b.select(dst, pos, gx, e);
     } else {
-      c.b.tensor_tensor(dst, full(a), full(bb), it->second);
+      c.b.select(dst, pos, x, e);
     }
+    return dst;
+  }
+  if (op == "Clip") {
+    need(1);
+    const float inf = std::numeric_limits<float>::infinity();
+    const float lo = attr_float(attrs, "min", -inf), hi = attr_float(attrs, "max", inf);
+    if (lo > hi)
+      unsupported(n, "Clip with min " + std::to_string(lo) + " > max " + std::to_string(hi));
+    ts2(dst, full(args[0]), AluOp::max, lo, AluOp::min, hi);
+    return dst;
+  }
+  if (op == "HardSigmoid") {  // max(0, min(1, a*x + b))
+    need(1);
+    ts2(dst, full(args[0]), AluOp::mul, attr_float(attrs, "alpha", 0.2f), AluOp::add,
+        attr_float(attrs, "beta", 0.5f));
+    ts2(dst, dst, AluOp::min, 1.0f, AluOp::max, 0.0f);
+    return dst;
+  }
+  if (op == "HardSwish") {  // x * max(0, min(1, x/6 + 1/2))
+    need(1);
+    const TileView x = full(args[0]);
+    TileView h = tmp();
+    ts2(h, x, AluOp::div, 6.0f, AluOp::add, 0.5f);
+    ts2(h, h, AluOp::min, 1.0f, AluOp::max, 0.0f);
+    c.b.tensor_tensor(dst, x, h, AluOp::mul);
+    return dst;
+  }
+  if (op == "Softsign") {  // x / (1 + |x|)
+    need(1);
+    const TileView x = full(args[0]);
+    TileView d = tmp();
+    c.b.activation(d, x, ActFunc::abs);
+    c.b.tensor_scalar(d, d, AluOp::add, 1.0f);
+    c.b.tensor_tensor(dst, x, d, AluOp::div);
+    return dst;
+  }
+  if (op == "Sign") {
+    // x * 2^200 is +-inf or at least 2^51 in magnitude for any non-zero x (the
+    // smallest subnormal is 2^-149), so clamping to [-1, 1] gives the sign; 0
+    // stays 0 and NaN stays NaN (max/min propagate it).
+    need(1);
+    const float big = 0x1p100f;
+    ts2(dst, full(args[0]), AluOp::mul, big, AluOp::mul, big);
+    ts2(dst, dst, AluOp::max, -1.0f, AluOp::min, 1.0f);
+    return dst;
+  }
+  if (op == "Floor" || op == "Ceil" || op == "Round") {
+    // r = (x + m) - m with m = +-2^23 (the sign of x) rounds x to an integer, half
+    // to even: x + m lies where the fp32 spacing is 1. Floor takes 1 off where
+    // r > x, Ceil adds 1 where r < x. |x| >= 2^23 (and inf) is already integral and
+    // passes through a select; NaN stays NaN on either path.
+    need(1);
+    const TileView x = full(args[0]);
+    TileView m = tmp(), r = tmp();
+    ts2(m, x, AluOp::ge, 0.0f, AluOp::mul, 0x1p24f);
+    c.b.tensor_scalar(m, m, AluOp::add, -0x1p23f);
+    c.b.tensor_tensor(r, x, m, AluOp::add);
+    c.b.tensor_tensor(r, r, m, AluOp::sub);
+    if (op == "Floor") {
+      c.b.tensor_tensor(m, r, x, AluOp::gt);
+      c.b.tensor_tensor(r, r, m, AluOp::sub);
+    } else if (op == "Ceil") {
+      c.b.tensor_tensor(m, r, x, AluOp::lt);
+      c.b.tensor_tensor(r, r, m, AluOp::add);
+    }
+    c.b.activation(m, x, ActFunc::abs);
+    c.b.tensor_scalar(m, m, AluOp::ge, 0x1p23f);
+    c.b.select(dst, m, x, r);
+    return dst;
+  }
+  if (op == "Not") {
+    need(1);
+    c.b.tensor_scalar(dst, full(args[0]), AluOp::eq, 0.0f);
+    return dst;
+  }
+  if (op == "Where") {  // a select: the branch not taken never reaches dst
+    need(3);
+    c.b.select(dst, full(args[0]), full(args[1]), full(args[2]));
+    return dst;
+  }
+  if (op == "Pow" && args.size() == 2 && args[1].kind == Operand::Kind::imm) {
+    const float e = args[1].imm;
+    if (e == 2.0f) {  // x*x is the correctly rounded square
+      const TileView x = full(args[0]);
+      c.b.tensor_tensor(dst, x, x, AluOp::mul);
+      return dst;
+    }
+    if (e == -1.0f) {  // 1/x, correctly rounded
+      kernels::TensorScalarOpts rev;
+      rev.reverse0 = true;
+      c.b.tensor_scalar(dst, full(args[0]), AluOp::div, 1.0f, rev);
+      return dst;
+    }
+    if (e == 1.0f) {
+      c.b.tensor_copy(dst, full(args[0]));
+      return dst;
+    }
+    // Any other exponent: the ALU's pow (C pow semantics: negative bases with
+    // integral exponents, 0.5 of -0 and -inf, ...).
+  }
+  if (auto it = binary_alus().find(op); it != binary_alus().end()) {
+    const bool variadic = op == "Max" || op == "Min" || op == "Sum" || op == "Mean";
+    if (!variadic) need(2);
+    if (args.empty()) unsupported(n, "step " + op + " has no operands");
+    if (args.size() == 1) {
+      c.b.tensor_copy(dst, full(args[0]));
+      return dst;
+    }
+    binop(dst, args[0], args[1], it->second);
+    Operand acc;
+    acc.t = dst;
+    for (size_t k = 2; k < args.size(); ++k) binop(dst, acc, args[k], it->second);
+    if (op == "Mean") c.b.tensor_scalar(dst, dst, AluOp::div, static_cast<float>(args.size()));
     return dst;
   }
   unsupported(n, "elementwise step " + op + " is not lowered yet");
 }
 
 void lower_elementwise(Ctx& c, const ir::Node& n) {
+  // Integers are fp32 on the device: ops whose integer result truncates a fraction
+  // would come out wrong.
+  if (ir::is_integer(n.outputs[0]->elem())) {
+    if (n.op == "Mean") unsupported(n, "integer Mean (truncating) is not lowered yet");
+    if (n.op == "Pow") {
+      const ir::Value* e = n.input(1);
+      bool ok = e && e->has_data();
+      if (ok)
+        for (int64_t i = 0; i < e->type.numel(); ++i) {
+          const double v = e->data->at(i);
+          ok = ok && v >= 0 && v == std::floor(v);
+        }
+      if (!ok)
+        unsupported(n,
+                    "integer Pow is lowered only with constant non-negative integral "
+                    "exponents (others truncate)");
+    }
+  }
   std::vector<ir::FusedStep> steps;
   if (n.op == "trn.Elementwise") {
     steps = ir::fused_steps(n);
@@ -252,7 +545,7 @@ void lower_elementwise(Ctx& c, const ir::Node& n) {
   c.work_pool = c.b.pool(pfx + ".work", isa::MemSpace::sbuf, work_bufs);
   // Columns per chunk: the buffers take at most half of a partition.
   int64_t chunk = kColChunk;
-  while (chunk > 16 && static_cast<uint64_t>(chunk) * 4 * (in_bufs + work_bufs) >
+  while (chunk > 16 && static_cast<uint64_t>(chunk) * 4 * (in_bufs + work_bufs + kTmpBufs) >
                            c.target.sbuf_partition_bytes / 2)
     chunk /= 2;
   const kernels::HbmView y = c.view(outv).reshape({R, C});

@@ -18,12 +18,16 @@ const std::set<std::string>& alias_ops() {
   return s;
 }
 
+// Integers and bools live on the device as fp32 (bools 0/1, integers exact up to
+// 2^24); the program boundary (runtime/onnx_program.h) converts.
 isa::DType hbm_type(const ir::Value* v) {
-  if (v->elem() == ir::ElemType::bf16) return isa::DType::bf16;
-  if (v->elem() == ir::ElemType::fp16) return isa::DType::fp16;
-  if (v->elem() != ir::ElemType::fp32)
+  const ir::ElemType e = v->elem();
+  // bf16/fp16 values keep their type in HBM (DMA casts to and from fp32 tiles).
+  if (e == ir::ElemType::bf16) return isa::DType::bf16;
+  if (e == ir::ElemType::fp16) return isa::DType::fp16;
+  if (e != ir::ElemType::fp32 && e != ir::ElemType::boolean && !ir::is_integer(e))
     throw ir::UnsupportedError("lowering: value '" + v->name + "' is " + v->type.str() +
-                               "; only fp32 tensors are lowered yet");
+                               "; only fp32, bf16, fp16, integer and bool tensors are lowered yet");
   return isa::DType::fp32;
 }
 
@@ -70,7 +74,12 @@ const std::vector<std::string>& lowerable_ops() {
           "LogSoftmax", "trn.LayerNorm", "trn.RMSNorm", "ReduceSum", "ReduceMean", "ReduceMax",
           "ReduceMin",  "Transpose"})
       v.push_back(op);
+    for (const char* op : {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
+      v.push_back(op);
+    for (const std::string& op : movement_ops()) v.push_back(op);
     for (const std::string& op : alias_ops()) v.push_back(op);
+    for (const std::string& op : elementwise_ops()) v.push_back(op);
+    for (const std::string& op : rowwise_ops()) v.push_back(op);
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
     return v;
@@ -103,9 +112,11 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
   for (const auto& vp : g.values()) {
     const ir::Value* v = vp.get();
     if (!v->is_constant || c.hbm.count(v)) continue;
+    if (conv_weight_only(g, v)) continue;  // lower_conv makes its own layout
     if (!v->has_data()) throw ir::CompileError("lowering: constant '" + v->name + "' has no data");
-    c.hbm[v] =
-        c.b.constant(tensor_name(v->name, used), hbm_shape(v), hbm_type(v), v->data->floats());
+    c.hbm[v] = c.b.constant(
+        tensor_name(v->name, used), hbm_shape(v), hbm_type(v),
+        v->data->holds_floats() ? v->data->floats() : v->data->cast(ir::ElemType::fp32).floats());
   }
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
@@ -117,6 +128,9 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
       throw ir::UnsupportedError("lowering: " + n.label() + ": op type '" + op +
                                  "' cannot be lowered to the chip yet; lowerable: " + list);
     }
+    // Integers are fp32 on the device: a float Div would not truncate.
+    if (op == "Div" && ir::is_integer(n.outputs[0]->elem()))
+      unsupported(n, "integer Div (truncating) is not lowered yet");
     for (const ir::Value* o : n.outputs) {
       if (c.hbm.count(o)) continue;
       const ir::Value* in = n.input(0);
@@ -129,6 +143,10 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
     if (alias_ops().count(op)) {
       if (c.view(n.outputs[0]).tensor() != c.view(n.input(0)).tensor())  // a graph output
         c.b.dma(c.view(n.outputs[0]), c.view(n.input(0)).reshape(hbm_shape(n.outputs[0])));
+    } else if (is_conv_node(n)) {
+      lower_conv(c, n);
+    } else if (is_pool(op)) {
+      lower_pool(c, n);
     } else if (op == "MatMul" || op == "trn.MatMulEpilogue") {
       lower_matmul(c, n);
     } else if (op == "Transpose") {
@@ -136,6 +154,8 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
       std::vector<int> perm;
       for (int64_t a : n.attr_ints("perm")) perm.push_back(static_cast<int>(a));
       c.b.dma(c.view(n.outputs[0]), c.view(n.input(0)).permute(perm));
+    } else if (is_movement(op)) {
+      lower_movement(c, n);
     } else if (is_rowwise(op)) {
       lower_rowwise(c, n);
     } else {

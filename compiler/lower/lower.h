@@ -10,11 +10,16 @@
 // Lowerable ops (lowerable_ops()): MatMul (2-D, or 3-D batched by looping) and
 // trn.MatMulEpilogue with elementwise epilogue steps; elementwise unary/binary ops
 // and trn.Elementwise on [rows, cols] layouts (leading dims flattened onto
-// partitions); Softmax, LogSoftmax, trn.LayerNorm, trn.RMSNorm and
-// ReduceSum/Mean/Max/Min over the last axis (a whole row per partition);
+// partitions; activations, Clip, Pow, rounding, comparisons/logic as 0/1, Where as
+// a select: elementwise.cpp); Softmax/LogSoftmax on any axis, trn.LayerNorm,
+// trn.RMSNorm and Reduce{Sum,Mean,Max,Min,Prod,L1,L2,SumSquare,LogSum,LogSumExp}
+// over any axes (rows of any length, in column chunks: rowwise.cpp);
 // Reshape/Flatten/Squeeze/Unsqueeze/Identity as HBM aliases; Transpose as a
-// strided HBM -> HBM DMA. Operands of binary ops may broadcast as a full tensor,
-// a row vector over the last axis, a column (last dim 1) or a scalar.
+// strided HBM -> HBM DMA. Conv (1-D/2-D, any groups; trn.MatMulEpilogue on a Conv) as
+// implicit GEMM (depthwise on the vector engines); MaxPool/AveragePool (1-D/2-D)
+// and GlobalAveragePool/GlobalMaxPool. Operands of binary ops may broadcast as a full tensor,
+// a row vector over the last axis, a column (last dim 1) or a scalar (other
+// broadcasts: expanded once into an HBM scratch copy).
 // Concat/Split/Slice/Pad/Expand/Tile and constant-index Gather as HBM DMAs, Gather
 // of runtime indices on axis 0 as a one-hot matmul, Cast between fp32/int/bool
 // (integers and bools are fp32 0/1 on the device, see hbm_type). Anything

@@ -224,7 +224,7 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
       for (const auto& [key, sc] : keys(a.r, mode)) {
         Bucket& b = buckets[key];
         if (a.write) {
-          auto gone = [&](const Entry& e) { return e.op != j && covers(a.r, e.r, sc); };
+          auto gone = [&, &sc = sc](const Entry& e) { return e.op != j && covers(a.r, e.r, sc); };
           std::erase_if(b.readers, gone);
           std::erase_if(b.writers, gone);
           b.writers.push_back({j, a.r});

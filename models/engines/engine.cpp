@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/common/ap_extension.h"
+#include "models/common/ap_fast.h"
 #include "models/common/sim_time.h"
 #include "models/common/trace.h"
 #include "models/isa/assembler.h"
@@ -204,6 +205,7 @@ void engine::run() {
     sc_core::wait(start_event_);
     for (pc_ = 0; queue_ && pc_ < queue_->size(); ++pc_) {
       const isa::Instruction& in = (*queue_)[pc_];
+      fast::prefetch_ahead(*queue_, pc_);
       state_ = state::waiting;
       const sc_core::sc_time t0 = sc_core::sc_time_stamp();
       bool blocked = false;

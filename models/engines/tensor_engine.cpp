@@ -86,7 +86,11 @@ double tensor_engine::utilisation(const sc_time& from, const sc_time& to) const 
 
 sc_time tensor_engine::stream_time(const sc_time& at, uint64_t cycles, double weight) {
   if (!tparams_.throttle || cycles == 0) return cycles_to_time(double(cycles));
-  const sc_time window(tparams_.throttle_idle_s, sc_core::SC_SEC);
+  if (!window_valid_) {
+    window_ = sc_time(tparams_.throttle_idle_s, sc_core::SC_SEC);
+    window_valid_ = true;
+  }
+  const sc_time window = window_;
   if (!ramping_ ||
       (at >= ramp_origin_ + window && utilisation(at - window, at) < tparams_.throttle_reengage)) {
     ramping_ = true;

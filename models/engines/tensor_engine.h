@@ -88,6 +88,8 @@ class tensor_engine : public engine {
   std::vector<slot> slots_;
   std::vector<activity> activity_;  // recent streams (throttle on only)
   bool ramping_ = false;            // a throttle ramp has begun
+  sc_core::sc_time window_;         // throttle_idle_s, once computed
+  bool window_valid_ = false;
   sc_core::sc_time ramp_origin_ = sc_core::SC_ZERO_TIME;
 };
 

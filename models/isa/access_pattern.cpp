@@ -37,6 +37,36 @@ void span(const AccessPattern& ap, __int128& lo, __int128& hi) {
   if (ap.space == MemSpace::hbm) add(ap.partition_stride, ap.partition_count);
 }
 
+// The same span in 64-bit arithmetic, the common case; false when anything
+// overflows (then the 128-bit span decides).
+bool span64(const AccessPattern& ap, int64_t& lo, int64_t& hi) {
+  const int64_t es = static_cast<int64_t>(dtype_size(ap.dtype));
+  lo = hi = 0;
+  auto add = [&](int64_t stride, uint64_t size) {
+    int64_t d;
+    if (__builtin_mul_overflow(stride, static_cast<int64_t>(size - 1), &d) ||
+        __builtin_mul_overflow(d, es, &d))
+      return false;
+    int64_t& acc = d < 0 ? lo : hi;
+    return !__builtin_add_overflow(acc, d, &acc);
+  };
+  for (int i = 0; i < ndims_of(ap); ++i)
+    if (!add(ap.dims[i].stride, ap.dims[i].size)) return false;
+  if (ap.space == MemSpace::hbm && !add(ap.partition_stride, ap.partition_count)) return false;
+  return true;
+}
+
+// offset + lo and offset + hi + element size without overflow: the exact results
+// the 128-bit path would clamp to the same values.
+bool range64(const AccessPattern& ap, int64_t& min, int64_t& end) {
+  int64_t lo, hi;
+  if (ap.offset > uint64_t(std::numeric_limits<int64_t>::max()) || !span64(ap, lo, hi))
+    return false;
+  const int64_t off = static_cast<int64_t>(ap.offset);
+  return !__builtin_add_overflow(off, lo, &min) && !__builtin_add_overflow(off, hi, &end) &&
+         !__builtin_add_overflow(end, static_cast<int64_t>(dtype_size(ap.dtype)), &end);
+}
+
 }  // namespace
 
 std::string_view mem_space_name(MemSpace s) {
@@ -60,6 +90,7 @@ uint64_t AccessPattern::free_elems() const {
 
 int64_t AccessPattern::min_byte() const {
   if (empty(*this)) return clamp64(offset);
+  if (int64_t a, b; range64(*this, a, b)) return a;
   __int128 lo, hi;
   span(*this, lo, hi);
   return clamp64(static_cast<__int128>(offset) + lo);
@@ -67,6 +98,7 @@ int64_t AccessPattern::min_byte() const {
 
 int64_t AccessPattern::end_byte() const {
   if (empty(*this)) return clamp64(offset);
+  if (int64_t a, b; range64(*this, a, b)) return b;
   __int128 lo, hi;
   span(*this, lo, hi);
   return clamp64(static_cast<__int128>(offset) + hi + dtype_size(dtype));
@@ -77,6 +109,7 @@ void AccessPattern::byte_range(int64_t& min, int64_t& end) const {
     min = end = clamp64(offset);
     return;
   }
+  if (range64(*this, min, end)) return;
   __int128 lo, hi;
   span(*this, lo, hi);
   min = clamp64(static_cast<__int128>(offset) + lo);

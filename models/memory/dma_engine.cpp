@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "models/common/ap_extension.h"
+#include "models/common/ap_fast.h"
 #include "models/common/sim_time.h"
 #include "models/common/trace.h"
 #include "models/isa/assembler.h"
@@ -46,10 +47,15 @@ dma_engine::dma_engine(const sc_core::sc_module_name& name, const dma_params& p,
 
 void dma_engine::load(uint16_t q, const std::vector<isa::Instruction>* instrs) {
   queues_.at(q) = queue_state{instrs, 0, 0, 0, nullptr};
+  if (instrs && !instrs->empty()) {
+    const auto it = std::lower_bound(live_.begin(), live_.end(), q);
+    if (it == live_.end() || *it != q) live_.insert(it, q);
+  }
 }
 
 void dma_engine::clear() {
   for (auto& q : queues_) q = queue_state{};
+  live_.clear();
   shares_.clear();
   failed_ = false;
 }
@@ -132,21 +138,28 @@ uint64_t dma_engine::descriptors(const isa::AccessPattern& ap) {
   // One descriptor per contiguous run: a whole row when the free pattern is
   // contiguous (HBM rows laid end to end make one run), otherwise one per innermost
   // run of stride 1 (or per element).
-  if (ap.free_contiguous()) {
-    const int64_t row_bytes = int64_t(ap.free_elems() * isa::dtype_size(ap.dtype));
+  const uint64_t es = fast::elem_size(ap.dtype);
+  if (fast::free_contiguous(ap)) {
+    const int64_t row_bytes = int64_t(fast::free_elems(ap) * es);
     if (ap.space == isa::MemSpace::hbm && ap.partition_count > 1 &&
-        ap.partition_stride * int64_t(isa::dtype_size(ap.dtype)) == row_bytes)
+        ap.partition_stride * int64_t(es) == row_bytes)
       return 1;
     return ap.partition_count;
   }
-  const int inner = ap.innermost_dim();
+  const int inner = fast::innermost_dim(ap);
   const uint64_t run = inner >= 0 && ap.dims[inner].stride == 1 ? ap.dims[inner].size : 1;
-  return ap.elems() / std::max<uint64_t>(run, 1);
+  return fast::free_elems(ap) * ap.partition_count / std::max<uint64_t>(run, 1);
 }
 
 sc_core::sc_time dma_engine::own_time(uint64_t bytes, uint64_t descriptors) const {
-  return seconds_to_time(params_.fixed_cost_s + params_.descriptor_cost_s * double(descriptors) +
-                         double(bytes) / params_.bandwidth_bps);
+  // A pure function of its arguments; a queue repeats a few transfer shapes.
+  if (own_cache_.valid && own_cache_.bytes == bytes && own_cache_.descriptors == descriptors)
+    return own_cache_.time;
+  own_cache_ = {
+      bytes, descriptors, true,
+      seconds_to_time(params_.fixed_cost_s + params_.descriptor_cost_s * double(descriptors) +
+                      double(bytes) / params_.bandwidth_bps)};
+  return own_cache_.time;
 }
 
 sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern dst,
@@ -154,7 +167,11 @@ sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern
   if (src.space == isa::MemSpace::hbm) src.offset += base;
   if (dst.space == isa::MemSpace::hbm) dst.offset += base;
   const bool f = ctx_.functional;
-  const sc_core::sc_time fixed = seconds_to_time(params_.fixed_cost_s);
+  if (!fixed_cost_valid_) {
+    fixed_cost_ = seconds_to_time(params_.fixed_cost_s);
+    fixed_cost_valid_ = true;
+  }
+  const sc_core::sc_time fixed = fixed_cost_;
   auto& rs = src.space == isa::MemSpace::hbm ? hbm_socket : sbuf_socket;
   auto& ws = dst.space == isa::MemSpace::hbm ? hbm_socket : sbuf_socket;
 
@@ -174,7 +191,7 @@ sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern
 
   const uint64_t desc = std::max(descriptors(src), descriptors(dst));
   descriptors_ += desc;
-  return std::max({own_time(std::max(src.bytes(), dst.bytes()), desc), rd, wr});
+  return std::max({own_time(std::max(fast::bytes(src), fast::bytes(dst)), desc), rd, wr});
 }
 
 const std::vector<dma_engine*>& dma_engine::peers() {
@@ -191,6 +208,7 @@ const std::vector<dma_engine*>& dma_engine::peers() {
 void dma_engine::execute(size_t qi) {
   auto& q = queues_[qi];
   const isa::Instruction& in = (*q.instrs)[q.pc];
+  fast::prefetch_ahead(*q.instrs, q.pc);
   for (const auto& s : in.signals)
     if (s.when == isa::SignalWhen::start) sems_.increment(s.sem, s.inc);
   if (in.op != isa::Opcode::dma_copy) {  // nop: waits and signals only
@@ -268,7 +286,7 @@ bool dma_engine::run_share(const share& s) {
     ctx_.trace->slice(ctx_.trace->track(this, track), in, uint32_t(o.queues_[s.st->queue].pc),
                       start, dur, start - std::min(start, o.head_since_[s.st->queue]), dur);
   }
-  bytes_ += dst.bytes();
+  bytes_ += fast::bytes(dst);
   ++transfers_;
   if (s.st->owner != this) ++helper_shares_;
   // Every engine that took part signals completion.
@@ -283,7 +301,7 @@ void dma_engine::finish_share(const std::shared_ptr<spread_state>& st) {
   dma_engine& o = *st->owner;
   auto& q = o.queues_[st->queue];
   const isa::Instruction& in = (*q.instrs)[q.pc];
-  q.bytes += in.dst.bytes();
+  q.bytes += fast::bytes(in.dst);
   ++q.transfers;
   o.complete(q, in);
   if (&o != this) o.wake_.notify(sc_core::SC_ZERO_TIME);
@@ -304,30 +322,37 @@ void dma_engine::run() {
       continue;
     }
     // Round-robin over the queues with a ready head (in order within each) and one
-    // more slot for shares of other engines' spread transfers.
+    // more slot, after every queue, for shares of other engines' spread transfers:
+    // from next_, queues next_.., the share slot, then queues ..next_-1. Only queues
+    // with work (live_, ascending) can be picked, so only those are looked at.
     const size_t share_slot = queues_.size(), slots = share_slot + 1;
     size_t pick = slots;
-    bool own_work = false;
-    for (size_t k = 0; k < slots && pick == slots; ++k) {
-      const size_t i = next_ + k < slots ? next_ + k : next_ + k - slots;
-      if (i == share_slot) {
-        if (!shares_.empty()) pick = i;
-        continue;
-      }
-      const auto& q = queues_[i];
-      if (!running_ || q.done()) continue;
-      own_work = true;
-      if (!q.spread && ready((*q.instrs)[q.pc])) pick = i;
+    if (running_) {
+      std::erase_if(live_, [&](uint16_t i) { return queues_[i].done(); });
+      const auto can_go = [&](uint16_t i) {
+        const auto& q = queues_[i];
+        return !q.spread && ready((*q.instrs)[q.pc]);
+      };
+      const auto mid = std::lower_bound(live_.begin(), live_.end(), next_);
+      for (auto it = mid; it != live_.end() && pick == slots; ++it)
+        if (can_go(*it)) pick = *it;
+      if (pick == slots && !shares_.empty()) pick = share_slot;
+      for (auto it = live_.begin(); it != mid && pick == slots; ++it)
+        if (can_go(*it)) pick = *it;
+    } else if (!shares_.empty()) {
+      pick = share_slot;
     }
     if (pick == slots) {
-      if (running_ && !own_work) running_ = false;
+      if (running_ && live_.empty()) running_ = false;
       if (running_) {
         // Sleep until a blocked head's first unmet wait is met (or a peer wakes us):
         // no wake-up for increments nobody here waits for.
-        for (const auto& q : queues_)
-          if (!q.done() && !q.spread)
+        for (uint16_t i : live_) {
+          const auto& q = queues_[i];
+          if (!q.spread)
             for (const auto& w : (*q.instrs)[q.pc].waits)
               if (sems_.notify_when_ge(w.sem, w.value, wake_)) break;
+        }
         sc_core::wait(wake_);
       } else
         sc_core::wait(start_event_ | wake_);

@@ -112,7 +112,16 @@ class dma_engine : public sc_core::sc_module {
   semaphores& sems_;
   sim_context& ctx_;
   std::vector<queue_state> queues_;
-  std::deque<share> shares_;  // work for other engines' queues
+  struct own_time_entry {
+    uint64_t bytes = 0, descriptors = 0;
+    bool valid = false;
+    sc_core::sc_time time;
+  };
+  mutable own_time_entry own_cache_;  // the last own_time() result
+  sc_core::sc_time fixed_cost_;       // params_.fixed_cost_s, once computed
+  bool fixed_cost_valid_ = false;
+  std::vector<uint16_t> live_;  // queues that may have work left, ascending (a superset)
+  std::deque<share> shares_;    // work for other engines' queues
   std::vector<dma_engine*> peers_;
   uint64_t hbm_base_ = 0;
   size_t next_ = 0;  // round-robin pointer over the queues and the share slot

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/common/ap_fast.h"
 #include "models/common/sim_time.h"
 
 namespace trnsim::models {
@@ -74,6 +75,7 @@ uint32_t hbm::channel_of(uint64_t addr) const {
 
 void hbm::add_run(uint64_t addr, uint64_t n, std::vector<uint64_t>& per, uint64_t& every) const {
   const uint64_t g = params_.interleave_bytes, c = ch_.size(), block = g * c;
+  if (addr % block != 0 || n % block != 0) split_partial_ = true;
   while (n > 0) {
     const uint64_t off = addr % block;
     if (off == 0 && n >= block) {  // whole blocks: every channel gets one granule each
@@ -95,23 +97,29 @@ void hbm::add_run(uint64_t addr, uint64_t n, std::vector<uint64_t>& per, uint64_
 
 void hbm::split(const isa::AccessPattern& ap, std::vector<uint64_t>& per) const {
   std::fill(per.begin(), per.end(), 0);
+  const uint64_t every = add_split(ap, per);
+  if (every)
+    for (auto& b : per) b += every;
+}
+
+uint64_t hbm::add_split(const isa::AccessPattern& ap, std::vector<uint64_t>& per) const {
   uint64_t every = 0;
-  const int64_t es = int64_t(isa::dtype_size(ap.dtype));
-  const uint64_t row_bytes = ap.free_elems() * es;
+  const int64_t es = int64_t(fast::elem_size(ap.dtype));
+  const uint64_t row_bytes = fast::free_elems(ap) * es;
   // Contiguous runs: the whole row, or the innermost stride-1 dim, or single elements.
-  isa::AccessPattern starts = ap;
-  uint64_t run = uint64_t(es);
-  const int inner = ap.innermost_dim();
-  const bool contiguous = ap.free_contiguous();
-  if (!contiguous && inner >= 0 && ap.dims[inner].stride == 1) {
-    run = uint64_t(ap.dims[inner].size) * es;
-    starts.dims[inner].size = 1;
-  }
+  const bool contiguous = fast::free_contiguous(ap);
   if (contiguous && ap.partition_stride * es == int64_t(row_bytes)) {
     // Rows laid end to end: one run (the per-channel sums depend only on the bytes).
     add_run(uint64_t(int64_t(ap.offset) + ap.free_min_byte()), row_bytes * ap.partition_count, per,
             every);
   } else {
+    isa::AccessPattern starts = ap;
+    uint64_t run = uint64_t(es);
+    const int inner = fast::innermost_dim(ap);
+    if (!contiguous && inner >= 0 && ap.dims[inner].stride == 1) {
+      run = uint64_t(ap.dims[inner].size) * es;
+      starts.dims[inner].size = 1;
+    }
     for (uint32_t r = 0; r < ap.partition_count; ++r) {
       const int64_t row_base = int64_t(ap.offset) + int64_t(r) * ap.partition_stride * es;
       if (contiguous) {
@@ -123,8 +131,7 @@ void hbm::split(const isa::AccessPattern& ap, std::vector<uint64_t>& per) const 
       }
     }
   }
-  if (every)
-    for (auto& b : per) b += every;
+  return every;
 }
 
 std::vector<uint64_t> hbm::channel_bytes(const isa::AccessPattern& ap) const {
@@ -185,22 +192,23 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
     return;
   }
   int64_t row_lo, row_hi;
-  ap.byte_range(row_lo, row_hi);
+  fast::byte_range(ap, row_lo, row_hi);
   if (row_lo < 0 || uint64_t(row_hi) > params_.size_bytes) {
     ext->error = "HBM bytes [" + std::to_string(row_lo) + ", " + std::to_string(row_hi) +
                  ") outside the device's " + std::to_string(params_.size_bytes) + " bytes";
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
+  const size_t es = fast::elem_size(ap.dtype);
+  const uint64_t row_bytes = fast::free_elems(ap) * es;
+  const uint64_t bytes = fast::free_elems(ap) * ap.partition_count * es;  // ap.bytes()
   const bool timing_only = ext->timing_only || gp.get_data_ptr() == nullptr;
-  if (!timing_only && gp.get_data_length() != ap.bytes()) {
+  if (!timing_only && gp.get_data_length() != bytes) {
     ext->error = "data length " + std::to_string(gp.get_data_length()) + " != pattern bytes " +
-                 std::to_string(ap.bytes());
+                 std::to_string(bytes);
     gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
     return;
   }
-  const size_t es = isa::dtype_size(ap.dtype);
-  const uint64_t row_bytes = ap.free_elems() * es;
   if (!timing_only) {
     uint8_t* data = gp.get_data_ptr();
     const bool contiguous = ap.free_contiguous();
@@ -223,17 +231,32 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
       }
     }
   }
-  (gp.is_read() ? read_bytes_ : write_bytes_) += ap.bytes();
+  (gp.is_read() ? read_bytes_ : write_bytes_) += bytes;
   ++transfers_;
   // After the latency, every touched channel serves its share at its own rate,
   // starting no earlier than the initiator's local time plus the latency.
   const sc_core::sc_time offer =
       sc_core::sc_time_stamp() + delay + seconds_to_time(params_.latency_s);
   sc_core::sc_time finish = offer;
-  split(ap, split_);
-  const uint64_t share = split_[0];
+  // split_ is all zeros between calls; runs of whole blocks only add to `every`.
+  split_partial_ = false;
+  const uint64_t every = add_split(ap, split_);
+  uint64_t share = every;
   bool same = share > 0;
-  for (size_t c = 1; same && c < split_.size(); ++c) same = split_[c] == share;
+  if (split_partial_) {
+    for (auto& b : split_) b += every;
+    share = split_[0];
+    same = share > 0;
+    for (size_t c = 1; same && c < split_.size(); ++c) same = split_[c] == share;
+  }
+  // Zeroes split_ again on every return below.
+  struct rezero {
+    std::vector<uint64_t>& v;
+    bool dirty;
+    ~rezero() {
+      if (dirty) std::fill(v.begin(), v.end(), 0);
+    }
+  } rz{split_, split_partial_};
   if (same && !uniform_) {
     // Every channel free by the offer: they all finish together, from now on in step.
     sc_core::sc_time latest = sc_core::SC_ZERO_TIME;
@@ -252,6 +275,10 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
   if (uniform_) {
     for (auto& ch : ch_) ch.set_next_free(uniform_free_);
     uniform_ = false;
+  }
+  if (!split_partial_ && every) {  // whole blocks only: spell out the per-channel share
+    std::fill(split_.begin(), split_.end(), every);
+    rz.dirty = true;
   }
   // Most channels get the same share: convert bytes to time once per distinct share.
   uint64_t last_bytes = 0;

@@ -63,6 +63,9 @@ class hbm : public sc_core::sc_module {
   // of channels x granule bytes go to `every` (the same count on each channel).
   void add_run(uint64_t addr, uint64_t n, std::vector<uint64_t>& per, uint64_t& every) const;
   void split(const isa::AccessPattern& ap, std::vector<uint64_t>& per) const;
+  // Adds the bytes of `ap` to `per` except those of whole blocks, which it returns
+  // (bytes every channel gets); sets split_partial_ when `per` was touched.
+  uint64_t add_split(const isa::AccessPattern& ap, std::vector<uint64_t>& per) const;
   static constexpr uint64_t kPageBits = 20;  // 1 MiB pages
   static constexpr uint64_t kPage = uint64_t(1) << kPageBits;
 
@@ -70,7 +73,8 @@ class hbm : public sc_core::sc_module {
   std::vector<std::unique_ptr<uint8_t[]>> pages_;
   std::vector<bandwidth_resource> ch_;
   std::vector<uint64_t> ch_bytes_;
-  std::vector<uint64_t> split_;  // scratch for b_transport
+  std::vector<uint64_t> split_;         // scratch for b_transport, all zeros between calls
+  mutable bool split_partial_ = false;  // add_run touched the per-channel counts
   // Most transfers give every channel the same share. While `uniform_`, every
   // channel is free from `uniform_free_` (their own next-free times are stale), so
   // such a transfer costs O(1); `common_*` add to every channel's figures.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/common/ap_fast.h"
 #include "models/common/sim_time.h"
 
 namespace trnsim::models {
@@ -25,6 +26,7 @@ void partitioned_memory::share_ports(int a, int b, bool per_bank, uint64_t bank_
 
 sc_core::sc_time partitioned_memory::reserve_port(int id, bool write, const isa::AccessPattern& ap,
                                                   const sc_core::sc_time& offer,
+                                                  const sc_core::sc_time& duration,
                                                   sc_core::sc_time& stall) {
   int owner = id;
   uint64_t bank = 0, banks = 1;
@@ -46,7 +48,7 @@ sc_core::sc_time partitioned_memory::reserve_port(int id, bool write, const isa:
   const sc_core::sc_time start = other ? std::max(offer, ps.next_free) : offer;
   stall = start - offer;
   stall_total_ += stall;
-  const sc_core::sc_time finish = start + port_time(ap);
+  const sc_core::sc_time finish = start + duration;
   ps.next_free = std::max(ps.next_free, finish);
   ps.last_user = id;
   return finish;
@@ -74,13 +76,22 @@ void partitioned_memory::register_stats(stats::group& g) {
 }
 
 sc_core::sc_time partitioned_memory::port_time(const isa::AccessPattern& ap) const {
-  const double lane_rate = double(geo_.port_elems_per_cycle) / geo_.partitions;
-  double cycles = double(ap.free_elems()) / lane_rate;
+  return port_time(ap, fast::free_elems(ap), fast::elem_size(ap.dtype));
+}
+
+sc_core::sc_time partitioned_memory::port_time(const isa::AccessPattern& ap, uint64_t n,
+                                               uint64_t es) const {
   // Strides wider than 16 bytes halve the port rate (hardware.md, Memories).
-  const int inner = ap.innermost_dim();
-  if (inner >= 0 && std::llabs(ap.dims[inner].stride) * int64_t(isa::dtype_size(ap.dtype)) > 16)
-    cycles *= 2;
-  return seconds_to_time(std::ceil(cycles) / geo_.clock_hz);
+  const int inner = fast::innermost_dim(ap);
+  const bool wide = inner >= 0 && std::llabs(ap.dims[inner].stride) * int64_t(es) > 16;
+  // A pure function of (n, wide): programs repeat a few shapes, so remember them.
+  port_cache_entry& c = port_cache_[(n * 2 + wide) % port_cache_.size()];
+  if (c.valid && c.elems == n && c.wide == wide) return c.time;
+  const double lane_rate = double(geo_.port_elems_per_cycle) / geo_.partitions;
+  double cycles = double(n) / lane_rate;
+  if (wide) cycles *= 2;
+  c = {n, wide, true, seconds_to_time(std::ceil(cycles) / geo_.clock_hz)};
+  return c.time;
 }
 
 bool partitioned_memory::check_bounds(const isa::AccessPattern& ap, std::string& err,
@@ -153,22 +164,47 @@ void partitioned_memory::b_transport(int id, tlm::tlm_generic_payload& gp,
     return;
   }
   const isa::AccessPattern& ap = ext->ap;
-  int64_t end = 0;
-  if (!check_bounds(ap, ext->error, &end)) {
-    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    return;
+  // Everything below up to the port reservation is a pure function of the pattern
+  // (and this memory's geometry); instructions repeat their patterns, so a small
+  // cache keeps the results of checked ones.
+  uint64_t h = ap.offset ^ (uint64_t(ap.partition_start) << 24) ^
+               (uint64_t(ap.partition_count) << 40) ^ (uint64_t(ap.dims[0].size) << 8) ^
+               uint64_t(ap.dtype);
+  h *= 0x9e3779b97f4a7c15ull;
+  access_entry& c = access_cache_[h >> 59];  // 32 entries
+  if (!c.valid || !(c.ap == ap)) {
+    // The common case inline: right space, partitions and bytes within bounds; any
+    // failure goes through check_bounds for its message.
+    int64_t lo = -1, end = 0;
+    const bool in_parts = ap.space == geo_.space && ap.partition_count > 0 &&
+                          uint64_t(ap.partition_start) + ap.partition_count <= geo_.partitions;
+    if (in_parts) fast::byte_range(ap, lo, end);
+    if (!in_parts || lo < 0 || uint64_t(end) > geo_.partition_bytes) {
+      if (!check_bounds(ap, ext->error, &end)) {
+        gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return;
+      }
+    }
+    const uint64_t es = fast::elem_size(ap.dtype), n = fast::free_elems(ap);
+    c.ap = ap;
+    c.valid = true;
+    c.end = end;
+    c.bytes = n * ap.partition_count * es;  // ap.bytes()
+    c.port = port_time(ap, n, es);
   }
+  const int64_t end = c.end;
+  const uint64_t bytes = c.bytes;
   const bool timing_only = ext->timing_only || gp.get_data_ptr() == nullptr;
-  if (!timing_only && gp.get_data_length() != ap.bytes()) {
+  if (!timing_only && gp.get_data_length() != bytes) {
     ext->error = "data length " + std::to_string(gp.get_data_length()) + " != pattern bytes " +
-                 std::to_string(ap.bytes());
+                 std::to_string(bytes);
     gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
     return;
   }
   peak_byte_ = std::max<uint64_t>(peak_byte_, uint64_t(end));
   if (gp.is_read()) {
     if (!timing_only) gather(ap, gp.get_data_ptr());
-    read_bytes_ += ap.bytes();
+    read_bytes_ += bytes;
     ++reads_;
   } else {
     if (!timing_only) {
@@ -181,12 +217,12 @@ void partitioned_memory::b_transport(int id, tlm::tlm_generic_payload& gp,
         scatter(ap, gp.get_data_ptr());
       }
     }
-    write_bytes_ += ap.bytes();
+    write_bytes_ += bytes;
     ++writes_;
   }
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   sc_core::sc_time stall;
-  delay = reserve_port(id, gp.is_write(), ap, now + delay, stall) - now;
+  delay = reserve_port(id, gp.is_write(), ap, now + delay, c.port, stall) - now;
   ext->port_stall += stall;
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
+#include <array>
 #include <cstdint>
 #include <systemc>
 #include <tlm>
@@ -75,9 +76,27 @@ class partitioned_memory : public sc_core::sc_module {
     bool per_bank = false;
     uint64_t bank_bytes = 0;
   };
-  // Reserves the port for an access offered at `offer`; returns finish, sets stall.
+  // Reserves the port for an access taking `duration` (its port time) offered at
+  // `offer`; returns finish, sets stall.
   sc_core::sc_time reserve_port(int id, bool write, const isa::AccessPattern& ap,
-                                const sc_core::sc_time& offer, sc_core::sc_time& stall);
+                                const sc_core::sc_time& offer, const sc_core::sc_time& duration,
+                                sc_core::sc_time& stall);
+  // port_time() with ap's free elements and element size known.
+  sc_core::sc_time port_time(const isa::AccessPattern& ap, uint64_t n, uint64_t es) const;
+  struct port_cache_entry {
+    uint64_t elems = 0;
+    bool wide = false, valid = false;
+    sc_core::sc_time time;
+  };
+  mutable std::array<port_cache_entry, 16> port_cache_{};  // port_time() results
+  struct access_entry {
+    isa::AccessPattern ap;
+    bool valid = false;
+    int64_t end = 0;     // ap's end byte (bounds checked)
+    uint64_t bytes = 0;  // ap.bytes()
+    sc_core::sc_time port;
+  };
+  std::array<access_entry, 32> access_cache_{};  // b_transport's checked patterns
   std::vector<sharing> sharing_;
   std::vector<port_state> ports_;  // indexed by key(owner, bank, write)
   sc_core::sc_time stall_total_ = sc_core::SC_ZERO_TIME;

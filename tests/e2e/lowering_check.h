@@ -35,16 +35,35 @@ inline Tensor random_tensor(const ir::Shape& shape, uint32_t seed, float lo = -1
   return Tensor::from_floats(shape, v);
 }
 
-// Compiles `g` for tiny at `p`, runs it with random inputs and compares every output
-// with the interpreter (on the pipelined graph, emulating precision unless fp32).
-inline void check_graph(ir::Graph g, Precision p, double rtol, double atol) {
+// fp32 values of any tensor (integers and bools are fp32 on the device).
+inline std::vector<float> as_floats(const Tensor& t) {
+  return t.holds_floats() ? t.floats() : t.cast(ElemType::fp32).floats();
+}
+
+// Compiles `g` for tiny at `p`, runs it with random inputs (`given` ones as given;
+// integer inputs uniform in [0, 8), bools 0/1) and compares every output with the
+// interpreter (on the pipelined graph, emulating precision unless fp32).
+inline void check_graph(ir::Graph g, Precision p, double rtol, double atol,
+                        const interp::TensorMap& given = {}) {
   const platform::platform_config cfg = platform::load_config("tiny");
   compiler::CompileOnnxOptions o;
   o.precision = p;
   o.target = runtime::target_from_config(cfg);
   interp::TensorMap inputs;
   uint32_t seed = 1;
-  for (const ir::Value* v : g.inputs()) inputs[v->name] = random_tensor(v->shape(), seed++);
+  for (const ir::Value* v : g.inputs()) {
+    if (given.count(v->name)) {
+      inputs[v->name] = given.at(v->name);
+    } else if (ir::is_float(v->elem())) {
+      inputs[v->name] = random_tensor(v->shape(), seed++);
+    } else {
+      std::mt19937 gen(seed++);
+      std::vector<int64_t> iv(static_cast<size_t>(ir::num_elements(v->shape())));
+      for (int64_t& x : iv)
+        x = static_cast<int64_t>(gen() % (v->elem() == ElemType::boolean ? 2 : 8));
+      inputs[v->name] = Tensor::from_ints(v->shape(), iv, v->elem());
+    }
+  }
   const interp::TensorMap want_fp32 = interp::run(g, inputs);
   compiler::CompileOnnxResult r = compiler::compile_graph(std::move(g), o);
   interp::RunOptions ro;
@@ -56,7 +75,7 @@ inline void check_graph(ir::Graph g, Precision p, double rtol, double atol) {
   for (const auto& [name, t] : inputs) {
     std::vector<int64_t> shape = t.shape();
     if (shape.empty()) shape = {1};
-    l.inputs[name] = runtime::HostTensor::from_float(shape, isa::DType::fp32, t.floats());
+    l.inputs[name] = runtime::HostTensor::from_float(shape, isa::DType::fp32, as_floats(t));
   }
   runtime::RunReport rep = dev.run({l});
   std::printf("[lowering] %zu instructions, %.0f ns simulated\n",
@@ -64,12 +83,12 @@ inline void check_graph(ir::Graph g, Precision p, double rtol, double atol) {
   for (const auto& [name, w] : want) {
     auto it = rep.launches.at(0).outputs.find(name);
     ASSERT_NE(it, rep.launches.at(0).outputs.end()) << name;
-    const std::vector<float> got = it->second.to_float();
-    ASSERT_EQ(got.size(), w.floats().size()) << name;
+    const std::vector<float> got = it->second.to_float(), wf = as_floats(w);
+    ASSERT_EQ(got.size(), wf.size()) << name;
     size_t bad = 0;
     double worst = 0;
     for (size_t i = 0; i < got.size(); ++i) {
-      const double e = w.floats()[i], d = std::fabs(got[i] - e);
+      const double e = wf[i], d = std::fabs(got[i] - e);
       worst = std::max(worst, d);
       if (d > atol + rtol * std::fabs(e) && bad++ < 5)
         ADD_FAILURE() << name << "[" << i << "]: got " << got[i] << ", want " << e;
@@ -78,7 +97,7 @@ inline void check_graph(ir::Graph g, Precision p, double rtol, double atol) {
     // The emulation reference itself stays near fp32 (sanity of the comparison);
     // fp8 (e4m3, 3 mantissa bits) operands are much coarser.
     const double loose = p == Precision::fp8 ? 0.25 : 0.05;
-    const auto& f = want_fp32.at(name).floats();
+    const std::vector<float> f = as_floats(want_fp32.at(name));
     for (size_t i = 0; i < got.size(); i += 97)
       EXPECT_NEAR(got[i], f[i], loose + loose * std::fabs(f[i]));
   }

@@ -469,8 +469,12 @@ class RealSweep(unittest.TestCase):
             rows = sorted(read_rows(d + "/out"), key=lambda r: float(r["p.hbm.bandwidth"]))
             ns = [float(r["m.simulated_ns"]) for r in rows]
             self.assertEqual(len(ns), 5)
+            # Never slower, up to 0.1 %: once HBM stops being the bottleneck (here above
+            # 400 GB/s) earlier DMA completions can reorder the first-come-first-served
+            # arbitration of DMA queues and engines (a list-scheduling anomaly): the
+            # MLP measured 21611 ns at 400 GB/s and 21621 ns (+0.05 %) above it.
             for slower_bw, faster_bw in zip(ns, ns[1:]):
-                self.assertLessEqual(faster_bw, slower_bw, ns)
+                self.assertLessEqual(faster_bw, slower_bw * 1.001, ns)
             # Memory bound: the slowest HBM is at least 25% slower than the fastest.
             self.assertGreater(ns[0], 1.25 * ns[-1], ns)
 

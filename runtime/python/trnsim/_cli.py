@@ -92,7 +92,7 @@ def _safe_name(name):
 
 
 def run_model(model, inputs=None, config="trn2", precision="bf16", set=None, trace=None,
-              stats=None, timeout=None, functional=True, reference=None, output_names=None,
+              stats=None, timeout=None, functional=True, fallback=True, reference=None, output_names=None,
               workdir=None):
     """Compiles and simulates the ONNX file `model` with `trnsim run`.
 
@@ -113,6 +113,8 @@ def run_model(model, inputs=None, config="trn2", precision="bf16", set=None, tra
         cmd = [binary, "run", str(model), "-c", str(config), "--precision", str(precision),
                "--stats", str(stats_path)]
         cmd += _set_args(set)
+        if not fallback:
+            cmd += ["--no-fallback"]
         for name, value in (inputs or {}).items():
             if "=" in name:
                 raise ValueError(f"input name '{name}' contains '='")

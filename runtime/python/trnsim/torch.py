@@ -114,13 +114,14 @@ def _export(module, inputs, path, input_names, output_names):
 
 
 def run(module, example_inputs, config="trn2", precision="bf16", trace=None, stats=None,
-        set=None, timeout=None, functional=True, name=None):
+        set=None, timeout=None, functional=True, name=None, fallback=True):
     """Runs `module(*example_inputs)` on the simulator.
 
     config: preset (trn1, trn2, trn3, tiny) or YAML path; precision: matmul operand type
     (bf16, fp32, fp8); trace / stats: paths for the Perfetto trace and the stats JSON;
     set: config overrides ({key: value} or ["key=value"]); timeout: seconds for the
-    simulator call; functional=False times the run only (outputs are then None).
+    simulator call; functional=False times the run only (outputs are then None);
+    fallback=False refuses ops the chip cannot run instead of running them on the host.
     Returns (outputs, Report): outputs have the structure, shapes and dtypes of the
     module's eager outputs. Raises TrnsimError (the CLI's message) or ExportError.
     """
@@ -144,7 +145,7 @@ def run(module, example_inputs, config="trn2", precision="bf16", trace=None, sta
             outs, report = run_model(
                 path, {n: _to_numpy(t) for n, t in zip(in_names, inputs)}, config=config,
                 precision=precision, set=set, trace=trace, stats=stats, timeout=timeout,
-                functional=functional,
+                functional=functional, fallback=fallback,
                 reference={n: _to_numpy(t) for n, t in zip(out_names, flat_ref)},
                 output_names=out_names, workdir=work)
     finally:
