@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Fuzzes the parsers with libFuzzer (tests/fuzz): configures and builds the clang
+# tree build-fuzz (TRNSIM_FUZZ=ON), then runs each target for SECONDS on a fresh
+# copy of its seed corpus (tests/fuzz/corpus/<t>, the regression inputs in
+# tests/fuzz/regressions/<t>, and for tbin the assembly seeds encoded).
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   TARGET: asm tbin config onnx (default all)
+# Prints runs, coverage and findings per target; exits non-zero when a target found
+# a crash, sanitizer report, timeout or OOM (inputs kept in build-fuzz/fuzz-artifacts/).
+# TRNSIM_FUZZ_BUILD_DIR overrides the build tree, TRNSIM_JOBS the build parallelism.
+# `ctest --test-dir build-fuzz/tests/fuzz` runs each target once over its corpus.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${TRNSIM_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+jobs="${TRNSIM_JOBS:-2}"
+seconds="${1:-60}"
+shift || true
+case "$seconds" in
+  '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;;
+esac
+all=(asm tbin config onnx)
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
+for i in "${!targets[@]}"; do
+  t="${targets[$i]#fuzz_}"
+  case " ${all[*]} " in
+    *" $t "*) targets[$i]="$t" ;;
+    *) echo "fuzz.sh: unknown target '${targets[$i]}' (known: ${all[*]})" >&2; exit 2 ;;
+  esac
+done
+
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz.sh: clang++ not found (libFuzzer needs clang: apt-get install clang)" >&2
+  exit 2
+fi
+echo "== configure and build $build"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DTRNSIM_FUZZ=ON \
+  -DTRNSIM_TESTS=OFF -DTRNSIM_WITH_VERILATOR=OFF >/dev/null
+ninja -C "$build" -j "$jobs" make_tbin_seeds "${targets[@]/#/fuzz_}"
+
+artifacts="$build/fuzz-artifacts"
+mkdir -p "$artifacts"
+# Symbolized reports; a sanitizer finding aborts so libFuzzer records the input.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:symbolize=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+failed=0
+summary=()
+for t in "${targets[@]}"; do
+  corpus="$build/fuzz-corpus/$t"
+  rm -rf "$corpus"
+  mkdir -p "$corpus"
+  for d in "$root/tests/fuzz/corpus/$t" "$root/tests/fuzz/regressions/$t"; do
+    if [ -d "$d" ] && [ -n "$(ls -A "$d")" ]; then cp "$d"/* "$corpus"/; fi
+  done
+  if [ "$t" = tbin ]; then
+    "$build/tests/fuzz/make_tbin_seeds" "$corpus" "$root"/tests/fuzz/corpus/asm/*.tasm
+  fi
+  args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
+        -artifact_prefix="$artifacts/$t-")
+  [ -f "$root/tests/fuzz/$t.dict" ] && args+=(-dict="$root/tests/fuzz/$t.dict")
+  log="$build/fuzz-$t.log"
+  before=$(ls "$artifacts" | grep -c "^$t-" || true)
+  echo "== fuzz_$t for ${seconds}s (log: $log)"
+  rc=0
+  # The outer timeout only guards against a fuzzer that stops honouring its own limit.
+  timeout --kill-after=10 $((seconds + 300)) \
+    "$build/tests/fuzz/fuzz_$t" "${args[@]}" "$corpus" >"$log" 2>&1 || rc=$?
+  after=$(ls "$artifacts" | grep -c "^$t-" || true)
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  [ -n "$runs" ] || runs=$( (grep -oE '^#[0-9]+' "$log" || true) | tail -1 | tr -d '#')
+  cov=$( (grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" || true) | tail -1)
+  found=$((after - before))
+  if [ "$rc" -ne 0 ] && [ "$found" -eq 0 ]; then found=1; fi  # e.g. a crash outside an input
+  line="fuzz_$t: ${runs:-0} runs in ${seconds}s, ${cov:-no coverage line}, $found crash(es)"
+  if [ "$rc" -ne 0 ]; then
+    failed=1
+    line+=" (exit $rc)"
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|fuzz finding|.*runtime error)' "$log" | head -5 | sed 's/^/    /' || true
+    ls -t "$artifacts" | grep "^$t-" | head -"$found" | sed "s|^|    artifact: $artifacts/|" || true
+  fi
+  echo "$line"
+  summary+=("$line")
+done
+
+echo "== fuzz summary"
+printf '%s\n' "${summary[@]}"
+exit "$failed"
