@@ -159,11 +159,16 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
     }
   }
 
-  // Column chunks: x, y double-buffered and up to two parameter chunks
-  // double-buffered fit in half a partition.
-  const uint64_t budget = c.target.sbuf_partition_bytes / 2;
-  int64_t fmax = static_cast<int64_t>(budget / (8 * 4));
-  if (fmax >= kBnChunk) fmax -= fmax % kBnChunk;
+  // Column chunks within 3/4 of a partition (the rest holds statistics): x and y
+  // double-buffered, and for the norms two parameter rows (resident: one buffer
+  // each; chunked: double-buffered). A row that fits is read once.
+  const uint64_t budget = c.target.sbuf_partition_bytes * 3 / 4;
+  const uint64_t params = is_norm(op) ? 2 : 0;
+  int64_t fmax = C;
+  if (static_cast<uint64_t>(C) * 4 * (4 + params) > budget) {
+    fmax = static_cast<int64_t>(budget / (4 * (4 + 2 * params)));
+    if (fmax >= kBnChunk) fmax -= fmax % kBnChunk;
+  }
   if (fmax < 1) unsupported(n, "SBUF partitions are too small");
   const int64_t nch = (C + fmax - 1) / fmax;
   const int64_t F = (C + nch - 1) / nch;  // equal chunks, the last one shorter
