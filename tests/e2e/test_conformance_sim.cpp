@@ -6,9 +6,8 @@
 // Each case runs in a forked child: a crash or a hang (the child stops itself after
 // kCaseSeconds) fails that case only, and every child elaborates its own SystemC
 // platform (SystemC cannot restart in one process; the parent never elaborates).
-// Values cross the program boundary as fp32 (integers and bools included: the
-// device representation of non-float values) and are converted back to the graph
-// output's type for the comparison.
+// Values cross the program boundary as runtime::to_device/from_device convert them
+// (integers and bools as fp32 on the device, back in the graph output's type).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "compiler/lower/lower.h"
 #include "platform/config.h"
 #include "runtime/device.h"
+#include "runtime/fallback.h"
 #include "runtime/target_from_config.h"
 #include "runtime/tensor.h"
 #include "tests/compiler/onnx_conformance.h"
@@ -43,28 +43,13 @@ interp::TensorMap simulate(const platform::platform_config& cfg,
   for (const auto& [name, t] : feed) {
     auto it = io.find(name);
     if (it == io.end()) continue;  // an input no output depends on
-    std::vector<float> v(static_cast<size_t>(t.numel()));
-    for (int64_t k = 0; k < t.numel(); ++k) v[static_cast<size_t>(k)] = static_cast<float>(t.at(k));
-    // The program declares the graph input's shape (rank >= 1).
-    const ir::Value* gv = r.graph.find_value(name);
-    std::vector<int64_t> shape = gv ? gv->shape() : t.shape();
-    if (ir::num_elements(shape) != t.numel()) shape = t.shape();
-    if (shape.empty()) shape = {1};
-    l.inputs[it->second] = runtime::HostTensor::from_float(shape, isa::DType::fp32, v);
+    l.inputs[it->second] = runtime::to_device(t, *r.program.find_tensor(it->second));
   }
   if (!dev) dev = std::make_unique<runtime::Device>(cfg);
   runtime::RunReport rep = dev->run({l});
   interp::TensorMap out;
-  for (const ir::Value* v : r.graph.outputs()) {
-    const std::vector<float> got = rep.launches.at(0).outputs.at(io.at(v->name)).to_float();
-    if (ir::is_float(v->elem())) {
-      out[v->name] = Tensor::from_floats(v->shape(), got, v->elem());
-    } else {
-      std::vector<int64_t> ints;
-      for (float f : got) ints.push_back(static_cast<int64_t>(std::llround(f)));
-      out[v->name] = Tensor::from_ints(v->shape(), std::move(ints), v->elem());
-    }
-  }
+  for (const ir::Value* v : r.graph.outputs())
+    out[v->name] = runtime::from_device(rep.launches.at(0).outputs.at(io.at(v->name)), v->type);
   return out;
 }
 
