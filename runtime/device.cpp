@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "models/common/access_checker.h"
 #include "models/common/sim_context.h"
 #include "models/common/trace.h"
 #include "models/isa/validate.h"
@@ -35,10 +36,20 @@ void write_text_file(const std::string& path, const std::function<void(std::ostr
 }
 }  // namespace
 
+DeviceOptions::DeviceOptions(bool timing_and_data) : functional(timing_and_data) {
+  if (const char* e = std::getenv("TRNSIM_CHECK")) {
+    const std::string s = e;
+    check_races = s.find("races") != std::string::npos;
+    poison = s.find("poison") != std::string::npos;
+    fail_on_findings = check_races || poison;
+  }
+}
+
 struct Device::Impl {
   platform::platform_config cfg;
   DeviceOptions opts;
   models::sim_context ctx;
+  std::unique_ptr<models::access_checker> checker;
   std::unique_ptr<platform::chip> chip;
   stats::group root{"trnsim"};
   std::unique_ptr<trace::recorder> trace;  // the last run's, when tracing
@@ -64,6 +75,11 @@ Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
   impl_->cfg = cfg;
   impl_->opts = std::move(opts);
   impl_->ctx.functional = impl_->opts.functional;
+  if (impl_->opts.check_races || impl_->opts.poison) {
+    impl_->checker = std::make_unique<models::access_checker>(
+        models::access_checker_options{impl_->opts.check_races, impl_->opts.poison});
+    impl_->ctx.checker = impl_->checker.get();
+  }
   impl_->chip = std::make_unique<platform::chip>("chip", cfg, impl_->ctx);
   // Finish elaboration and let every sequencer reach its wait for a launch.
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
@@ -183,6 +199,19 @@ RunReport Device::run(const std::vector<Launch>& launches) {
       throw RunError("programs need " + std::to_string(next_base) +
                      " bytes of HBM; the device has " + std::to_string(I.cfg.hbm.size_bytes));
   }
+  if (I.opts.poison && I.ctx.functional) {
+    // Scratch starts as poison: whatever reads it before writing it computes NaN.
+    for (const Launch& l : launches) {
+      chip.cores[l.core]->sbuf.fill(I.opts.poison_byte);
+      chip.cores[l.core]->psum.fill(I.opts.poison_byte);
+    }
+    for (size_t i = 0; i < launches.size(); ++i)
+      for (const auto& d : launches[i].program->tensors)
+        if (d.role == isa::TensorRole::output || d.role == isa::TensorRole::scratch) {
+          const std::vector<uint8_t> pattern(d.bytes(), I.opts.poison_byte);
+          chip.hbm.write(bases[i] + d.hbm_offset, pattern.data(), pattern.size());
+        }
+  }
   uint64_t uploaded = 0;
   for (size_t i = 0; i < launches.size(); ++i)
     uploaded += bind_inputs(*launches[i].program, launches[i], chip.hbm, bases[i], I.ctx.functional,
@@ -226,6 +255,14 @@ RunReport Device::run(const std::vector<Launch>& launches) {
       I.trace->set_program(core.name(), &p);
     }
   }
+  if (I.checker) {
+    // Agents register as the queues start; the host wrote inputs and constants.
+    I.checker->begin_run();
+    for (size_t i = 0; i < launches.size(); ++i)
+      for (const auto& d : launches[i].program->tensors)
+        if (d.role == isa::TensorRole::input || d.role == isa::TensorRole::constant)
+          I.checker->host_written(bases[i] + d.hbm_offset, bases[i] + d.hbm_offset + d.bytes());
+  }
   const uint64_t hbm_r0 = chip.hbm.read_bytes(), hbm_w0 = chip.hbm.write_bytes();
   const sc_core::sc_time t0 = sc_core::sc_time_stamp();
   for (const auto& l : launches) {
@@ -257,6 +294,14 @@ RunReport Device::run(const std::vector<Launch>& launches) {
     throw RunError("deadlock: no queue can make progress; pending semaphore waits:" + stuck);
 
   RunReport rep;
+  if (I.checker) {
+    rep.races = I.checker->race_count();
+    rep.poisoned_reads = I.checker->poison_count();
+    rep.check_report = I.checker->report();
+    if (I.opts.fail_on_findings && !I.checker->clean())
+      throw RunError("access checks failed: " + std::to_string(rep.races) + " race(s), " +
+                     std::to_string(rep.poisoned_reads) + " poisoned read(s)\n" + rep.check_report);
+  }
   rep.uploaded_bytes = uploaded;
   rep.host_seconds = host_s;
   rep.hbm_read_bytes = chip.hbm.read_bytes() - hbm_r0;

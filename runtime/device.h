@@ -64,15 +64,25 @@ struct RunReport {
   isa::DType mfu_dtype = isa::DType::bf16;            // the matmul input dtype with most FLOPs
   std::vector<DmaQueueStats> dma_queues;              // only queues the programs used
   uint64_t sbuf_peak_bytes = 0, psum_peak_bytes = 0;  // the largest of the cores used
+  // Access checks (DeviceOptions::check_races / poison): distinct findings and their
+  // report (both instructions, the address range, the missing edge).
+  uint64_t races = 0, poisoned_reads = 0;
+  std::string check_report;
   std::string stats_json;  // the stats tree: run figures, then the whole chip
   std::string stats_text;
 };
 
 struct DeviceOptions {
-  DeviceOptions(bool timing_and_data = true) : functional(timing_and_data) {}  // NOLINT
-  bool functional = true;  // false: timing only, no arithmetic (same times and stats)
-  std::string trace_path;  // non-empty: Chrome trace-event JSON of each run (Perfetto)
-  std::string vcd_path;    // non-empty: VCD of the semaphore values of each run
+  // The checks default to the environment's TRNSIM_CHECK ("races", "poison" or
+  // "races,poison"): the test suite turns them on for every run that way.
+  DeviceOptions(bool timing_and_data = true);  // NOLINT
+  bool functional = true;         // false: timing only, no arithmetic (same times and stats)
+  bool check_races = false;       // happens-before race detection (models/common/access_checker.h)
+  bool poison = false;            // scratch memory starts as poison_byte; unwritten reads reported
+  uint8_t poison_byte = 0xff;     // 0xff: NaN in every float dtype
+  bool fail_on_findings = false;  // run() throws RunError with the report (TRNSIM_CHECK sets it)
+  std::string trace_path;         // non-empty: Chrome trace-event JSON of each run (Perfetto)
+  std::string vcd_path;           // non-empty: VCD of the semaphore values of each run
 };
 
 class Device {

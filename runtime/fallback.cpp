@@ -62,6 +62,9 @@ void add_report(RunReport& sum, const RunReport& r) {
   sum.mfu_dtype = r.flops ? r.mfu_dtype : sum.mfu_dtype;
   sum.sbuf_peak_bytes = std::max(sum.sbuf_peak_bytes, r.sbuf_peak_bytes);
   sum.psum_peak_bytes = std::max(sum.psum_peak_bytes, r.psum_peak_bytes);
+  sum.races += r.races;
+  sum.poisoned_reads += r.poisoned_reads;
+  sum.check_report += r.check_report;
 }
 
 std::string num(double v) {

@@ -6,7 +6,7 @@
 //   trnsim compile MODEL.onnx -o OUT.tbin|.tasm [-c CONFIG] [--precision P] [--print-after PASS]
 //   trnsim asm IN.tasm -o OUT.tbin      trnsim disasm IN.tbin [-o OUT.tasm]
 //   trnsim info [-c CONFIG] [--set k=v]... [--keys]
-//   trnsim sweep|plot ARGS   (exec: python3 -m trnsim.sweep|trnsim.plot ARGS)
+//   trnsim sweep|plot|fuzz ARGS   (exec: python3 -m trnsim.sweep|plot|fuzz ARGS)
 // Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
 #include <cerrno>
 #include <cstdio>
@@ -54,6 +54,7 @@ const char* kMainHelp =
     "  info            print a platform config's resources and every config key\n"
     "  sweep SPEC      design-space sweep of a YAML spec (Python: trnsim.sweep)\n"
     "  plot OUTDIR     plots of a sweep's results (Python: trnsim.plot)\n"
+    "  fuzz            differential fuzzing of the compiler (Python: trnsim.fuzz)\n"
     "Run 'trnsim <command> --help' for its options.\n";
 
 const char* kRunHelp =
@@ -74,7 +75,16 @@ const char* kRunHelp =
     "  --print-after PASS       for .onnx: print the IR after a graph/tile pass (or *)\n"
     "  --no-functional          timing only: no data moved or computed\n"
     "  --no-fallback            for .onnx: refuse nodes the chip cannot run instead of\n"
-    "                           running them on the host (reference interpreter)\n";
+    "                           running them on the host (reference interpreter)\n"
+    "  --check-races            happens-before race detection: an access that conflicts\n"
+    "                           with another engine's or DMA queue's access not ordered\n"
+    "                           before it by semaphores is reported with both instructions\n"
+    "  --poison[=0xNN]          SBUF, PSUM and HBM scratch/outputs start as NN [0xff: NaN];\n"
+    "                           reads of never-written bytes are reported\n"
+    "  --races=error|warn       findings of --check-races/--poison: exit 1 [error] or only\n"
+    "                           report [warn]\n"
+    "  --drop-sync N            sync mutation: remove semaphore wait N (0-based, in\n"
+    "                           disassembly order) before running; see --check-races\n";
 
 const char* kValidateHelp =
     "usage: trnsim validate MODEL.onnx [options]\n"
@@ -84,8 +94,11 @@ const char* kValidateHelp =
     "  (matmul operands rounded as the compiler casts them); the error against the\n"
     "  plain fp32 model is shown beside it.\n"
     "  --rtol X, --atol X       tolerance [fp32: 1e-4, 1e-5; bf16: 1e-2, 1e-2; fp8: 5e-2]\n"
+    "  Races and poisoned reads are checked (see 'trnsim run --help'); a finding fails\n"
+    "  the validation. --no-check-races and --no-poison turn the checks off.\n"
     "  and every option of 'trnsim run' (-c, --set, --input, --random-inputs,\n"
-    "  --precision, --no-fallback, --stats, --trace, --output-dir, --core)\n";
+    "  --precision, --no-fallback, --stats, --trace, --output-dir, --core, --poison=0xNN,\n"
+    "  --races)\n";
 
 const char* kInfoHelp =
     "usage: trnsim info [-c CONFIG] [--set KEY=VALUE]... [--keys]\n"
@@ -126,6 +139,26 @@ void write_file(const std::string& path, const std::string& text) {
   if (!f) throw std::runtime_error(path + ": write failed");
 }
 
+long long parse_index(const std::string& flag, const std::string& v) {
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(v, &used);
+  } catch (...) {
+  }
+  if (n < 0 || used != v.size())
+    throw UsageError(flag + ": '" + v + "' is not an index (0, 1, ...)");
+  return n;
+}
+
+std::string drop_wait_or_usage(isa::Program& p, size_t n) {
+  try {
+    return isa::drop_wait(p, n);
+  } catch (const std::out_of_range& e) {
+    throw UsageError(e.what());
+  }
+}
+
 // `trnsim run`, and with `validate` set `trnsim validate` (ONNX models only:
 // simulated outputs against the reference interpreter, exit 1 when they differ).
 int cmd_run(std::vector<std::string> args, bool validate = false) {
@@ -135,6 +168,9 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   std::vector<std::string> sets, print_after;
   std::vector<std::pair<std::string, std::string>> inputs;
   bool functional = true, random_inputs = false, fallback = true;
+  bool check_races = validate, poison = validate, races_warn = false;
+  long long drop_sync = -1;
+  uint8_t poison_byte = 0xff;
   uint64_t seed = 0;
   uint32_t core = 0;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -195,6 +231,31 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
       functional = false;
     } else if (a == "--no-fallback") {
       fallback = false;
+    } else if (a == "--check-races") {
+      check_races = true;
+    } else if (validate && a == "--no-check-races") {
+      check_races = false;
+    } else if (a == "--poison") {
+      poison = true;
+    } else if (validate && a == "--no-poison") {
+      poison = false;
+    } else if (take_value(args, i, "--poison", "", v)) {
+      poison = true;
+      unsigned long b = 256;
+      try {
+        size_t used = 0;
+        b = std::stoul(v, &used, 0);
+        if (used != v.size()) b = 256;
+      } catch (...) {
+      }
+      if (b > 255) throw UsageError("--poison: '" + v + "' is not a byte value (e.g. 0xff)");
+      poison_byte = uint8_t(b);
+    } else if (take_value(args, i, "--drop-sync", "", v)) {
+      drop_sync = parse_index("--drop-sync", v);
+    } else if (take_value(args, i, "--races", "", v)) {
+      if (v != "error" && v != "warn")
+        throw UsageError("--races: '" + v + "' is not one of error, warn");
+      races_warn = v == "warn";
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("run: unknown option '" + a + "'");
     } else if (program_path.empty()) {
@@ -219,6 +280,12 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
         runtime::compile_onnx_model(program_path, cfg, precision, print_after, std::cout, fallback);
   else
     model.program = isa::load_program(program_path);
+  if (drop_sync >= 0) {
+    if (model.partitioned)
+      throw UsageError("--drop-sync: the model runs partly on the host; add --no-fallback");
+    std::cout << "drop-sync " << drop_sync << " of " << model.program.wait_count() << ": removed "
+              << drop_wait_or_usage(model.program, size_t(drop_sync)) << "\n";
+  }
   const isa::Program& prog = model.program;
 
   runtime::Launch launch;
@@ -247,6 +314,11 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   runtime::DeviceOptions opts(functional);
   opts.trace_path = trace_path;
   opts.vcd_path = vcd_path;
+  // The flags add to what TRNSIM_CHECK (the test suite's switch) turned on.
+  opts.check_races |= check_races;
+  opts.poison |= poison;
+  opts.poison_byte = poison_byte;
+  opts.fail_on_findings = false;  // reported below, exit 1 unless --races=warn
   runtime::Device dev(cfg, opts);
   const runtime::RunReport rep = model.partitioned
                                      ? runtime::run_fallback(dev, cfg, *model.partitioned, launch)
@@ -254,6 +326,16 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   std::cout << runtime::format_report(prog, cfg, rep);
   if (model.partitioned) std::cout << rep.stats_text;
   int status = 0;
+  // The access checks' findings, then one line; in validate after the outputs.
+  const bool checked = opts.check_races || opts.poison;
+  const bool findings = rep.races || rep.poisoned_reads;
+  const auto print_checks = [&] {
+    std::cout << rep.check_report << "checks: " << rep.races << " race(s)"
+              << (opts.check_races ? "" : " (not checked)") << ", " << rep.poisoned_reads
+              << " poisoned read(s)" << (opts.poison ? "" : " (not checked)") << "\n";
+  };
+  if (checked && !validate) print_checks();
+  if (checked && findings && !races_warn) status = 1;
   if (validate) {
     double drtol, datol;
     runtime::default_tolerance(precision, &drtol, &datol);
@@ -282,8 +364,16 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
               << (ro.emulate_precision ? " emulating " + precision + " matmul operands" : "")
               << ")\n"
               << runtime::format_checks(checks, rtol, atol);
-    for (const auto& c : checks)
-      if (!c.pass()) status = 1;
+    size_t failed = 0;
+    for (const auto& c : checks) failed += !c.pass();
+    if (failed) status = 1;
+    if (checked) print_checks();
+    std::cout << "validate: " << (status ? "FAIL" : "PASS") << " (" << checks.size() - failed
+              << " of " << checks.size() << " outputs within tolerance; "
+              << (opts.check_races ? std::to_string(rep.races) : std::string("unchecked"))
+              << " races; "
+              << (opts.poison ? std::to_string(rep.poisoned_reads) : std::string("unchecked"))
+              << " poisoned reads" << (findings && races_warn ? ", --races=warn" : "") << ")\n";
   }
 
   if (!out_dir.empty()) {
@@ -341,15 +431,20 @@ const char* kCompileHelp =
     "  -c, --config NAME|PATH   platform to compile for [trn2]\n"
     "  --set KEY=VALUE          override a config key (repeatable)\n"
     "  --precision P            matmul operand type bf16|fp32|fp8 [bf16]\n"
-    "  --print-after PASS       print the IR after a graph or tile pass (or *; repeatable)\n";
+    "  --print-after PASS       print the IR after a graph or tile pass (or *; repeatable)\n"
+    "  --drop-sync N            sync mutation: remove semaphore wait N (0-based, in\n"
+    "                           disassembly order) from the program written\n";
 
 int cmd_compile(std::vector<std::string> args) {
   std::string model, out, config = "trn2", precision = "bf16", v;
   std::vector<std::string> sets, print_after;
+  long long drop_sync = -1;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-h" || args[i] == "--help") {
       std::cout << kCompileHelp;
       return 0;
+    } else if (take_value(args, i, "--drop-sync", "", v)) {
+      drop_sync = parse_index("--drop-sync", v);
     } else if (take_value(args, i, "--output", "-o", v)) {
       out = v;
     } else if (take_value(args, i, "--config", "-c", v)) {
@@ -371,7 +466,12 @@ int cmd_compile(std::vector<std::string> args) {
   if (model.empty()) throw UsageError("compile: no model given\n" + std::string(kCompileHelp));
   if (out.empty()) throw UsageError("compile: -o PROGRAM.tbin|.tasm is required");
   const platform::platform_config cfg = platform::load_config(config, sets);
-  const isa::Program p = runtime::compile_model(model, cfg, precision, print_after, std::cout);
+  isa::Program p = runtime::compile_model(model, cfg, precision, print_after, std::cout);
+  std::cout << "program: " << p.instruction_count() << " instructions, " << p.wait_count()
+            << " semaphore waits\n";
+  if (drop_sync >= 0)
+    std::cout << "drop-sync " << drop_sync << ": removed "
+              << drop_wait_or_usage(p, size_t(drop_sync)) << "\n";
   if (out.size() >= 5 && out.substr(out.size() - 5) == ".tasm") {
     write_file(out, isa::disassemble(p));
   } else {
@@ -409,7 +509,7 @@ int cmd_info(std::vector<std::string> args) {
   return 0;
 }
 
-// `trnsim sweep|plot ARGS` run `python3 -m trnsim.<verb> ARGS` from this source tree,
+// `trnsim sweep|plot|fuzz ARGS` run `python3 -m trnsim.<verb> ARGS` from this source tree,
 // told which binary to drive (this one) and its version; returns only on failure.
 int exec_python(const std::string& verb, const std::vector<std::string>& args) {
   std::error_code ec;
@@ -448,7 +548,7 @@ int main(int argc, char** argv) {
     if (cmd == "asm") return cmd_asm(args, true);
     if (cmd == "disasm") return cmd_asm(args, false);
     if (cmd == "info") return cmd_info(args);
-    if (cmd == "sweep" || cmd == "plot") return exec_python(cmd, args);
+    if (cmd == "sweep" || cmd == "plot" || cmd == "fuzz") return exec_python(cmd, args);
     throw UsageError("unknown command '" + cmd + "'\n" + kMainHelp);
   } catch (const UsageError& e) {
     std::cerr << "trnsim: " << e.what() << "\n";

@@ -8,8 +8,8 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config clang-format
   # simulator
   libsystemc-dev libyaml-cpp-dev libblis-serial-dev
-  # tests
-  libgtest-dev libgmock-dev
+  # tests; clang's libFuzzer for the parser fuzz targets
+  libgtest-dev libgmock-dev clang libclang-rt-dev
   # compiler front end and conformance data
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   # Python side (PyTorch export, numpy references, plots)

@@ -6,7 +6,8 @@
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   TARGET: asm tbin config onnx (default all)
 # Prints runs, coverage and findings per target; exits non-zero when a target found
 # a crash, sanitizer report, timeout or OOM (inputs kept in build-fuzz/fuzz-artifacts/).
-# TRNSIM_FUZZ_BUILD_DIR overrides the build tree, TRNSIM_JOBS the build parallelism.
+# TRNSIM_FUZZ_BUILD_DIR overrides the build tree; TRNSIM_JOBS (default 2) is the build
+# parallelism and how many targets fuzz at once.
 # `ctest --test-dir build-fuzz/tests/fuzz` runs each target once over its corpus.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -43,10 +44,10 @@ mkdir -p "$artifacts"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:symbolize=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-failed=0
-summary=()
-for t in "${targets[@]}"; do
-  corpus="$build/fuzz-corpus/$t"
+# One target: a fresh corpus copy, a time-limited run, a summary line in
+# $build/fuzz-$t.summary; returns non-zero on a finding.
+run_target() {
+  local t="$1" corpus="$build/fuzz-corpus/$1" log="$build/fuzz-$1.log" rc=0 before after
   rm -rf "$corpus"
   mkdir -p "$corpus"
   for d in "$root/tests/fuzz/corpus/$t" "$root/tests/fuzz/regressions/$t"; do
@@ -55,17 +56,16 @@ for t in "${targets[@]}"; do
   if [ "$t" = tbin ]; then
     "$build/tests/fuzz/make_tbin_seeds" "$corpus" "$root"/tests/fuzz/corpus/asm/*.tasm
   fi
-  args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
-        -artifact_prefix="$artifacts/$t-")
+  local args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
+              -artifact_prefix="$artifacts/$t-")
   [ -f "$root/tests/fuzz/$t.dict" ] && args+=(-dict="$root/tests/fuzz/$t.dict")
-  log="$build/fuzz-$t.log"
   before=$(ls "$artifacts" | grep -c "^$t-" || true)
   echo "== fuzz_$t for ${seconds}s (log: $log)"
-  rc=0
   # The outer timeout only guards against a fuzzer that stops honouring its own limit.
   timeout --kill-after=10 $((seconds + 300)) \
     "$build/tests/fuzz/fuzz_$t" "${args[@]}" "$corpus" >"$log" 2>&1 || rc=$?
   after=$(ls "$artifacts" | grep -c "^$t-" || true)
+  local runs cov found line
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   [ -n "$runs" ] || runs=$( (grep -oE '^#[0-9]+' "$log" || true) | tail -1 | tr -d '#')
   cov=$( (grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" || true) | tail -1)
@@ -73,13 +73,30 @@ for t in "${targets[@]}"; do
   if [ "$rc" -ne 0 ] && [ "$found" -eq 0 ]; then found=1; fi  # e.g. a crash outside an input
   line="fuzz_$t: ${runs:-0} runs in ${seconds}s, ${cov:-no coverage line}, $found crash(es)"
   if [ "$rc" -ne 0 ]; then
-    failed=1
     line+=" (exit $rc)"
-    grep -E '^(==[0-9]+==ERROR|SUMMARY|fuzz finding|.*runtime error)' "$log" | head -5 | sed 's/^/    /' || true
-    ls -t "$artifacts" | grep "^$t-" | head -"$found" | sed "s|^|    artifact: $artifacts/|" || true
+    {
+      grep -E '^(==[0-9]+==ERROR|SUMMARY|fuzz finding|.*runtime error)' "$log" | head -5 | sed 's/^/    /' || true
+      ls -t "$artifacts" | grep "^$t-" | head -"$found" | sed "s|^|    artifact: $artifacts/|" || true
+    } >"$build/fuzz-$t.details"
   fi
-  echo "$line"
+  echo "$line" >"$build/fuzz-$t.summary"
+  return "$rc"
+}
+
+# Targets run side by side, TRNSIM_JOBS at a time (each fuzzer is one process).
+rm -f "$build"/fuzz-*.summary "$build"/fuzz-*.details
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_target "$t" &
+done
+wait || true
+failed=0
+summary=()
+for t in "${targets[@]}"; do
+  line=$(cat "$build/fuzz-$t.summary" 2>/dev/null || echo "fuzz_$t: no result (the run died)")
+  case "$line" in *"(exit"* | *"no result"*) failed=1 ;; esac
   summary+=("$line")
+  [ -f "$build/fuzz-$t.details" ] && summary+=("$(cat "$build/fuzz-$t.details")")
 done
 
 echo "== fuzz summary"

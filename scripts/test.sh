@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: install what is missing, check formatting, build and run every
-# test, then build and run the unit tests again under AddressSanitizer +
+# test (each simulation checked for races and poisoned reads), fuzz the parsers for a
+# minute each, then build and run the unit tests again under AddressSanitizer +
 # UndefinedBehaviorSanitizer. Exits non-zero on any failure.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -13,6 +14,13 @@ echo "== clang-format check"
 echo "== build and test"
 "$root/scripts/build.sh" "$root/build"
 (cd "$root/build" && ctest -j "$jobs" --output-on-failure --timeout 600)
+
+if [ "${TRNSIM_SKIP_FUZZ:-0}" != 1 ]; then
+  # libFuzzer on the parsers (assembler, .tbin loader, config loader, ONNX importer):
+  # a clang build, then TRNSIM_FUZZ_SECONDS (60) per target, two targets at a time.
+  echo "== parser fuzzing"
+  TRNSIM_JOBS="$jobs" "$root/scripts/fuzz.sh" "${TRNSIM_FUZZ_SECONDS:-60}"
+fi
 
 if [ "${TRNSIM_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== ASan + UBSan build and unit tests"

@@ -19,7 +19,9 @@ struct Region {
   int64_t b0 = 0, b1 = 0;   // bytes: relative to the object (logical/hbm) or absolute (physical)
   bool dense = false;       // touches every byte of [b0, b1) in each partition
   bool physical = false;    // on-chip bytes are addresses (else relative to the tile)
-  std::optional<std::vector<std::pair<int64_t, int64_t>>> box;  // inclusive index ranges
+  // Inclusive index ranges over the object's shape (level 0) and over coarser views of
+  // it (level j: the last j+1 dims merged into one), each when the access fits one.
+  std::vector<std::optional<std::vector<std::pair<int64_t, int64_t>>>> boxes;
 };
 
 // Index box of `ap` over an object of `shape` (row-major), or nullopt.
@@ -56,6 +58,22 @@ std::optional<std::vector<std::pair<int64_t, int64_t>>> derive_box(
   return box;
 }
 
+// derive_box over the shape and each coarser view of it: a run that crosses rows of
+// the inner dims (a 256-element run over [.., 32, 32]) has no box over the full
+// shape but has one once those dims are merged, which keeps column slices of the
+// same rows apart.
+std::vector<std::optional<std::vector<std::pair<int64_t, int64_t>>>> derive_boxes(
+    const std::vector<isa::Dim>& dims, int64_t offset_bytes, isa::DType t,
+    std::vector<int64_t> shape) {
+  std::vector<std::optional<std::vector<std::pair<int64_t, int64_t>>>> v;
+  for (;;) {
+    v.push_back(derive_box(dims, offset_bytes, t, shape));
+    if (shape.size() <= 1) return v;
+    shape[shape.size() - 2] *= shape.back();
+    shape.pop_back();
+  }
+}
+
 bool dense_ap(const isa::AccessPattern& ap) {
   if (!ap.free_contiguous() || ap.free_min_byte() != 0) return false;
   if (ap.space != isa::MemSpace::hbm) return true;
@@ -74,7 +92,7 @@ Region region(const Kernel& k, const Operand& o, DepMode mode) {
     r.hbm = true;
     std::vector<isa::Dim> dims{{ap.partition_stride, ap.partition_count}};
     for (int i = 0; i < ap.ndims; ++i) dims.push_back(ap.dims[i]);
-    r.box = derive_box(dims, static_cast<int64_t>(ap.offset), ap.dtype, k.tensors[o.ref].shape);
+    r.boxes = derive_boxes(dims, static_cast<int64_t>(ap.offset), ap.dtype, k.tensors[o.ref].shape);
     return r;
   }
   const Tile& t = k.tiles[o.ref];
@@ -82,8 +100,8 @@ Region region(const Kernel& k, const Operand& o, DepMode mode) {
   r.p1 = ap.partition_start + ap.partition_count;
   std::vector<int64_t> free(t.shape.begin() + 1, t.shape.end());
   if (free.empty()) free.push_back(1);
-  r.box = derive_box(std::vector<isa::Dim>(ap.dims.begin(), ap.dims.begin() + ap.ndims),
-                     static_cast<int64_t>(ap.offset), ap.dtype, free);
+  r.boxes = derive_boxes(std::vector<isa::Dim>(ap.dims.begin(), ap.dims.begin() + ap.ndims),
+                         static_cast<int64_t>(ap.offset), ap.dtype, free);
   if (mode == DepMode::physical) {
     if (t.addr < 0)
       throw KernelError("kernel '" + k.name + "' tile '" + t.name +
@@ -113,7 +131,10 @@ bool overlap(const Region& a, const Region& b) {
   const bool same_obj = a.obj == b.obj;
   if (!same_obj && (a.hbm || !a.physical || !b.physical)) return false;
   if (a.b1 <= b.b0 || b.b1 <= a.b0) return false;
-  if (same_obj && a.box && b.box) return boxes_overlap(*a.box, *b.box);
+  // Same object, same shape: disjoint boxes at any level mean disjoint elements.
+  if (same_obj)
+    for (size_t l = 0; l < std::min(a.boxes.size(), b.boxes.size()); ++l)
+      if (a.boxes[l] && b.boxes[l] && !boxes_overlap(*a.boxes[l], *b.boxes[l])) return false;
   return true;
 }
 

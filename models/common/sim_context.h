@@ -1,5 +1,6 @@
 // State shared by every module of one simulated chip: the functional/timing-only
-// switch and the faults models report instead of throwing through the kernel.
+// switch, the optional tracer and access checker, and the faults models report
+// instead of throwing through the kernel.
 #pragma once
 
 #include <string>
@@ -11,14 +12,17 @@ class recorder;
 
 namespace trnsim::models {
 
+class access_checker;
+
 struct sim_fault {
   std::string where;    // "core0.vector", "core0.dma3.q2"
   std::string message;  // includes the instruction
 };
 
 struct sim_context {
-  bool functional = true;            // false: timing only, no data moved or computed
-  trace::recorder* trace = nullptr;  // set: engines and DMA queues record every instruction
+  bool functional = true;             // false: timing only, no data moved or computed
+  trace::recorder* trace = nullptr;   // set: engines and DMA queues record every instruction
+  access_checker* checker = nullptr;  // set: every access is checked for races/poison
   std::vector<sim_fault> faults;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/common/access_checker.h"
 #include "models/common/ap_extension.h"
 #include "models/common/ap_fast.h"
 #include "models/common/sim_time.h"
@@ -31,7 +32,9 @@ void engine::load(const std::vector<isa::Instruction>* instrs) {
 }
 
 void engine::start() {
+  agent_ = -1;
   if (queue_ && !queue_->empty()) {
+    if (ctx_.checker) agent_ = ctx_.checker->add_agent(name(), get_parent_object(), queue_, true);
     state_ = state::waiting;
     start_event_.notify(sc_core::SC_ZERO_TIME);
   } else {
@@ -96,8 +99,12 @@ static isa::DType matmul_dtype(const isa::Instruction& in) {
 }
 
 void engine::signal(const isa::Instruction& in, isa::SignalWhen when) {
+  if (agent_ > 0 && when == isa::SignalWhen::done) ctx_.checker->complete(agent_);
   for (const auto& s : in.signals)
-    if (s.when == when) sems_.increment(s.sem, s.inc);
+    if (s.when == when) {
+      if (agent_ > 0) ctx_.checker->release(agent_, &sems_, s.sem, s.inc, when);
+      sems_.increment(s.sem, s.inc);
+    }
 }
 
 sc_core::sc_time engine::read_tile(const isa::AccessPattern& ap, Tile* t) {
@@ -117,6 +124,7 @@ sc_core::sc_time engine::read_tile(const isa::AccessPattern& ap, Tile* t) {
       buf = scratch_.data();
     }
   }
+  if (agent_ > 0) ctx_.checker->access(agent_, ap, 0, access_checker::access_kind::read);
   sc_core::sc_time stall = sc_core::SC_ZERO_TIME;
   ap_transport(sock, xfer_, tlm::TLM_READ_COMMAND, ap, buf, d, false, !f, &stall);
   port_stall_ += stall;
@@ -139,6 +147,10 @@ sc_core::sc_time engine::write_tile(const isa::AccessPattern& ap, const Tile* t,
     isa::from_fp32(ap.dtype, t->v.data(), scratch_.data(), t->v.size());
     buf = scratch_.data();
   }
+  if (agent_ > 0)
+    ctx_.checker->access(
+        agent_, ap, 0,
+        accumulate ? access_checker::access_kind::accumulate : access_checker::access_kind::write);
   sc_core::sc_time stall = sc_core::SC_ZERO_TIME;
   ap_transport(sock, xfer_, tlm::TLM_WRITE_COMMAND, ap, buf, d, accumulate, !f, &stall);
   port_stall_ += stall;
@@ -219,6 +231,10 @@ void engine::run() {
       if (blocked && params_.sem_latency_cycles)
         sc_core::wait(cycles_to_time(params_.sem_latency_cycles));
       sem_wait_ += sc_core::sc_time_stamp() - t0;
+      if (agent_ > 0) {
+        for (const auto& w : in.waits) ctx_.checker->acquire(agent_, &sems_, w.sem, w.value);
+        ctx_.checker->issue(agent_, uint32_t(pc_));
+      }
       state_ = state::running;
       signal(in, isa::SignalWhen::start);
       timing tm;

@@ -104,6 +104,7 @@ class engine : public sc_core::sc_module {
   const std::vector<isa::Instruction>* queue_ = nullptr;
   size_t pc_ = 0;
   state state_ = state::idle;
+  int agent_ = -1;  // this queue's agent in ctx_.checker (-1: not checked)
   uint16_t waiting_sem_ = 0;
   uint32_t waiting_value_ = 0;
   sc_core::sc_time last_done_ = sc_core::SC_ZERO_TIME;

@@ -1,6 +1,8 @@
 #include "models/isa/program.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace trnsim::isa {
 
@@ -54,6 +56,33 @@ size_t Program::instruction_count() const {
   size_t n = 0;
   for (const auto& q : queues) n += q.instrs.size();
   return n;
+}
+
+size_t Program::wait_count() const {
+  size_t n = 0;
+  for (const auto& q : queues)
+    for (const auto& in : q.instrs) n += in.waits.size();
+  return n;
+}
+
+std::string drop_wait(Program& p, size_t n) {
+  size_t k = 0;
+  for (auto& q : p.queues)
+    for (size_t i = 0; i < q.instrs.size(); ++i) {
+      auto& w = q.instrs[i].waits;
+      if (n >= k + w.size()) {
+        k += w.size();
+        continue;
+      }
+      const SemWait gone = w[n - k];
+      w.erase(w.begin() + long(n - k));
+      return q.label() + " instruction " + std::to_string(i) +
+             (q.instrs[i].line ? " (line " + std::to_string(q.instrs[i].line) + ")" : "") +
+             ": wait s" + std::to_string(gone.sem) + ">=" + std::to_string(gone.value);
+    }
+  throw std::out_of_range("drop-sync " + std::to_string(n) + ": program '" + p.name + "' has " +
+                          std::to_string(k) + " semaphore waits (0.." +
+                          std::to_string(k ? k - 1 : 0) + ")");
 }
 
 }  // namespace trnsim::isa

@@ -43,7 +43,14 @@ struct Program {
   uint64_t hbm_bytes() const;  // footprint: max tensor end offset
   const TensorDecl* find_tensor(std::string_view name) const;
   size_t instruction_count() const;
+  size_t wait_count() const;  // semaphore waits of every instruction
   bool operator==(const Program&) const = default;
 };
+
+// Sync mutation (trnsim compile/run --drop-sync N): removes wait `n` (0-based, in
+// queue, instruction, wait order: the order of the disassembly) and returns what was
+// removed ("vector instruction 12 (line 40): wait s3>=2"). Throws std::out_of_range
+// naming the program's wait count when n is too large.
+std::string drop_wait(Program& p, size_t n);
 
 }  // namespace trnsim::isa

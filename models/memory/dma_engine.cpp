@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "models/common/access_checker.h"
 #include "models/common/ap_extension.h"
 #include "models/common/ap_fast.h"
 #include "models/common/sim_time.h"
@@ -46,7 +47,7 @@ dma_engine::dma_engine(const sc_core::sc_module_name& name, const dma_params& p,
 }
 
 void dma_engine::load(uint16_t q, const std::vector<isa::Instruction>* instrs) {
-  queues_.at(q) = queue_state{instrs, 0, 0, 0, nullptr};
+  queues_.at(q) = queue_state{instrs, 0, 0, 0, nullptr, -1};
   if (instrs && !instrs->empty()) {
     const auto it = std::lower_bound(live_.begin(), live_.end(), q);
     if (it == live_.end() || *it != q) live_.insert(it, q);
@@ -62,6 +63,13 @@ void dma_engine::clear() {
 
 void dma_engine::start() {
   next_ = 0;
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    auto& q = queues_[i];
+    q.agent = ctx_.checker && !q.done()
+                  ? ctx_.checker->add_agent(std::string(name()) + ".q" + std::to_string(i),
+                                            get_parent_object(), q.instrs, false)
+                  : -1;
+  }
   head_since_.assign(queues_.size(), sc_core::sc_time_stamp());
   running_ =
       std::any_of(queues_.begin(), queues_.end(), [](const queue_state& q) { return !q.done(); });
@@ -162,10 +170,14 @@ sc_core::sc_time dma_engine::own_time(uint64_t bytes, uint64_t descriptors) cons
   return own_cache_.time;
 }
 
-sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern dst,
-                                      uint64_t base) {
+sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern dst, uint64_t base,
+                                      int agent) {
   if (src.space == isa::MemSpace::hbm) src.offset += base;
   if (dst.space == isa::MemSpace::hbm) dst.offset += base;
+  if (agent > 0) {
+    ctx_.checker->access(agent, src, 0, access_checker::access_kind::read);
+    ctx_.checker->access(agent, dst, 0, access_checker::access_kind::write);
+  }
   const bool f = ctx_.functional;
   if (!fixed_cost_valid_) {
     fixed_cost_ = seconds_to_time(params_.fixed_cost_s);
@@ -209,8 +221,15 @@ void dma_engine::execute(size_t qi) {
   auto& q = queues_[qi];
   const isa::Instruction& in = (*q.instrs)[q.pc];
   fast::prefetch_ahead(*q.instrs, q.pc);
+  if (q.agent > 0) {
+    for (const auto& w : in.waits) ctx_.checker->acquire(q.agent, &sems_, w.sem, w.value);
+    ctx_.checker->issue(q.agent, uint32_t(q.pc));
+  }
   for (const auto& s : in.signals)
-    if (s.when == isa::SignalWhen::start) sems_.increment(s.sem, s.inc);
+    if (s.when == isa::SignalWhen::start) {
+      if (q.agent > 0) ctx_.checker->release(q.agent, &sems_, s.sem, s.inc, s.when);
+      sems_.increment(s.sem, s.inc);
+    }
   if (in.op != isa::Opcode::dma_copy) {  // nop: waits and signals only
     sc_core::wait(sc_core::SC_ZERO_TIME);
     if (ctx_.trace) {
@@ -219,7 +238,10 @@ void dma_engine::execute(size_t qi) {
                         sc_core::SC_ZERO_TIME, now - head_since_[qi], sc_core::SC_ZERO_TIME);
     }
     for (const auto& s : in.signals)
-      if (s.when == isa::SignalWhen::done) sems_.increment(s.sem, s.inc);
+      if (s.when == isa::SignalWhen::done) {
+        if (q.agent > 0) ctx_.checker->release(q.agent, &sems_, s.sem, s.inc, s.when);
+        sems_.increment(s.sem, s.inc);
+      }
     complete(q, in);
     return;
   }
@@ -261,11 +283,15 @@ void dma_engine::execute(size_t qi) {
 
 bool dma_engine::run_share(const share& s) {
   const isa::Instruction& in = *s.in;
-  const isa::AccessPattern src = rows_of(in.src[0], s.row_lo, s.row_hi);
-  const isa::AccessPattern dst = rows_of(in.dst, s.row_lo, s.row_hi);
+  // Only a spread transfer is cut into rows (src and dst then have the same row
+  // count); a whole one keeps its patterns, whose row counts may differ.
+  const bool whole = in.spread <= 1;
+  const isa::AccessPattern src = whole ? in.src[0] : rows_of(in.src[0], s.row_lo, s.row_hi);
+  const isa::AccessPattern dst = whole ? in.dst : rows_of(in.dst, s.row_lo, s.row_hi);
   sc_core::sc_time dur;
+  const int agent = s.st->owner->queues_[s.st->queue].agent;
   try {
-    dur = transfer(src, dst, s.hbm_base);
+    dur = transfer(src, dst, s.hbm_base, agent);
   } catch (const std::exception& e) {
     const dma_engine& o = *s.st->owner;
     std::string msg = at_instruction(o.queues_[s.st->queue].pc, in) + ": ";
@@ -291,7 +317,10 @@ bool dma_engine::run_share(const share& s) {
   if (s.st->owner != this) ++helper_shares_;
   // Every engine that took part signals completion.
   for (const auto& g : in.signals)
-    if (g.when == isa::SignalWhen::done) sems_.increment(g.sem, g.inc);
+    if (g.when == isa::SignalWhen::done) {
+      if (agent > 0) ctx_.checker->release(agent, &sems_, g.sem, g.inc, g.when);
+      sems_.increment(g.sem, g.inc);
+    }
   finish_share(s.st);
   return true;
 }
@@ -308,6 +337,7 @@ void dma_engine::finish_share(const std::shared_ptr<spread_state>& st) {
 }
 
 void dma_engine::complete(queue_state& q, const isa::Instruction&) {
+  if (q.agent > 0) ctx_.checker->complete(q.agent);
   q.spread.reset();
   head_since_[size_t(&q - queues_.data())] = sc_core::sc_time_stamp();
   ++q.pc;

@@ -97,6 +97,7 @@ class dma_engine : public sc_core::sc_module {
     size_t pc = 0;
     uint64_t bytes = 0, transfers = 0;
     std::shared_ptr<spread_state> spread;  // head instruction's shares in flight
+    int agent = -1;                        // agent in ctx_.checker (-1: not checked)
     bool done() const { return !instrs || pc >= instrs->size(); }
   };
   void run();
@@ -105,7 +106,8 @@ class dma_engine : public sc_core::sc_module {
   bool run_share(const share& s);
   void finish_share(const std::shared_ptr<spread_state>& st);
   void complete(queue_state& q, const isa::Instruction& in);
-  sc_core::sc_time transfer(isa::AccessPattern src, isa::AccessPattern dst, uint64_t base);
+  sc_core::sc_time transfer(isa::AccessPattern src, isa::AccessPattern dst, uint64_t base,
+                            int agent);
   const std::vector<dma_engine*>& peers();  // this core's DMA engines, in order
 
   dma_params params_;

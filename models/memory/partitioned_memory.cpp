@@ -58,6 +58,10 @@ void partitioned_memory::clear() {
   std::fill(data_.begin(), data_.end(), 0);
 }
 
+void partitioned_memory::fill(uint8_t byte) {
+  std::fill(data_.begin(), data_.end(), byte);
+}
+
 void partitioned_memory::reset_stats() {
   read_bytes_ = write_bytes_ = reads_ = writes_ = peak_byte_ = 0;
   stall_total_ = sc_core::SC_ZERO_TIME;

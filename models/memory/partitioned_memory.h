@@ -40,6 +40,7 @@ class partitioned_memory : public sc_core::sc_module {
   uint64_t partition_bytes() const { return geo_.partition_bytes; }
   uint32_t partitions() const { return geo_.partitions; }
   void clear();
+  void fill(uint8_t byte);  // every byte (poisoning: 0xff is NaN in every float dtype)
 
   void register_stats(stats::group& g);
   void reset_stats();  // zero the counters and the peak (the runtime's stats are per run)

@@ -5,6 +5,7 @@ Exit status: 0 every point finished ok; 1 some point failed or did not finish;
 """
 
 import argparse
+import functools
 import os
 import sys
 
@@ -17,7 +18,9 @@ Points run in OUTDIR/points/ID/ (config.yaml, point.json, log.txt, stats.json,
 status.json); OUTDIR/results.csv and results.jsonl hold one row per point. A rerun
 skips finished points; compiled programs are cached in OUTDIR/cache/ by (workload,
 precision, the config keys the compiler reads). Spec format: trnsim/sweep/spec.py;
-examples: configs/sweeps/. Plots: trnsim plot OUTDIR.
+examples: configs/sweeps/. Plots: trnsim plot OUTDIR. `strategy: optuna` runs an
+adaptive search beside a random baseline of the same budget (optuna_search.py) and
+writes OUTDIR/pareto_optuna.csv, pareto_random.csv and search.json.
 """
 
 
@@ -73,6 +76,11 @@ def main(argv=None):
         spec = load_spec(args.spec)
         if not args.dry_run:
             lock = OutdirLock(args.output)
+        executor = (DaskExecutor(args.scheduler) if args.executor == "dask"
+                    else LocalExecutor(args.jobs))
+        if spec.strategy == "optuna":
+            from trnsim.sweep.optuna_search import main as search_main
+            return search_main(spec, args, binary, executor)
         plan = Plan(spec, args.output, binary)
         for w in plan.warnings:
             err.write(f"trnsim sweep: warning: {w}\n")
@@ -94,8 +102,6 @@ def main(argv=None):
                 return 0
         else:
             print(counts)
-        executor = (DaskExecutor(args.scheduler) if args.executor == "dask"
-                    else LocalExecutor(args.jobs))
         summary, failures = execute(plan, decisions, executor, args)
     except (SpecError, ConfigError, WorkloadError, TrnsimError, ValueError) as e:
         err.write(f"trnsim sweep: {e}\n")
@@ -103,18 +109,23 @@ def main(argv=None):
     finally:
         if lock:
             lock.close()
-    s = summary
+    return report(summary, args.output)
+
+
+def report(s, output, out=None):
+    """Prints a run's summary; returns the exit status."""
+    say = functools.partial(print, file=out or sys.stdout)
     hits, misses = s["compile_hits"], s["compile_misses"]
     rate = f"{100.0 * hits / (hits + misses):.0f}%" if hits + misses else "n/a"
-    print(f"ran {s['ran']} points in {s['seconds']:.1f} s ({s['points_per_hour']:.0f} points/h): "
-          f"{s['ok']} ok, {s['failed']} failed"
-          + (f" ({', '.join(f'{k} {v}' for k, v in sorted(s['by_class'].items()))})"
-             if s["by_class"] else "")
-          + (f", {s['unfinished']} not finished" if s["unfinished"] else "")
-          + f"; {s['cached']} cached; compile cache {hits} hits / {misses} misses ({rate})")
+    say(f"ran {s['ran']} points in {s['seconds']:.1f} s ({s['points_per_hour']:.0f} points/h): "
+        f"{s['ok']} ok, {s['failed']} failed"
+        + (f" ({', '.join(f'{k} {v}' for k, v in sorted(s['by_class'].items()))})"
+           if s["by_class"] else "")
+        + (f", {s['unfinished']} not finished" if s["unfinished"] else "")
+        + f"; {s['cached']} cached; compile cache {hits} hits / {misses} misses ({rate})")
     if s["skipped_failed"]:
-        print(f"{s['skipped_failed']} points failed before and were skipped "
-              "(--retry-failed reruns them; config errors never rerun)")
-    print(f"results: {os.path.join(args.output, 'results.csv')} and results.jsonl")
+        say(f"{s['skipped_failed']} points failed before and were skipped "
+            "(--retry-failed reruns them; config errors never rerun)")
+    say(f"results: {os.path.join(output, 'results.csv')} and results.jsonl")
     ok = s["failed"] == 0 and s["unfinished"] == 0 and s["skipped_failed"] == 0
     return 0 if ok else 1

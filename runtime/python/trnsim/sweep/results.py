@@ -9,6 +9,9 @@ then one object per row. Columns: index, id, workload, precision, timing_only, t
 status (ok | failed | pending), class (failure class), message, attempts, compile
 (hit | miss | none), host_seconds (runner wall time of the point), version, cost (the
 proxy in cost.py), then `m.<metric>` from the stats tree (units: the tree's meta).
+An adaptive search (`strategy: optuna`, optuna_search.py) adds `search` (optuna |
+random) and `trial` (the config's place in that method's budget) after index; a config
+both methods picked has a row for each, sharing one id and folder.
 """
 
 import csv
@@ -68,8 +71,9 @@ def _get(tree, path):
     return tree if isinstance(tree, (int, float)) and not isinstance(tree, bool) else None
 
 
-def columns(param_keys):
-    return FIXED + [f"p.{k}" for k in param_keys] + STATUS_COLS + METRICS
+def columns(param_keys, tagged=False):
+    tags = ["search", "trial"] if tagged else []
+    return FIXED[:1] + tags + FIXED[1:] + [f"p.{k}" for k in param_keys] + STATUS_COLS + METRICS
 
 
 def build_rows(plan, version):
@@ -79,7 +83,7 @@ def build_rows(plan, version):
     for pt in plan.points:
         row = {"index": pt.index, "id": pt.id, "workload": pt.workload["name"],
                "precision": pt.precision, "timing_only": plan.spec.timing_only,
-               "version": version, "cost": pt.cost}
+               "version": version, "cost": pt.cost, "search": pt.search, "trial": pt.trial}
         for k in plan.param_keys:
             row[f"p.{k}"] = pt.resolved.get(k, pt.settings.get(k)) if pt.resolved else \
                 pt.settings.get(k)

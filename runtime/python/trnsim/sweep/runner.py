@@ -19,19 +19,32 @@ from trnsim.sweep.workloads import prepare
 
 class Point:
     __slots__ = ("index", "slot", "settings", "resolved", "error", "workload", "precision", "id",
-                 "dir", "cost", "compile_key", "compile_sets", "sets")
+                 "dir", "cost", "compile_key", "compile_sets", "sets", "search", "trial")
+
+
+class Judged:
+    """A config's resolution: resolved config or the simulator's refusal, and whether the
+    spec's constraints allow it (a refused config is allowed: it becomes a config_error)."""
+    __slots__ = ("resolved", "error", "allowed")
+
+    def __init__(self, resolved, error, allowed):
+        self.resolved, self.error, self.allowed = resolved, error, allowed
 
 
 class Plan:
-    """Every point of a spec, with ids, folders and the warnings found on the way."""
+    """Every point of a spec, with ids, folders and the warnings found on the way.
 
-    def __init__(self, spec, outdir, binary, version=None, log=None):
+    `settings` replaces the spec's expansion (an adaptive search passes [] and adds
+    configs as it picks them with add_config)."""
+
+    def __init__(self, spec, outdir, binary, version=None, log=None, settings=None):
         self.spec = spec
         self.outdir = os.path.abspath(outdir)
         self.binary = binary
         self.version = version or identity.trnsim_version()
         self.warnings = []
         self.excluded = 0
+        self.configs = 0
         self.schema = Schema.from_binary(binary)
         self.resolver = Resolver(binary, spec.base, self.schema)
         try:
@@ -47,28 +60,49 @@ class Plan:
             self.cost = CostModel(spec.cost)
         except ValueError as e:
             raise SpecError(f"{spec.path}: {e}") from e
-        settings = expand_settings(spec, self.schema)
-        cons = constraints(spec, self.schema)
+        if settings is None:
+            settings = expand_settings(spec, self.schema)
+        else:
+            spec.check_keys(self.schema)
+        self.cons = constraints(spec, self.schema)
         self.param_keys = [k for k in spec.keys() if k not in spec.compile_pin
-                           or any(k in s for s in settings)]
+                           or k in spec.axes or any(k in s for s in settings)]
+        self.tagged = spec.strategy == "optuna"
         self._dead_knobs(settings)
         self.workloads = prepare(spec.workloads, self.outdir)
         self.points = []
-        idx = 0
-        for slot, s in enumerate(settings):
-            resolved, error = None, None
-            try:
-                resolved = self.resolver.resolve(s)
-            except ConfigError as e:
-                error = str(e)
-            if resolved is not None and cons and not all(c(resolved) for c in cons):
-                self.excluded += 1
-                continue
-            for w in self.workloads:
-                for prec in spec.precisions:
-                    self.points.append(self._point(idx, slot, s, resolved, error, w, prec))
-                    idx += 1
-        self.configs = len(settings) - self.excluded
+        for s in settings:
+            self.add_config(s)
+
+    def judge(self, s):
+        resolved, error = None, None
+        try:
+            resolved = self.resolver.resolve(s)
+        except ConfigError as e:
+            error = str(e)
+        allowed = resolved is None or all(c(resolved) for c in self.cons)
+        return Judged(resolved, error, allowed)
+
+    def add_config(self, s, judged=None, search=None, trial=None):
+        """Appends config `s` x workloads x precisions; returns its points, or None when a
+        constraint excludes it. search/trial tag the rows of an adaptive search."""
+        j = judged or self.judge(s)
+        slot = self.configs + self.excluded
+        if not j.allowed:
+            self.excluded += 1
+            return None
+        self.configs += 1
+        pts = []
+        for w in self.workloads:
+            for prec in self.spec.precisions:
+                p = self._point(len(self.points), slot, s, j.resolved, j.error, w, prec)
+                p.search, p.trial = search, trial
+                self.points.append(p)
+                pts.append(p)
+        return pts
+
+    def columns(self):
+        return columns(self.param_keys, tagged=self.tagged)
 
     def _point(self, idx, slot, s, resolved, error, w, prec):
         p = Point()
@@ -100,6 +134,9 @@ class Plan:
         else:
             p.compile_key = None
         return p
+
+    def check_knobs(self, settings):
+        self._dead_knobs(settings)
 
     def _dead_knobs(self, settings):
         """A swept key whose every value resolves to the base config is a dead knob."""
@@ -168,15 +205,15 @@ def _previous_manifest(outdir):
         return None
 
 
-def decide(plan, retry_failed, explain=None):
-    """[(point, run?, reason)] for every point."""
+def decide(plan, retry_failed, explain=None, points=None):
+    """[(point, run?, reason)] for every point (or for `points`)."""
     prev = _previous_manifest(plan.outdir)
     prev_slots = {}
     if prev:
         for e in prev.get("points", []):
             prev_slots[(e["slot"], e["workload"], e["precision"])] = e
     out = []
-    for p in plan.points:
+    for p in plan.points if points is None else points:
         st, reason = read_status(p.dir)
         if p.error is not None:
             out.append((p, False, f"config error (never retried): {p.error}"))
@@ -239,8 +276,9 @@ def write_manifest(plan):
 class Progress:
     """One line: done, cached, failed, running, rate and ETA (\\r on a tty, else periodic)."""
 
-    def __init__(self, total, cached, failed_before, jobs, stream=sys.stderr):
+    def __init__(self, total, cached, failed_before, jobs, stream=sys.stderr, label=""):
         self.total, self.cached, self.failed = total, cached, failed_before
+        self.label = label
         self.done = 0
         self.to_run = 0
         self.t0 = time.monotonic()
@@ -256,7 +294,8 @@ class Progress:
         eta = el / finished * left if finished else float("nan")
         eta_s = time.strftime("%H:%M:%S", time.gmtime(eta)) if eta == eta else "--:--:--"
         rate = finished / el * 3600 if el > 0 else 0
-        return (f"[{self.cached + self.done + self.failed:>{len(str(self.total))}}/{self.total}] "
+        n = self.cached + self.done + self.failed
+        return (self.label + f"[{n:>{len(str(self.total))}}/{self.total}] "
                 f"done {self.done}  cached {self.cached}  failed {self.failed}  "
                 f"left {left}  {rate:.0f} points/h  ETA {eta_s}")
 
@@ -295,8 +334,11 @@ class OutdirLock:
         self.f.close()
 
 
-def execute(plan, decisions, executor, opts, out=sys.stdout, err=sys.stderr):
-    """Runs the points to run; returns a summary dict."""
+def execute(plan, decisions, executor, opts, out=sys.stdout, err=sys.stderr, label=None,
+            failures_before=0):
+    """Runs the points to run; returns a summary dict. An adaptive search calls it once per
+    round: `label` prefixes its progress line (counted over `decisions`, not the plan) and
+    `failures_before` counts towards --max-failures."""
     to_run = [p for p, run, _ in decisions if run]
     cached = sum(1 for p, run, r in decisions if not run and r.startswith("finished"))
     skipped_failed = sum(1 for p, run, _ in decisions if not run) - cached
@@ -306,8 +348,9 @@ def execute(plan, decisions, executor, opts, out=sys.stdout, err=sys.stderr):
             if st is None:
                 write_config_error(plan, p)
     write_manifest(plan)
-    cols = columns(plan.param_keys)
-    prog = Progress(len(plan.points), cached, skipped_failed, getattr(executor, "jobs", 0), err)
+    cols = plan.columns()
+    prog = Progress(len(decisions) if label else len(plan.points), cached, skipped_failed,
+                    getattr(executor, "jobs", 0), err, label or "")
     prog.to_run = len(to_run)
     counts = {"ok": 0, "failed": 0, "hit": 0, "miss": 0, "by_class": {}}
     failures = []
@@ -338,12 +381,16 @@ def execute(plan, decisions, executor, opts, out=sys.stdout, err=sys.stderr):
     def should_stop():
         if opts.fail_fast and counts["failed"]:
             return True
-        if opts.max_failures is not None and counts["failed"] >= opts.max_failures:
+        if opts.max_failures is not None and \
+                counts["failed"] + failures_before >= opts.max_failures:
             return True
         return False
 
     tasks = [plan.task(p, opts) for p in to_run]
-    prog.show(force=True)
+    if not label or prog.tty:
+        prog.show(force=True)
+    else:  # a round's log: its final line (and one every 5 s if it is long)
+        prog.last = time.monotonic()
     t0 = time.monotonic()
     interrupted = False
     try:

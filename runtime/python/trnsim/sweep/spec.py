@@ -6,9 +6,11 @@
       - onnx: models/net.onnx       #   `name:` defaults to the file stem
     precision: bf16                 # or a list (then an axis of its own)
     timing_only: true               # --no-functional
-    strategy: grid                  # grid | random | lhs (Latin hypercube)
-    samples: 16                     # random / lhs: number of points
-    seed: 0                         # random / lhs
+    strategy: grid                  # grid | random | lhs (Latin hypercube) | optuna
+    samples: 16                     # random / lhs: number of points; optuna: the budget
+    seed: 0                         # random / lhs / optuna
+    optuna: {batch: 2, startup: 4}  # optuna only (optuna_search.py): configs per round,
+                                    # random-start trials
     axes:                           # config key -> values
       core.tensor.rows: [64, 128]                        # a list
       hbm.bandwidth: {range: [400GB/s, 3.2TB/s], steps: 4, scale: log}   # grid over a range
@@ -38,10 +40,11 @@ from trnsim.sweep.config import ConfigError, parse_value
 
 TOP_KEYS = {"base", "workloads", "precision", "timing_only", "strategy", "samples", "seed",
             "axes", "zip", "points", "constraints", "compile_pin", "cost", "name",
-            "description"}
+            "description", "optuna"}
 WORKLOAD_KEYS = {"example", "onnx", "name", "args"}
 RANGE_KEYS = {"range", "steps", "scale", "step", "values"}
-STRATEGIES = ("grid", "random", "lhs")
+STRATEGIES = ("grid", "random", "lhs", "optuna")
+OPTUNA_KEYS = {"batch", "startup"}
 PRECISIONS = ("bf16", "fp32", "fp8")
 
 
@@ -84,11 +87,14 @@ class Spec:
         self.samples = data.get("samples")
         self.seed = data.get("seed", 0)
         if self.strategy != "grid":
-            if not isinstance(self.samples, int) or self.samples < 1:
+            if not isinstance(self.samples, int) or isinstance(self.samples, bool) \
+                    or self.samples < 1:
+                what = "point budget (configs per method)" if self.strategy == "optuna" \
+                    else "sample count"
                 raise SpecError(f"{path}: samples: strategy {self.strategy} needs a positive "
-                                "integer sample count")
+                                f"integer {what}")
         elif self.samples is not None:
-            raise SpecError(f"{path}: samples: only for strategy random or lhs")
+            raise SpecError(f"{path}: samples: only for strategy random, lhs or optuna")
         if not isinstance(self.seed, int):
             raise SpecError(f"{path}: seed: expected an integer")
         self.workloads = self._workloads(data.get("workloads"))
@@ -108,6 +114,37 @@ class Spec:
             raise SpecError(f"{path}: cost: expected a map of weights")
         if not (self.axes or self.zips or self.points):
             raise SpecError(f"{path}: nothing to sweep: give axes, zip or points")
+        self.optuna = self._optuna(data.get("optuna"))
+
+    def _optuna(self, opts):
+        """The optuna: options, checked; {} for other strategies."""
+        path = self.path
+        if self.strategy != "optuna":
+            if opts is not None:
+                raise SpecError(f"{path}: optuna: only with strategy optuna")
+            return {}
+        if self.zips:
+            raise SpecError(f"{path}: zip: not with strategy optuna (give each key an axis and "
+                            "tie them with constraints)")
+        if self.points:
+            raise SpecError(f"{path}: points: not with strategy optuna (each method picks its "
+                            "own `samples` configs)")
+        if not self.axes:
+            raise SpecError(f"{path}: axes: strategy optuna needs at least one axis")
+        opts = {} if opts is None else opts
+        if not isinstance(opts, dict):
+            raise SpecError(f"{path}: optuna: expected a map ({', '.join(sorted(OPTUNA_KEYS))})")
+        for k, v in opts.items():
+            if k not in OPTUNA_KEYS:
+                raise SpecError(f"{path}: optuna: unknown key '{k}' (known: "
+                                f"{', '.join(sorted(OPTUNA_KEYS))})")
+            if not isinstance(v, int) or isinstance(v, bool) or v < (1 if k == "batch" else 0):
+                raise SpecError(f"{path}: optuna.{k}: expected a "
+                                f"{'positive' if k == 'batch' else 'non-negative'} integer")
+        # Defaults: rounds of 2 keep the search adaptive on small budgets; a third of the
+        # budget (at most 10, optuna's default) starts the model from random configs.
+        return {"batch": opts.get("batch", 2),
+                "startup": opts.get("startup", max(1, min(10, self.samples // 3)))}
 
     def _mapping(self, m, where):
         if not isinstance(m, dict):
@@ -361,8 +398,11 @@ class Constraint:
 
 # ---- expansion ------------------------------------------------------------------------
 
-def expand_settings(spec, schema):
-    """The spec's config points: a list of {key: canonical value} (spec order, deduped)."""
+def expand_settings(spec, schema, samples=None):
+    """The spec's config points: a list of {key: canonical value} (spec order, deduped).
+
+    strategy optuna expands as random (its baseline's draws); `samples` replaces the spec's
+    count (the first n draws of a longer stream are the n draws of a shorter one)."""
     where = spec.path
     spec.check_keys(schema)
     points = []
@@ -389,7 +429,7 @@ def expand_settings(spec, schema):
             raise SpecError(f"{where}: zip: only with strategy grid")
         keys = list(spec.axes)
         rng = np.random.default_rng(spec.seed)
-        n = spec.samples
+        n = samples or spec.samples
         u = _lhs(n, len(keys), rng) if spec.strategy == "lhs" else rng.random((n, len(keys)))
         for row in u:
             points.append({k: _sample_axis(schema, k, spec.axes[k], float(x), f"{where}: axes")
