@@ -67,6 +67,9 @@ void lower_pool(Ctx& c, const ir::Node& n);
 bool is_pool(const std::string& op);
 // Data movement (movement.cpp): Concat, Split, Slice, Pad, Expand, Tile, Gather, Cast.
 void lower_movement(Ctx& c, const ir::Node& n);
+// Transpose (movement.cpp): a strided DMA, or tensor-engine block transposes when
+// the innermost axis moves.
+void lower_transpose(Ctx& c, const ir::Node& n);
 bool is_movement(const std::string& op);
 const std::vector<std::string>& movement_ops();
 

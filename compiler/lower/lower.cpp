@@ -150,10 +150,7 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
     } else if (op == "MatMul" || op == "trn.MatMulEpilogue") {
       lower_matmul(c, n);
     } else if (op == "Transpose") {
-      // A strided HBM -> HBM copy; the DMA engines do the permutation.
-      std::vector<int> perm;
-      for (int64_t a : n.attr_ints("perm")) perm.push_back(static_cast<int>(a));
-      c.b.dma(c.view(n.outputs[0]), c.view(n.input(0)).permute(perm));
+      lower_transpose(c, n);
     } else if (is_movement(op)) {
       lower_movement(c, n);
     } else if (is_rowwise(op)) {

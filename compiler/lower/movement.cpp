@@ -487,3 +487,127 @@ void lower_movement(Ctx& c, const ir::Node& n) {
 }
 
 }  // namespace trnsim::lower
+
+namespace trnsim::lower {
+
+namespace {
+
+// Below this many elements a Transpose stays one strided DMA: its ~10 ns per
+// element-granular descriptor, spread over 16 DMA engines, costs less than the
+// fixed costs of the tensor-engine path (two DMAs, a transpose and a PSUM copy per
+// block, about 1.5 us of latency).
+constexpr int64_t kTeTransposeMinElems = 4096;
+
+}  // namespace
+
+// Transpose. When the innermost axis stays innermost the permutation is a strided
+// DMA with contiguous runs. When it moves, a DMA would go element by element, so
+// the tensor engine transposes instead: for every index of the other axes (the
+// batch), the [A, L] matrix (A = the axis that becomes innermost, L = the input's
+// innermost axis) is loaded as contiguous rows, transposed in 128 x 128 blocks into
+// PSUM, copied out to SBUF and stored as contiguous rows of the [L, A] result.
+void lower_transpose(Ctx& c, const ir::Node& n) {
+  const ir::Value* xv = n.input(0);
+  const ir::Value* yv = n.outputs.at(0);
+  ir::Shape xs = xv->shape();
+  const int rank = static_cast<int>(xs.size());
+  std::vector<int> perm;
+  for (int64_t a : n.attr_ints("perm")) perm.push_back(static_cast<int>(a));
+  if (perm.empty())
+    for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
+  if (static_cast<int>(perm.size()) != rank) unsupported(n, "perm does not match the rank");
+  if (xv->type.numel() == 0) unsupported(n, "empty input " + xv->type.str());
+  const int a = rank > 0 ? perm[rank - 1] : 0;  // input axis that becomes innermost
+  const bool dma_path = rank < 2 || a == rank - 1 || xs[a] == 1 || xs[rank - 1] == 1 ||
+                        xv->type.numel() < kTeTransposeMinElems;
+  try {
+    if (dma_path) {
+      // A strided HBM -> HBM copy; the DMA engines do the permutation.
+      c.b.dma(c.view(yv), c.view(xv).reshape(xs).permute(perm));
+      return;
+    }
+    // y indexed like x: y_x[i0..] = y[i_perm...].
+    std::vector<int> inv(rank);
+    for (int k = 0; k < rank; ++k) inv[perm[k]] = k;
+    const HbmView yx = c.view(yv).reshape(yv->shape()).permute(inv);
+    const HbmView xx = c.view(xv).reshape(xs);
+    // Order [batch..., a, last] on both views.
+    std::vector<int> order;
+    for (int k = 0; k < rank - 1; ++k)
+      if (k != a) order.push_back(k);
+    order.push_back(a);
+    order.push_back(rank - 1);
+    const HbmView X = xx.permute(order), Y = yx.permute(order);
+    const int nb = rank - 2;
+    int64_t B = 1;
+    for (int k = 0; k < nb; ++k) B *= xs[order[k]];
+    const int64_t A = xs[a], L = xs[rank - 1];
+
+    const std::string pfx = pool_prefix(c);
+    const kernels::PoolRef xp = c.b.pool(pfx + ".tx", isa::MemSpace::sbuf, 3);
+    const kernels::PoolRef yp = c.b.pool(pfx + ".ty", isa::MemSpace::sbuf, 3);
+    const kernels::PoolRef pp = c.b.pool(pfx + ".tp", isa::MemSpace::psum, 4);
+    // L columns per load: up to 2048 (1 MiB fp32 per 128 rows, which amortises the
+    // DMA fixed costs), within a sixth of a partition (x and y, 3 buffers each).
+    const int64_t kCols = std::clamp<int64_t>(
+        static_cast<int64_t>(c.target.sbuf_partition_bytes / (6 * 4)) / 128 * 128, 128, 2048);
+    for (int64_t b = 0; b < B; ++b) {
+      // The batch index, outermost batch axis first.
+      HbmView xb = X, yb = Y;
+      {
+        int64_t rest = b;
+        std::vector<int64_t> idx(nb);
+        for (int k = nb - 1; k >= 0; --k) {
+          const int64_t s = xs[order[k]];
+          idx[k] = rest % s;
+          rest /= s;
+        }
+        for (int k = 0; k < nb; ++k) {
+          xb = xb({kernels::at(idx[k])});
+          yb = yb({kernels::at(idx[k])});
+        }
+      }
+      for (int64_t a0 = 0; a0 < A; a0 += 128) {
+        const int64_t pa = std::min<int64_t>(128, A - a0);
+        for (int64_t l0 = 0; l0 < L; l0 += kCols) {
+          const int64_t lw = std::min(kCols, L - l0);
+          TileView xt = c.b.tile(xp, {pa, lw}, DType::fp32);
+          c.b.dma(xt, xb({sl(a0, a0 + pa), sl(l0, l0 + lw)}));
+          // Full 128-column blocks: transposed 4 at a time into one PSUM bank
+          // [128, 4, pa], copied out into one SBUF tile [128, full, pa], stored at
+          // once; a last partial block [pl, pa] goes on its own.
+          const int64_t full = lw / 128, tail = lw % 128;
+          if (full > 0) {
+            TileView yt = c.b.tile(yp, {128, full, pa}, DType::fp32);
+            for (int64_t j0 = 0; j0 < full; j0 += 4) {
+              const int64_t nj = std::min<int64_t>(4, full - j0);
+              TileView pt = c.b.tile(pp, {128, nj, pa}, DType::fp32);
+              for (int64_t j = 0; j < nj; ++j)
+                c.b.transpose(pt({all(), kernels::at(j), all()}),
+                              xt({all(), sl((j0 + j) * 128, (j0 + j + 1) * 128)}));
+              c.b.tensor_copy(yt({all(), sl(j0, j0 + nj), all()}), pt);
+            }
+            // Output rows l0 + j*128 + p, columns a0..a0+pa: [p, j, a].
+            c.b.dma(yb({sl(a0, a0 + pa), sl(l0, l0 + full * 128)})
+                        .permute({1, 0})
+                        .reshape({full, 128, pa})
+                        .permute({1, 0, 2}),
+                    yt);
+          }
+          if (tail > 0) {
+            const int64_t t0 = full * 128;
+            TileView pt = c.b.tile(pp, {tail, pa}, DType::fp32);
+            c.b.transpose(pt, xt({all(), sl(t0, lw)}));
+            TileView yt = c.b.tile(yp, {tail, pa}, DType::fp32);
+            c.b.tensor_copy(yt, pt);
+            c.b.dma(yb({sl(a0, a0 + pa), sl(l0 + t0, l0 + lw)}).permute({1, 0}), yt);
+          }
+        }
+      }
+    }
+  } catch (const tile::KernelError& e) {
+    unsupported(n, std::string("the transpose views do not map onto access patterns: ") + e.what());
+  }
+}
+
+}  // namespace trnsim::lower

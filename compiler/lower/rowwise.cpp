@@ -47,6 +47,8 @@ int64_t norm_axis(int64_t a, int64_t rank) {
 constexpr int64_t kBnChunk = 512;
 // Reductions of rows at least this long spread each row over several partitions.
 constexpr int64_t kSplitMinCols = 4096;
+// The norms normalise in column pieces of this many fp32 (two PSUM banks).
+constexpr int64_t kNormSub = 1024;
 
 }  // namespace
 
@@ -180,7 +182,14 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
     nsub += (c1 - c0 + kBnChunk - 1) / kBnChunk;
   }
 
-  const kernels::PoolRef xp = c.b.pool(pfx + ".x", isa::MemSpace::sbuf, 2);
+  // The norms store their result from x's tile, so x needs more buffers to keep
+  // loads ahead of stores: as many as fit beside the parameters, up to 4.
+  uint32_t xbufs = 2;
+  if (is_norm(op) && resident) {
+    const uint64_t row = static_cast<uint64_t>(C) * 4;
+    xbufs = static_cast<uint32_t>(std::clamp<uint64_t>((budget - params * row) / row, 2, 4));
+  }
+  const kernels::PoolRef xp = c.b.pool(pfx + ".x", isa::MemSpace::sbuf, xbufs);
   const kernels::PoolRef yp = c.b.pool(pfx + ".y", isa::MemSpace::sbuf, 2);
   const kernels::PoolRef pp = c.b.pool(pfx + ".param", isa::MemSpace::sbuf, resident ? 2 : 4);
   // Per-chunk statistics (dead after their chunk) and per-row-tile accumulators.
@@ -190,6 +199,8 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
   // that long rows do not size every accumulator buffer.
   std::optional<kernels::PoolRef> bnp;
   if (op == "trn.LayerNorm") bnp = c.b.pool(pfx + ".bnstats", isa::MemSpace::sbuf, 2);
+  std::optional<kernels::PoolRef> normp;  // normalised pieces before gamma (PSUM)
+  if (is_norm(op)) normp = c.b.pool(pfx + ".norm", isa::MemSpace::psum, 3);
 
   // Parameters of the norms: [C] rows broadcast to the partitions.
   const ir::Value* scale_v = is_norm(op) ? n.input(1) : nullptr;
@@ -372,29 +383,39 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
         c.b.tensor_scalar(rstd, rstd, AluOp::mul, 1.0f / static_cast<float>(C), ad);
         c.b.tensor_scalar(rstd, rstd, AluOp::pow, -0.5f);
       }
+      // Normalisation spread over three engines (per element: scalar 1 cycle,
+      // vector 1, gpsimd 2; vector also ran bn_stats): the scalar engine writes
+      // (x - mean) * rstd into PSUM, the vector engine multiplies by gamma reading
+      // PSUM (1 cycle/element instead of 2 for two SBUF operands) back into x's
+      // tile, and GpSimd adds beta in place. The result is stored from x's tile.
       for (int64_t k = 0; k < nch; ++k) {
         const auto [c0, c1] = chunk_at(k);
         const TileView x = load(k);
-        TileView y = ytile(k);
-        if (mean) {
-          TensorScalarOpts nm;
-          nm.op1 = AluOp::mul;
-          nm.arg1 = rstd;
-          c.b.tensor_scalar(y, x, AluOp::sub, *mean, nm);
-        } else {
-          c.b.tensor_scalar(y, x, AluOp::mul, rstd);
+        const int64_t w = c1 - c0;
+        std::optional<TileView> sc, bi;
+        if (scale_v)
+          sc = resident ? (*scale_all)({sl(0, p), all()}) : load_param(scale_v, p, c0, c1);
+        if (bias_v) bi = resident ? (*bias_all)({sl(0, p), all()}) : load_param(bias_v, p, c0, c1);
+        for (int64_t s0 = 0; s0 < w; s0 += kNormSub) {
+          const int64_t s1 = std::min(w, s0 + kNormSub);
+          const TileView xs = x({all(), sl(s0, s1)});
+          TensorScalarOpts o;
+          o.engine = isa::Engine::scalar;
+          // Without gamma the scalar engine writes the tile itself.
+          const TileView t = sc ? c.b.tile(*normp, {p, s1 - s0}, DType::fp32) : xs;
+          if (mean) {
+            o.op1 = AluOp::mul;
+            o.arg1 = rstd;
+            c.b.tensor_scalar(t, xs, AluOp::sub, *mean, o);
+          } else {
+            c.b.tensor_scalar(t, xs, AluOp::mul, rstd, o);
+          }
+          if (sc)
+            c.b.tensor_tensor(xs, t, (*sc)({all(), sl(s0, s1)}), AluOp::mul, isa::Engine::vector);
+          if (bi)
+            c.b.tensor_tensor(xs, xs, (*bi)({all(), sl(s0, s1)}), AluOp::add, isa::Engine::gpsimd);
         }
-        if (scale_v) {
-          const TileView sc =
-              resident ? (*scale_all)({sl(0, p), all()}) : load_param(scale_v, p, c0, c1);
-          c.b.tensor_tensor(y, y, sc, AluOp::mul);
-        }
-        if (bias_v) {
-          const TileView bi =
-              resident ? (*bias_all)({sl(0, p), all()}) : load_param(bias_v, p, c0, c1);
-          c.b.tensor_tensor(y, y, bi, AluOp::add);
-        }
-        store(k, y);
+        store(k, x);
       }
     }
   }
