@@ -10,8 +10,8 @@
 # trnsim::cosim::make_rtl_<name>() returning it as an rtl_block
 # (models/cosim/verilated_block.h). TRACE adds FST waveform support (costs speed).
 # SYSTEMC verilates with --sc for the timed mode instead; its factory is
-# make_rtl_<name>(instance_name, clock_hz), a SystemC module on its own sc_clock
-# (models/cosim/timed_block.h). Verilator's runtime is then built for SystemC
+# make_rtl_<name>(instance_name, clock_hz, gated_clock = false), a SystemC module on its
+# own clock (models/cosim/timed_block.h). Verilator's runtime is then built for SystemC
 # (VM_SC=1) for every block of TARGET; that is harmless for --cc blocks as long as
 # SystemC's time resolution matches the RTL's precision (both 1 ps by default).
 # The model's top must have the contract-v1 ports. verilate() runs Verilator once at
@@ -31,8 +31,10 @@ function(trnsim_add_rtl_block)
     add_library(${A_TARGET} STATIC)
     target_link_libraries(${A_TARGET} PUBLIC trnsim_cosim)
     # Generated code is not ours to fix: no warnings, so no -Werror failure, and no
-    # debug info (it triples the compile time of the big eval functions).
-    target_compile_options(${A_TARGET} PRIVATE -w -g0)
+    # debug info (it triples the compile time of the big eval functions). Optimised
+    # in every build type: a Debug (-O0) model is about 5x slower, and the sanitizer
+    # build runs the co-simulation tests with it.
+    target_compile_options(${A_TARGET} PRIVATE -w -g0 -O2)
     # Verilator's bundled FST writer (gtkwave/fstapi.c) stores through misaligned
     # pointers on purpose: not ours to fix, so UBSan's alignment check is off here.
     if(TRNSIM_SANITIZE)
@@ -66,8 +68,10 @@ function(trnsim_add_rtl_block)
 #include "V@A_NAME@.h"
 
 namespace trnsim::cosim {
-std::unique_ptr<rtl_block> make_rtl_@A_NAME@(const char* instance, double clock_hz) {
-  return std::make_unique<timed_block<V@A_NAME@>>(sc_core::sc_module_name(instance), clock_hz);
+std::unique_ptr<rtl_block> make_rtl_@A_NAME@(const char* instance, double clock_hz,
+                                              bool gated_clock) {
+  return std::make_unique<timed_block<V@A_NAME@>>(sc_core::sc_module_name(instance), clock_hz,
+                                                  gated_clock);
 }
 }  // namespace trnsim::cosim
 ]] @ONLY)
@@ -120,9 +124,10 @@ function(trnsim_rtl_blocks_header target)
     string(APPEND make_cc "  if (name == \"${n}\") return make_rtl_${n}();\n")
   endforeach()
   foreach(n IN LISTS sc_names)
-    string(APPEND decls
-           "std::unique_ptr<rtl_block> make_rtl_${n}(const char* instance, double clock_hz);\n")
-    string(APPEND make_sc "  if (name == \"${n}\") return make_rtl_${n}(instance, clock_hz);\n")
+    string(APPEND decls "std::unique_ptr<rtl_block> make_rtl_${n}(const char* instance, "
+                        "double clock_hz, bool gated_clock = false);\n")
+    string(APPEND make_sc
+           "  if (name == \"${n}\") return make_rtl_${n}(instance, clock_hz, gated_clock);\n")
   endforeach()
   set(hdr ${CMAKE_CURRENT_BINARY_DIR}/include/trnsim_rtl_blocks.h)
   file(CONFIGURE OUTPUT ${hdr} CONTENT [[
@@ -169,7 +174,7 @@ std::unique_ptr<rtl_block> make_rtl_block(std::string_view name) {
 @make_cc@  return nullptr;
 }
 std::unique_ptr<rtl_block> make_rtl_block_sc(std::string_view name, const char* instance,
-                                             double clock_hz) {
+                                             double clock_hz, bool gated_clock) {
 @make_sc@  return nullptr;
 }
 }  // namespace trnsim::cosim

@@ -11,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include "models/cosim/rtl_config.h"
+#include "models/cosim/rtl_registry.h"
 #include "platform/config_schema.h"
 
 #ifndef TRNSIM_SOURCE_CONFIG_DIR
@@ -56,12 +58,16 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 // " (did you mean core.tensor.clock?)" for a near miss, else "".
 std::string suggestion(std::string_view unknown) {
+  std::vector<std::string> names;
+  for (const auto& k : schema::keys()) names.push_back(k.key);
+  for (const auto& k : schema::choice_keys()) names.push_back(k.key);
+  names.emplace_back(schema::kTensorRtlSection);
   std::vector<std::string> candidates;
-  for (const auto& k : schema::keys()) {
-    candidates.push_back(k.key);
+  for (const auto& key : names) {
+    candidates.push_back(key);
     // Sections too, so a misspelt section ("core.tensr") gets a hint.
-    for (size_t dot = k.key.find('.'); dot != std::string::npos; dot = k.key.find('.', dot + 1))
-      candidates.push_back(k.key.substr(0, dot));
+    for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1))
+      candidates.push_back(key.substr(0, dot));
   }
   std::string best;
   size_t best_d = std::string::npos;
@@ -139,6 +145,15 @@ class Loader {
     };
     const std::string key = trim(ov.substr(0, eq));
     const std::string value = trim(ov.substr(eq + 1));
+    if (key == schema::kTensorRtlSection ||
+        key.starts_with(std::string(schema::kTensorRtlSection) + ".")) {
+      rtl_overrides_.emplace_back(key, value);
+      return;
+    }
+    if (schema::find_choice_key(key)) {
+      values_[key] = Setting{value, "--set", 0, ""};
+      return;
+    }
     if (!schema::find_key(key)) {
       if (schema::is_section(key))
         errors_.push_back("--set " + key + ": is a section, not a key (give a full key such as " +
@@ -172,6 +187,21 @@ class Loader {
         errors_.push_back(s.about(k.key) + ": " + e.what() + " (got '" + s.text + "')");
       }
     }
+    for (const auto& k : schema::choice_keys()) {
+      const auto it = values_.find(k.key);
+      if (it == values_.end()) {
+        k.set(cfg, 0);
+        continue;
+      }
+      const Setting& s = it->second;
+      try {
+        if (!s.error.empty()) throw std::range_error(s.error);
+        k.set(cfg, schema::parse_choice(k, s.text));
+      } catch (const std::range_error& e) {
+        errors_.push_back(s.about(k.key) + ": " + e.what());
+      }
+    }
+    tensor_rtl(cfg);
     throw_if_errors();
     // Cross-key checks only make sense once every value parsed.
     for (const auto& e : schema::cross_check(cfg)) {
@@ -197,9 +227,21 @@ class Loader {
         continue;
       }
       const std::string path = prefix.empty() ? kn.Scalar() : prefix + "." + kn.Scalar();
+      if (path == schema::kTensorRtlSection) {
+        if (has_rtl_node_) {
+          errors_.push_back(at + ": " + path + ": duplicate section");
+        } else {
+          has_rtl_node_ = true;
+          rtl_node_ = vn;
+          rtl_origins_[path] = at;
+          record_origins(vn, path);
+        }
+        continue;
+      }
       const schema::KeyDef* def = schema::find_key(path);
-      const bool section = !def && schema::is_section(path);
-      if (!def && !section) {
+      const schema::ChoiceKeyDef* choice = def ? nullptr : schema::find_choice_key(path);
+      const bool section = !def && !choice && schema::is_section(path);
+      if (!def && !choice && !section) {
         errors_.push_back(at + ": " + path + ": unknown key" + suggestion(path));
         continue;
       }
@@ -215,14 +257,143 @@ class Loader {
       }
       Setting setting{vn.IsScalar() ? vn.Scalar() : "", at, kn.Mark().line + 1, ""};
       if (!vn.IsScalar())  // reported in finish() unless an override replaces it
-        setting.error = std::string(vn.IsNull() ? "missing value" : "expected a single value") +
-                        " (" + type_hint(*def) + "; e.g. " + std::string(example_value(def->type)) +
-                        ")";
+        setting.error =
+            std::string(vn.IsNull() ? "missing value" : "expected a single value") + " (" +
+            (choice ? "one of " + choice_list(*choice) + ": " + choice->description
+                    : type_hint(*def) + "; e.g. " + std::string(example_value(def->type))) +
+            ")";
       const auto [prev, fresh] = values_.emplace(path, std::move(setting));
       if (!fresh)
         errors_.push_back(at + ": " + path + ": duplicate key (first set at line " +
                           std::to_string(prev->second.line) + ")");
     }
+  }
+
+  // Where each key of the rtl section was written, for messages.
+  void record_origins(const YAML::Node& map, const std::string& prefix) {
+    if (!map.IsMap()) return;
+    for (const auto& kv : map) {
+      const YAML::Node kn = kv.first;
+      if (!kn.IsScalar()) continue;
+      const std::string path = prefix + "." + kn.Scalar();
+      rtl_origins_[path] = where(file_, kn.Mark());
+      record_origins(kv.second, path);
+    }
+  }
+
+  // "FILE:LINE: " or "--set " for the message of cosim::parse_rtl_section or
+  // check_rtl_build, which starts with the key it is about ("core.tensor.rtl.mode: "):
+  // where that key was written, else where a key below it was (the waveform map from
+  // its path), else where the nearest section above it was.
+  std::string rtl_origin(const std::string& message) const {
+    const std::string key = message.substr(0, message.find(": "));
+    const std::string* origin = nullptr;
+    size_t best = 0;
+    for (const auto& [k, o] : rtl_origins_) {
+      if (k == key) {
+        origin = &o;
+        break;
+      }
+      if (k.starts_with(key + ".") || k.starts_with(key + "[")) {
+        origin = &o;
+        best = SIZE_MAX;
+      } else if (key.starts_with(k) && k.size() > best &&
+                 std::string_view(".[").find(key[k.size()]) != std::string_view::npos) {
+        origin = &o;
+        best = k.size();
+      }
+    }
+    if (!origin) return file_ + ": ";
+    return *origin == "--set" ? "--set " : *origin + ": ";
+  }
+
+  // The core.tensor.rtl section, file and overrides merged, parsed; with impl: rtl,
+  // checked against the blocks this build compiled and the engine's array.
+  void tensor_rtl(platform_config& cfg) {
+    YAML::Node node;
+    bool have = has_rtl_node_;
+    if (have) node = YAML::Clone(rtl_node_);
+    for (const auto& [key, value] : rtl_overrides_) {
+      YAML::Node v;
+      try {
+        v = YAML::Load(value);
+      } catch (const YAML::Exception& e) {
+        errors_.push_back("--set " + key + ": not a YAML value: " + e.msg);
+        continue;
+      }
+      if (key == schema::kTensorRtlSection) {
+        const std::string& k = key;  // clang 14 cannot capture a structured binding
+        std::erase_if(rtl_origins_, [&](const auto& o) { return o.first.starts_with(k); });
+        rtl_origins_[key] = "--set";
+        node = v;
+        have = true;
+        continue;
+      }
+      rtl_origins_[key] = "--set";
+      if (!have || !node.IsMap()) node = YAML::Node(YAML::NodeType::Map);
+      have = true;
+      std::vector<std::string> parts;
+      std::string_view rest = std::string_view(key).substr(schema::kTensorRtlSection.size() + 1);
+      for (size_t dot; (dot = rest.find('.')) != std::string_view::npos;
+           rest.remove_prefix(dot + 1))
+        parts.emplace_back(rest.substr(0, dot));
+      parts.emplace_back(rest);
+      set_path(node, parts, 0, v);
+    }
+    const std::string where = "core.tensor";
+    const bool rtl = cfg.core.tensor_impl == TensorImpl::rtl;
+    if (!have) {
+      if (rtl) {
+        const auto it = values_.find("core.tensor.impl");
+        errors_.push_back(it->second.about("core.tensor.impl") +
+                          ": rtl needs a core.tensor.rtl section naming the block (e.g. rtl: "
+                          "{block: pe_array_8x8}; docs/rtl-cosim.md)");
+      }
+      return;
+    }
+    try {
+      auto c = std::make_shared<cosim::rtl_config>(cosim::parse_rtl_section(node, where));
+      c->rtl = rtl;
+      if (rtl) {
+        const cosim::rtl_block_info& b = cosim::check_rtl_build(*c, cosim::rtl_blocks(), where);
+        check_array(b, cfg.core.tensor);
+      }
+      cfg.core.tensor_rtl = std::move(c);
+    } catch (const std::runtime_error& e) {
+      errors_.push_back(rtl_origin(e.what()) + e.what());
+    }
+  }
+
+  // A PE array block built with R and C must be the engine's array.
+  static void check_array(const cosim::rtl_block_info& b, const models::tensor_engine_params& t) {
+    std::string r, c;
+    for (const auto& p : b.parameters) {
+      if (p.starts_with("R=")) r = p.substr(2);
+      if (p.starts_with("C=")) c = p.substr(2);
+    }
+    if (r.empty() || c.empty() || (r == std::to_string(t.rows) && c == std::to_string(t.cols)))
+      return;
+    throw std::runtime_error(
+        "core.tensor.rtl.block: block " + b.name + " was built for an array of " + r +
+        " rows and " + c + " columns (R=" + r + ", C=" + c + "), but core.tensor.rows x cols is " +
+        std::to_string(t.rows) + " x " + std::to_string(t.cols));
+  }
+
+  static void set_path(YAML::Node node, const std::vector<std::string>& parts, size_t i,
+                       const YAML::Node& v) {
+    if (i + 1 == parts.size()) {
+      node[parts[i]] = v;
+      return;
+    }
+    if (!node[parts[i]].IsMap()) node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    set_path(node[parts[i]], parts, i + 1, v);
+  }
+
+  static std::string choice_list(const schema::ChoiceKeyDef& k) {
+    std::string s;
+    for (size_t i = 0; i < k.choices.size(); ++i)
+      s += (i == 0 ? "" : i + 1 == k.choices.size() ? " or " : ", ") + k.choices[i];
+    return s;
   }
 
   bool is_broken(const std::string& key) const {
@@ -242,6 +413,10 @@ class Loader {
   std::map<std::string, Setting> values_;
   std::vector<std::string> errors_;
   std::set<std::string> broken_;  // sections written as a single value
+  bool has_rtl_node_ = false;
+  YAML::Node rtl_node_;                             // the core.tensor.rtl section as written
+  std::map<std::string, std::string> rtl_origins_;  // its keys: "FILE:LINE" or "--set"
+  std::vector<std::pair<std::string, std::string>> rtl_overrides_;  // --set core.tensor.rtl.*
 };
 
 std::vector<fs::path> preset_dirs() {
@@ -328,6 +503,12 @@ std::string describe(const platform_config& cfg) {
   std::string out;
   for (const auto& k : schema::keys())
     out += k.key + " = " + schema::get_value(k, cfg) + "  # " + k.description + "\n";
+  for (const auto& k : schema::choice_keys())
+    if (const uint32_t v = k.get(cfg); v != 0)
+      out += k.key + " = " + k.choices[v] + "  # " + k.description + "\n";
+  if (cfg.core.tensor_rtl)
+    out += std::string(schema::kTensorRtlSection) + " = " + cosim::to_flow(*cfg.core.tensor_rtl) +
+           "  # the RTL block of the Tensor Engine (docs/rtl-cosim.md)\n";
   return out;
 }
 
@@ -352,6 +533,16 @@ std::string schema_table() {
            pad(k.unit.empty() ? "-" : k.unit, wu) + "  " +
            pad(k.type == ValueType::boolean ? "-" : check, wc) + "  " + k.description + "\n";
   }
+  // Optional keys: a word of a fixed list (the first is the default), and the RTL section.
+  for (const auto& k : schema::choice_keys()) {
+    std::string words;
+    for (const auto& c : k.choices) words += (words.empty() ? "" : "|") + c;
+    out += pad(k.key, wk) + "  " + pad("choice", wt) + "  " + pad("-", wu) + "  " + pad(words, wc) +
+           "  " + k.description + " (optional, default " + k.choices[0] + ")\n";
+  }
+  out += pad(std::string(schema::kTensorRtlSection), wk) + "  " + pad("section", wt) + "  " +
+         pad("-", wu) + "  " + pad("-", wc) +
+         "  RTL block of the tensor engine, used with impl: rtl (optional; docs/rtl-cosim.md)\n";
   return out;
 }
 

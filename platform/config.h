@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -12,7 +13,17 @@
 #include "models/isa/validate.h"
 #include "models/memory/memory_params.h"
 
+namespace trnsim::cosim {
+struct rtl_config;  // models/cosim/rtl_config.h
+}
+
 namespace trnsim::platform {
+
+// What computes the tensor engine's matmuls (docs/rtl-cosim.md, "Config"): the C++
+// model (`core.tensor.impl: cpp`) with its `core.tensor.numerics`, or the RTL block
+// of the `core.tensor.rtl` section (`impl: rtl`).
+enum class TensorImpl : uint32_t { cpp, rtl };
+enum class TensorNumerics : uint32_t { fast, systolic };
 
 struct core_config {
   models::tensor_engine_params tensor;
@@ -24,6 +35,11 @@ struct core_config {
   models::psum_params psum;
   models::dma_params dma;
   uint32_t semaphores = 256;  // semaphores per core
+  TensorImpl tensor_impl = TensorImpl::cpp;
+  TensorNumerics tensor_numerics = TensorNumerics::fast;
+  // The core.tensor.rtl section, parsed and checked against the build; null when the
+  // config has none (it may be there with impl: cpp, unused).
+  std::shared_ptr<const cosim::rtl_config> tensor_rtl;
 };
 
 // The host link that host-fallback segments cross (runtime/fallback.h).

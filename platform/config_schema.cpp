@@ -250,11 +250,52 @@ const KeyDef* find_key(std::string_view key) {
 
 bool is_section(std::string_view prefix) {
   if (prefix.empty()) return true;
+  const auto under = [&](std::string_view key) {
+    return key.size() > prefix.size() && key.compare(0, prefix.size(), prefix) == 0 &&
+           key[prefix.size()] == '.';
+  };
   for (const KeyDef& k : keys())
-    if (k.key.size() > prefix.size() && k.key.compare(0, prefix.size(), prefix) == 0 &&
-        k.key[prefix.size()] == '.')
-      return true;
-  return false;
+    if (under(k.key)) return true;
+  for (const ChoiceKeyDef& k : choice_keys())
+    if (under(k.key)) return true;
+  return prefix == kTensorRtlSection || under(kTensorRtlSection);
+}
+
+const std::vector<ChoiceKeyDef>& choice_keys() {
+  static const std::vector<ChoiceKeyDef> k = {
+      {"core.tensor.impl",
+       {"cpp", "rtl"},
+       "what computes the Tensor Engine's matmuls: cpp (the C++ model) or rtl (the verilated "
+       "block of core.tensor.rtl, with its cycles; docs/rtl-cosim.md)",
+       [](const platform_config& c) { return static_cast<uint32_t>(c.core.tensor_impl); },
+       [](platform_config& c, uint32_t v) { c.core.tensor_impl = static_cast<TensorImpl>(v); }},
+      {"core.tensor.numerics",
+       {"fast", "systolic"},
+       "matmul arithmetic of the C++ model: fast (an fp32 sgemm of the inputs) or systolic "
+       "(the PE array's: bf16 products summed in fp32 down each column from +0, row 0 first, "
+       "one fold of rows at a time, folds added in order, denormals flushed, NaN canonical; "
+       "bit-exact with impl: rtl; bf16 inputs only)",
+       [](const platform_config& c) { return static_cast<uint32_t>(c.core.tensor_numerics); },
+       [](platform_config& c, uint32_t v) {
+         c.core.tensor_numerics = static_cast<TensorNumerics>(v);
+       }},
+  };
+  return k;
+}
+
+const ChoiceKeyDef* find_choice_key(std::string_view key) {
+  for (const ChoiceKeyDef& k : choice_keys())
+    if (k.key == key) return &k;
+  return nullptr;
+}
+
+uint32_t parse_choice(const ChoiceKeyDef& k, std::string_view text) {
+  std::string list;
+  for (size_t i = 0; i < k.choices.size(); ++i) {
+    if (text == k.choices[i]) return static_cast<uint32_t>(i);
+    list += (i == 0 ? "" : i + 1 == k.choices.size() ? " or " : ", ") + k.choices[i];
+  }
+  throw std::range_error("expected " + list + ", got '" + std::string(text) + "'");
 }
 
 void set_value(const KeyDef& k, std::string_view text, platform_config& cfg) {
@@ -372,6 +413,20 @@ std::vector<CrossError> cross_check(const platform_config& cfg) {
                                                  " must divide min(core.tensor.rows, " +
                                                  "core.tensor.cols) = " + std::to_string(side) +
                                                  " (tiles split the array evenly)"});
+  // The RTL PE array has no shadow weight buffer, no throttle and no tiling: the
+  // cost model's versions of those would not describe the block's cycles.
+  if (c.tensor_impl == TensorImpl::rtl) {
+    const char* why = " with core.tensor.impl: rtl (the RTL PE array has no ";
+    if (c.tensor.background_load)
+      errs.push_back({"core.tensor.background_load",
+                      std::string("must be false") + why + "background weight load)"});
+    if (c.tensor.throttle)
+      errs.push_back({"core.tensor.throttle", std::string("must be false") + why + "throttle)"});
+    if (c.tensor.tile_size < side)
+      errs.push_back({"core.tensor.tile_size",
+                      "must be min(core.tensor.rows, core.tensor.cols) = " + std::to_string(side) +
+                          why + "array tiling)"});
+  }
   if (uint64_t{c.tensor.max_moving_free} * 4 > c.psum.bank_bytes)
     errs.push_back({"core.tensor.max_moving_free",
                     std::to_string(c.tensor.max_moving_free) + " fp32 results (" +

@@ -48,6 +48,28 @@ const KeyDef* find_key(std::string_view key);
 // True when `prefix` names a section ("core", "core.tensor"), not a key.
 bool is_section(std::string_view prefix);
 
+// Keys whose value is one word of a fixed list, and which a config may leave out
+// (the first word is the default): the tensor engine's implementation selection.
+// They are kept out of keys(), which lists the keys every preset must give; configs
+// that do not swap an implementation do not mention them. describe() prints them
+// when they differ from their default.
+struct ChoiceKeyDef {
+  std::string key;
+  std::vector<std::string> choices;  // choices[0] is the default
+  std::string description;
+  uint32_t (*get)(const platform_config&);  // index into choices
+  void (*set)(platform_config&, uint32_t);
+};
+const std::vector<ChoiceKeyDef>& choice_keys();
+const ChoiceKeyDef* find_choice_key(std::string_view key);
+// The index of `text` in k.choices; throws std::range_error listing the choices.
+uint32_t parse_choice(const ChoiceKeyDef& k, std::string_view text);
+
+// The one free-form section: the RTL block of the tensor engine (a YAML map parsed
+// by cosim::parse_rtl_section, docs/rtl-cosim.md). Its keys may also be --set as
+// core.tensor.rtl.KEY=VALUE (a YAML value: `[a.sv, b.sv]` for a list).
+inline constexpr std::string_view kTensorRtlSection = "core.tensor.rtl";
+
 // Parse `text` as the key's type, check it and store it into `cfg`. Throws
 // UnitError (bad syntax or unit) or std::range_error (fails the check); the
 // message does not name the key.

@@ -33,6 +33,17 @@ neuron_core::neuron_core(const sc_core::sc_module_name& name, const core_config&
     d->sbuf_socket.bind(sbuf.tgt_socket);
     dma.push_back(std::move(d));
   }
+  // The config loader has checked the block against the build and the array.
+  if (cfg.tensor_impl == TensorImpl::rtl) {
+    if (!cfg.tensor_rtl)
+      throw std::invalid_argument("core.tensor.impl: rtl needs a core.tensor.rtl section");
+    tensor_rtl = cosim::make_rtl_datapath(*cfg.tensor_rtl, cfg.tensor.rows, cfg.tensor.cols,
+                                          cfg.tensor.clock_hz, "tensor_rtl", "core.tensor");
+    tensor.set_matmul_datapath(tensor_rtl.get());
+  } else if (cfg.tensor_numerics == TensorNumerics::systolic) {
+    tensor_systolic = std::make_unique<cosim::systolic_datapath>(cfg.tensor.rows, cfg.tensor.cols);
+    tensor.set_matmul_datapath(tensor_systolic.get());
+  }
 }
 
 models::engine& neuron_core::engine_for(isa::Engine e) {
@@ -56,6 +67,8 @@ void neuron_core::reset_stats() {
   for (isa::Engine e : {isa::Engine::tensor, isa::Engine::vector, isa::Engine::scalar,
                         isa::Engine::gpsimd, isa::Engine::sync})
     engine_for(e).reset_stats();
+  tensor.reset_datapath_stats();
+  if (tensor_rtl) tensor_rtl->reset_stats();
   sbuf.reset_stats();
   psum.reset_stats();
   for (auto& d : dma) d->reset_stats();
@@ -66,6 +79,24 @@ void neuron_core::register_stats(stats::group& g) {
   for (isa::Engine e : {isa::Engine::tensor, isa::Engine::vector, isa::Engine::scalar,
                         isa::Engine::gpsimd, isa::Engine::sync})
     engine_for(e).register_stats(engines.child(std::string(isa::engine_name(e))));
+  if (tensor_rtl) {
+    // The RTL next to the cost model it replaces, for the same matmuls.
+    auto& a = tensor_rtl->adapter();
+    auto& r = engines.child("tensor").child(
+        "rtl", "RTL block " + a.block().name() + " (" + std::to_string(a.opts().rows) + " x " +
+                   std::to_string(a.opts().cols) + ", " +
+                   (tensor_rtl->timed() ? "timed" : "decoupled") +
+                   ") computing the matmuls in place of the C++ model");
+    r.add(
+        "matmuls", "instructions", "matmuls the RTL block computed",
+        [this] { return double(tensor.datapath_matmuls()); }, true);
+    r.add(
+        "model_cycles", "cycles",
+        "the cost model's cycles for the same matmuls (fold formula at the engine clock, "
+        "max(N, min_ii) streamed), which rtl_cycles replace",
+        [this] { return double(tensor.datapath_model_cycles()); }, true);
+    tensor_rtl->register_stats(r);
+  }
   sbuf.register_stats(g.child("sbuf", "state buffer"));
   psum.register_stats(g.child("psum", "partial-sum buffer"));
   auto& dg = g.child("dma", "DMA engines");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/common/semaphores.h"
+#include "models/cosim/tensor_datapath.h"
 #include "models/engines/gpsimd_engine.h"
 #include "models/engines/scalar_engine.h"
 #include "models/engines/sync_engine.h"
@@ -35,6 +36,10 @@ class neuron_core : public sc_core::sc_module {
   models::gpsimd_engine gpsimd;
   models::sync_engine sync;
   std::vector<std::unique_ptr<models::dma_engine>> dma;
+  // The tensor engine's matmul data path other than the C++ sgemm (config
+  // core.tensor.impl / numerics; docs/rtl-cosim.md): at most one is set.
+  std::unique_ptr<cosim::systolic_datapath> tensor_systolic;
+  std::unique_ptr<cosim::rtl_datapath> tensor_rtl;
 
   // Compute engines indexed by isa::Engine (tensor..sync).
   models::engine& engine_for(isa::Engine e);

@@ -60,17 +60,22 @@ void only_keys(const YAML::Node& n, const std::string& where, const std::set<std
 }  // namespace
 
 rtl_config parse_rtl_config(const YAML::Node& block, const std::string& where) {
-  rtl_config c;
   const YAML::Node impl = block["impl"];
   const std::string impl_s = impl ? scalar(impl, where + ".impl") : "cpp";
   if (impl_s != "cpp" && impl_s != "rtl")
     fail(where + ".impl", "expected cpp or rtl, got '" + impl_s + "'");
-  c.rtl = impl_s == "rtl";
   const YAML::Node r = block["rtl"];
   if (!r) {
-    if (c.rtl) fail(where + ".rtl", "required when impl is rtl");
-    return c;
+    if (impl_s == "rtl") fail(where + ".rtl", "required when impl is rtl");
+    return rtl_config{};
   }
+  rtl_config c = parse_rtl_section(r, where);
+  c.rtl = impl_s == "rtl";
+  return c;
+}
+
+rtl_config parse_rtl_section(const YAML::Node& r, const std::string& where) {
+  rtl_config c;
   const std::string w = where + ".rtl";
   if (!r.IsMap()) fail(w, "expected a map");
   only_keys(r, w,
@@ -129,6 +134,10 @@ const rtl_block_info& check_rtl_build(const rtl_config& c,
   const rtl_block_info* built = nullptr;
   for (const auto& b : blocks)
     if (b.name == c.block) built = &b;
+  if (!built && blocks.empty())
+    fail(w + ".block",
+         "this build has no RTL blocks (it was configured without Verilator, "
+         "or with -DTRNSIM_WITH_VERILATOR=OFF)");
   if (!built) {
     std::string names;
     for (const auto& b : blocks) names += (names.empty() ? "" : ", ") + b.name;
@@ -164,6 +173,28 @@ const rtl_block_info& check_rtl_build(const rtl_config& c,
   if (!c.waveform_path.empty() && !built->trace)
     fail(w + ".waveform", "block " + built->name + " was built without TRACE");
   return *built;
+}
+
+std::string to_flow(const rtl_config& c) {
+  YAML::Emitter e;
+  e << YAML::Flow << YAML::BeginMap << YAML::Key << "block" << YAML::Value << c.block;
+  if (!c.top.empty()) e << YAML::Key << "top" << YAML::Value << c.top;
+  if (!c.sources.empty()) e << YAML::Key << "sources" << YAML::Value << c.sources;
+  if (!c.parameters.empty()) e << YAML::Key << "parameters" << YAML::Value << c.parameters;
+  if (c.clock_hz > 0) e << YAML::Key << "clock" << YAML::Value << c.clock_hz;
+  e << YAML::Key << "mode" << YAML::Value << (c.timed ? "timed" : "decoupled");
+  e << YAML::Key << "reset_cycles" << YAML::Value << c.reset_cycles;
+  e << YAML::Key << "back_pressure" << YAML::Value << c.back_pressure;
+  e << YAML::Key << "seed" << YAML::Value << c.seed;
+  if (!c.waveform_path.empty()) {
+    e << YAML::Key << "waveform" << YAML::Value << YAML::BeginMap << YAML::Key << "path"
+      << YAML::Value << c.waveform_path << YAML::Key << "depth" << YAML::Value << c.waveform_depth
+      << YAML::Key << "from" << YAML::Value << c.waveform_from;
+    if (c.waveform_to != UINT64_MAX) e << YAML::Key << "to" << YAML::Value << c.waveform_to;
+    e << YAML::EndMap;
+  }
+  e << YAML::EndMap;
+  return e.c_str();
 }
 
 }  // namespace trnsim::cosim

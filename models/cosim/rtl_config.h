@@ -50,6 +50,11 @@ struct rtl_config {
 // Parses `impl` and `rtl` of a block's node; `where` names the node in messages
 // ("core.tensor"). Throws std::runtime_error naming the key on bad input.
 rtl_config parse_rtl_config(const YAML::Node& block, const std::string& where);
+// Parses the `rtl` section alone (the platform's config loader reads `impl` as a
+// schema key); `rtl` stays false.
+rtl_config parse_rtl_section(const YAML::Node& rtl, const std::string& where);
+// The section as one line of YAML flow, which parse_rtl_section reads back.
+std::string to_flow(const rtl_config& c);
 
 // Checks the section against the blocks the build made (rtl_blocks()) and returns
 // the selected one; throws std::runtime_error naming the key on a mismatch.
@@ -57,13 +62,18 @@ const rtl_block_info& check_rtl_build(const rtl_config& c,
                                       const std::vector<rtl_block_info>& blocks,
                                       const std::string& where);
 
-// The tile adapter a config selects, for the engine's rows x cols array; decoupled
-// mode only (a timed block is a SystemC module: make_rtl_block_sc at elaboration).
+// The tile adapter a config selects, for the engine's rows x cols array.
+// Decoupled: the --cc block. Timed: the --sc block as the SystemC module
+// `sc_instance` on a gated clock of `clock_hz` (the section's clock, else this), so
+// call it during elaboration; without an instance, timed mode is refused.
 // Inline: it needs the registry, which only Verilator builds link (trnsim_rtl).
 inline std::unique_ptr<tile_adapter> make_tile_adapter(const rtl_config& c, uint32_t rows,
-                                                       uint32_t cols, const std::string& where) {
+                                                       uint32_t cols, const std::string& where,
+                                                       const char* sc_instance = nullptr,
+                                                       double clock_hz = 1e9) {
   check_rtl_build(c, rtl_blocks(), where);
-  if (c.timed) throw std::runtime_error(where + ".rtl.mode: timed needs a SystemC elaboration");
+  if (c.timed && !sc_instance)
+    throw std::runtime_error(where + ".rtl.mode: timed needs a SystemC elaboration");
   tile_adapter::options o;
   o.rows = rows;
   o.cols = cols;
@@ -75,7 +85,11 @@ inline std::unique_ptr<tile_adapter> make_tile_adapter(const rtl_config& c, uint
   o.fst_from = c.waveform_from;
   o.fst_to = c.waveform_to;
   try {
-    return std::make_unique<tile_adapter>(make_rtl_block(c.block), o);
+    std::unique_ptr<rtl_block> b =
+        c.timed
+            ? make_rtl_block_sc(c.block, sc_instance, c.clock_hz > 0 ? c.clock_hz : clock_hz, true)
+            : make_rtl_block(c.block);
+    return std::make_unique<tile_adapter>(std::move(b), o);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(where + ".rtl.block: " + e.what());
   }

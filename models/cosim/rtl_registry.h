@@ -26,8 +26,9 @@ const rtl_block_info* find_rtl_block(std::string_view name);
 // A --cc block by name; nullptr when there is none.
 std::unique_ptr<rtl_block> make_rtl_block(std::string_view name);
 // A --sc block by name, as a SystemC module `instance` on its own clock; nullptr
-// when there is none.
+// when there is none. `gated_clock`: the clock runs only while the adapter drives a
+// job (timed_block.h), so a platform's simulation still ends when its work does.
 std::unique_ptr<rtl_block> make_rtl_block_sc(std::string_view name, const char* instance,
-                                             double clock_hz);
+                                             double clock_hz, bool gated_clock = false);
 
 }  // namespace trnsim::cosim

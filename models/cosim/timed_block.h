@@ -1,9 +1,15 @@
 // Binds a `verilator --sc` contract-v1 model (SystemC module V) to rtl_block for the
-// timed adapter mode: a real sc_clock drives the model's clk, and eval() follows it
+// timed adapter mode: a clock signal drives the model's clk, and eval() follows it
 // in SystemC time, so it must be called from an SC_THREAD. With in.clk low, eval()
 // writes the inputs and returns at the falling edge with the settled outputs; with
 // in.clk high it returns at the next rising edge. The protocol engine, which calls
 // eval() twice per cycle, then moves one clock period of SystemC time per cycle.
+// The clock is either
+// - free-running: a real sc_clock, for pin-level neighbours; the simulation then
+//   never runs out of events (stop it with sc_stop), or
+// - gated: eval() drives the clock signal itself, half a period per call, so it
+//   toggles only while a job runs and a platform's sc_start() still returns when the
+//   work is done. Same edges, same SystemC time per cycle.
 // Header-only, instantiated by trnsim_add_rtl_block(... SYSTEMC).
 #pragma once
 
@@ -11,6 +17,7 @@
 using sc_core::sc_time_stamp;  // verilated.h after <systemc> expects it unqualified
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -68,13 +75,18 @@ class timed_block final : public rtl_block, public sc_core::sc_module {
   using res_t = detail::sc_port_value<decltype(V::res_data)>;
 
  public:
-  timed_block(const sc_core::sc_module_name& name, double clock_hz)
+  timed_block(const sc_core::sc_module_name& name, double clock_hz, bool gated_clock = false)
       : rtl_block(std::string(static_cast<const char*>(name)), 32 * detail::sc_words<st_t>(),
                   32 * detail::sc_words<mv_t>(), 32 * detail::sc_words<res_t>()),
         sc_core::sc_module(name),
-        clk_("clk", sc_core::sc_time(1.0 / clock_hz, sc_core::SC_SEC)),
+        half_(sc_core::sc_time(0.5 / clock_hz, sc_core::SC_SEC)),
         model_("rtl") {
-    model_.clk(clk_);
+    if (gated_clock) {
+      model_.clk(gated_clk_);
+    } else {
+      clk_ = std::make_unique<sc_core::sc_clock>("clk", half_ * 2.0);
+      model_.clk(*clk_);
+    }
     model_.rst_n(rst_n_);
     model_.st_valid(st_valid_);
     model_.st_ready(st_ready_);
@@ -94,7 +106,12 @@ class timed_block final : public rtl_block, public sc_core::sc_module {
 
   void eval() override {
     if (in.clk) {
-      wait(clk_.posedge_event());
+      if (clk_) {
+        wait(clk_->posedge_event());
+      } else {
+        gated_clk_.write(true);
+        wait(half_);
+      }
       return;
     }
     rst_n_.write(in.rst_n);
@@ -105,7 +122,13 @@ class timed_block final : public rtl_block, public sc_core::sc_module {
     mv_last_.write(in.mv_last);
     mv_data_.write(detail::to_sc<mv_t>(in.mv_data));
     res_ready_.write(in.res_ready);
-    wait(clk_.negedge_event());  // half a period: the combinational outputs settle
+    // Half a period: the combinational outputs settle.
+    if (clk_) {
+      wait(clk_->negedge_event());
+    } else {
+      gated_clk_.write(false);
+      wait(half_);
+    }
     out.st_ready = st_ready_.read();
     out.mv_ready = mv_ready_.read();
     out.res_valid = res_valid_.read();
@@ -115,7 +138,9 @@ class timed_block final : public rtl_block, public sc_core::sc_module {
   }
 
  private:
-  sc_core::sc_clock clk_;
+  sc_core::sc_time half_;                       // half a clock period
+  std::unique_ptr<sc_core::sc_clock> clk_;      // free-running, or
+  sc_core::sc_signal<bool> gated_clk_{"gclk"};  // driven by eval()
   sc_core::sc_signal<bool> rst_n_{"rst_n"}, st_valid_{"st_valid"}, st_ready_{"st_ready"},
       st_last_{"st_last"}, mv_valid_{"mv_valid"}, mv_ready_{"mv_ready"}, mv_last_{"mv_last"},
       res_valid_{"res_valid"}, res_ready_{"res_ready"}, res_last_{"res_last"}, err_{"err"};

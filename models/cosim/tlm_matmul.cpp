@@ -1,5 +1,6 @@
 #include "models/cosim/tlm_matmul.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <stdexcept>
@@ -19,6 +20,36 @@ ap_extension& ext_of(tlm::tlm_generic_payload& gp, const char* what) {
 }
 
 }  // namespace
+
+tlm_matmul_stats fold_matmul(const uint16_t* st, const uint16_t* mv, uint64_t K, uint64_t M,
+                             uint64_t N, uint32_t R, uint32_t C, const tile_job_fn& job,
+                             float* out) {
+  tlm_matmul_stats stats;
+  std::vector<uint16_t> w(size_t{R} * C), x(size_t{N} * R);
+  fold_job t;
+  for (uint64_t m0 = 0; m0 < M; m0 += C)
+    for (uint64_t k0 = 0; k0 < K; k0 += R) {
+      // Zero-padded tile: rows k0.. of the stationary columns m0.., and the moving
+      // vectors' matching rows.
+      std::fill(w.begin(), w.end(), 0);
+      std::fill(x.begin(), x.end(), 0);
+      for (uint64_t r = 0; r < R && k0 + r < K; ++r) {
+        for (uint64_t c = 0; c < C && m0 + c < M; ++c) w[r * C + c] = st[(k0 + r) * M + m0 + c];
+        for (uint64_t j = 0; j < N; ++j) x[j * R + r] = mv[(k0 + r) * N + j];
+      }
+      if (!job(w, x, static_cast<uint32_t>(N), t)) throw std::runtime_error(t.error);
+      stats.rtl_cycles += t.cycles;
+      stats.stall_cycles += t.stall_cycles;
+      ++stats.tile_jobs;
+      for (uint64_t c = 0; c < C && m0 + c < M; ++c)
+        for (uint64_t j = 0; j < N; ++j) {
+          float& o = out[(m0 + c) * N + j];
+          const float v = std::bit_cast<float>(t.out[j * C + c]);
+          o = k0 == 0 ? v : o + v;
+        }
+    }
+  return stats;
+}
 
 tlm_matmul_stats rtl_matmul_transport(tile_adapter& rtl, tlm::tlm_generic_payload& stationary,
                                       tlm::tlm_generic_payload& moving,
@@ -49,38 +80,22 @@ tlm_matmul_stats rtl_matmul_transport(tile_adapter& rtl, tlm::tlm_generic_payloa
         dst.get_data_length() < M * N * 4)
       throw std::invalid_argument("payload data shorter than its access pattern");
     if (N == 0 || N > UINT32_MAX) throw std::invalid_argument("moving free size out of range");
-    const uint32_t R = rtl.opts().rows, C = rtl.opts().cols;
-    const auto* sdata = stationary.get_data_ptr();
-    const auto* mdata = moving.get_data_ptr();
-    auto load16 = [](const unsigned char* p, uint64_t i) {
-      uint16_t v;
-      std::memcpy(&v, p + 2 * i, 2);
-      return v;
-    };
+    // The payloads' data need not be aligned for uint16_t.
+    std::vector<uint16_t> sv(K * M), mvv(K * N);
+    std::memcpy(sv.data(), stationary.get_data_ptr(), sv.size() * 2);
+    std::memcpy(mvv.data(), moving.get_data_ptr(), mvv.size() * 2);
     std::vector<float> out(M * N, 0.0f);
-    std::vector<uint16_t> w(size_t{R} * C), x(size_t{N} * R);
-    for (uint64_t m0 = 0; m0 < M; m0 += C)
-      for (uint64_t k0 = 0; k0 < K; k0 += R) {
-        // Zero-padded tile: rows k0.. of the stationary columns m0.., and the moving
-        // vectors' matching rows.
-        std::fill(w.begin(), w.end(), 0);
-        std::fill(x.begin(), x.end(), 0);
-        for (uint64_t r = 0; r < R && k0 + r < K; ++r) {
-          for (uint64_t c = 0; c < C && m0 + c < M; ++c)
-            w[r * C + c] = load16(sdata, (k0 + r) * M + m0 + c);
-          for (uint64_t j = 0; j < N; ++j) x[j * R + r] = load16(mdata, (k0 + r) * N + j);
-        }
-        const tile_run t = rtl.run_tile(w, x, static_cast<uint32_t>(N));
-        if (!t.ok) throw std::runtime_error(t.error);
-        st.rtl_cycles += t.cycles;
-        ++st.tile_jobs;
-        for (uint64_t c = 0; c < C && m0 + c < M; ++c)
-          for (uint64_t j = 0; j < N; ++j) {
-            float& o = out[(m0 + c) * N + j];
-            const float v = std::bit_cast<float>(t.out[j * C + c]);
-            o = k0 == 0 ? v : o + v;
-          }
-      }
+    const auto job = [&rtl](const std::vector<uint16_t>& w, const std::vector<uint16_t>& x,
+                            uint32_t vectors, fold_job& j) {
+      tile_run t = rtl.run_tile(w, x, vectors);
+      j.out = std::move(t.out);
+      j.cycles = t.cycles;
+      j.stall_cycles = t.stall_cycles;
+      j.error = std::move(t.error);
+      return t.ok;
+    };
+    st = fold_matmul(sv.data(), mvv.data(), K, M, N, rtl.opts().rows, rtl.opts().cols, job,
+                     out.data());
     std::memcpy(dst.get_data_ptr(), out.data(), out.size() * 4);
     delay += sc_core::sc_time(double(st.rtl_cycles) / clock_hz, sc_core::SC_SEC);
     dst.set_response_status(tlm::TLM_OK_RESPONSE);

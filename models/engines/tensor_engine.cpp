@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/common/sim_time.h"
 #include "models/isa/dtype.h"
 
 namespace trnsim::models {
@@ -118,7 +119,42 @@ engine::timing tensor_engine::transpose_timing(const isa::Instruction& in, const
   return {end - now, end - now};
 }
 
+sc_time tensor_engine::execute(const isa::Instruction& in) {
+  array_timed_ = false;
+  if (!datapath_ || in.op != isa::Opcode::matmul || !ctx_.functional) return engine::execute(in);
+  // A matmul reads its two operands and writes dst: no other access (isa::validate).
+  exec_start_ = sc_core::sc_time_stamp();
+  sc_time port = std::max(read_tile(in.src[0], &st_), read_tile(in.src[1], &mv_));
+  const uint64_t cycles = datapath_->matmul(in, st_, mv_, dst_);
+  port = std::max(port, write_tile(in.dst, &dst_, in.accumulate));
+  ++dp_matmuls_;
+  dp_cycles_ += cycles;
+  dp_model_cycles_ += cost_cycles(in);
+  array_timed_ = datapath_->array_clock_hz() > 0;
+  last_array_cycles_ = cycles;
+  return port;
+}
+
+engine::timing tensor_engine::datapath_timing(const sc_time& port) {
+  // Relative to the start of execute(): a timed RTL block has already spent its
+  // cycles of SystemC time in there, a decoupled one none.
+  const sc_time t0 = exec_start_;
+  sc_time start = t0 + cycles_to_time(params_.overhead_cycles);
+  for (const auto& s : slots_) start = std::max(start, s.done);
+  const sc_time array = seconds_to_time(double(last_array_cycles_) / datapath_->array_clock_hz());
+  // As in the cost model, the port time bounds the span from the load to the end of
+  // the stream, which is the array time without its drain.
+  const sc_time drain = cycles_to_time(double(tparams_.rows + tparams_.cols - 2));
+  sc_time done = start + array;
+  if (array < drain + port) done = start + port + drain;
+  for (auto& s : slots_) s = {done, done, done};
+  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time rest = done > now ? done - now : sc_core::SC_ZERO_TIME;
+  return {rest, rest};
+}
+
 engine::timing tensor_engine::instruction_timing(const isa::Instruction& in, const sc_time& port) {
+  if (array_timed_) return datapath_timing(port);
   if (in.op == isa::Opcode::transpose) return transpose_timing(in, port);
   if (in.op != isa::Opcode::matmul) return engine::instruction_timing(in, port);
 

@@ -36,6 +36,13 @@
 //   starts after a throttle_idle window (entirely after the current ramp began) in
 //   which the array's utilisation was below throttle_reengage. Utilisation counts
 //   stream time, a tile's stream weighted by its share of the PEs.
+// - Another matmul data path (set_matmul_datapath, docs/rtl-cosim.md): the C++
+//   systolic numerics, or an RTL block. A data path that reports array cycles (the
+//   RTL's) replaces the fold formula: the matmul starts after the static overhead and
+//   the previous instruction's last result, and its array time is the data path's
+//   cycles at its clock, bounded below by the port time as above (the RTL has no
+//   background load, throttle or tiling: the platform refuses those with impl: rtl).
+//   Transposes and timing-only runs (no data to compute on) keep the C++ path.
 #pragma once
 
 #include <vector>
@@ -43,6 +50,25 @@
 #include "models/engines/engine.h"
 
 namespace trnsim::models {
+
+// The matmul arithmetic of the tensor engine when it is not the C++ sgemm: the
+// platform installs one for `core.tensor.numerics: systolic` or `core.tensor.impl:
+// rtl` (models/cosim/tensor_datapath.h). An interface, so that models/engines needs
+// neither models/cosim nor Verilator.
+class matmul_datapath {
+ public:
+  virtual ~matmul_datapath() = default;
+  // dst = stationary^T @ moving for the matmul `in` (its patterns give shapes and
+  // dtypes), from the operand tiles as the engine read them: fp32 values, exact
+  // images of the operands' elements. Fills dst as [M, N]; PSUM applies `accumulate`.
+  // Returns the array cycles the matmul took at array_clock_hz(). Throws
+  // std::runtime_error on what it cannot compute (the engine names the instruction).
+  virtual uint64_t matmul(const isa::Instruction& in, const Tile& stationary, const Tile& moving,
+                          Tile& dst) = 0;
+  // > 0: the cycles matmul() returns are the array's time at this clock and replace
+  // the cost model's; 0: the data path only computes (the cost model times it).
+  virtual double array_clock_hz() const = 0;
+};
 
 class tensor_engine : public engine {
  public:
@@ -61,11 +87,24 @@ class tensor_engine : public engine {
   mapping map_matmul(const isa::Instruction& in) const;
   uint32_t tile_slots() const { return static_cast<uint32_t>(slots_.size()); }
 
+  // Another matmul data path (not owned; nullptr: the C++ sgemm). Set before the run.
+  void set_matmul_datapath(matmul_datapath* d) { datapath_ = d; }
+  matmul_datapath* datapath() const { return datapath_; }
+  // Matmuls the data path computed, the array cycles it reported for them and the
+  // cost model's cycles for the same matmuls (the fold formula: cost_cycles), since
+  // the last reset_datapath_stats().
+  uint64_t datapath_matmuls() const { return dp_matmuls_; }
+  uint64_t datapath_cycles() const { return dp_cycles_; }
+  uint64_t datapath_model_cycles() const { return dp_model_cycles_; }
+  void reset_datapath_stats() { dp_matmuls_ = dp_cycles_ = dp_model_cycles_ = 0; }
+
  protected:
   // Cycles of one instruction alone on an idle, unthrottled array without background
   // load (the fold formula for a matmul), not counting the static overhead.
   uint64_t cost_cycles(const isa::Instruction& in) override;
   timing instruction_timing(const isa::Instruction& in, const sc_core::sc_time& port) override;
+  // A matmul through the data path when there is one; else engine::execute.
+  sc_core::sc_time execute(const isa::Instruction& in) override;
 
  private:
   // Pipeline state of the whole array (one slot) or of one tile.
@@ -83,6 +122,8 @@ class tensor_engine : public engine {
   sc_core::sc_time stream_time(const sc_core::sc_time& at, uint64_t cycles, double weight);
   double utilisation(const sc_core::sc_time& from, const sc_core::sc_time& to) const;
   timing transpose_timing(const isa::Instruction& in, const sc_core::sc_time& port);
+  // A matmul timed by the data path's array cycles (last_array_cycles_).
+  timing datapath_timing(const sc_core::sc_time& port);
 
   tensor_engine_params tparams_;
   std::vector<slot> slots_;
@@ -91,6 +132,14 @@ class tensor_engine : public engine {
   sc_core::sc_time window_;         // throttle_idle_s, once computed
   bool window_valid_ = false;
   sc_core::sc_time ramp_origin_ = sc_core::SC_ZERO_TIME;
+
+  matmul_datapath* datapath_ = nullptr;
+  Tile st_, mv_, dst_;              // the data path's operands, reused
+  bool array_timed_ = false;        // the last execute() has array cycles to time
+  uint64_t last_array_cycles_ = 0;  // ... these, at the data path's clock
+  sc_core::sc_time exec_start_;     // when that execute() began (a timed RTL block
+                                    // takes SystemC time inside it)
+  uint64_t dp_matmuls_ = 0, dp_cycles_ = 0, dp_model_cycles_ = 0;
 };
 
 }  // namespace trnsim::models

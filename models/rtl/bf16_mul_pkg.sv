@@ -6,6 +6,7 @@
 // A function for the same reason as fp32_add.
 package bf16_mul_pkg;
   function automatic logic [31:0] bf16_mul(input logic [15:0] a, input logic [15:0] b);
+    /*verilator no_inline_task*/  // as fp32_add: one function for every PE
     logic sign, a_zero, b_zero, a_inf, b_inf, a_nan, b_nan;
     logic [15:0] prod;
     logic signed [9:0] exp_p;

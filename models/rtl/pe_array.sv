@@ -111,10 +111,17 @@ module pe_array
     assign row_in[r] = line[r-1];
   end
 
+  // vin[k]: the vector at pipeline depth k is real, i.e. was handshaked k enabled
+  // cycles ago (vin[0]: this cycle). PE (r, c) works on depth r + c.
+  logic [L:0] vin;
+  assign vin = {vpipe, mv_fire};
+
   // The PE grid. x_at/p_at are each PE's operands this cycle (moving value, partial
   // sum from above); rows 0..R-2 register their sum for the row below, the last row
   // feeds the output deskew. The arithmetic runs inside the clocked blocks, so it is
-  // evaluated at the clock edge only.
+  // evaluated at the clock edge only, and only for a real vector: a PE holds its sum
+  // while it has none (filling, draining, loading weights), which changes no result,
+  // since a real vector only ever meets sums of the same vector.
   logic [15:0] x_at[R][C];
   logic [31:0] p_at[R][C];
   logic [15:0] xq[R][C-1];   // x moving right
@@ -136,7 +143,7 @@ module pe_array
       end
       if (r < R - 1) begin : g_psq
         always_ff @(posedge clk)
-          if (en) psq[r][c] <= fp32_add(p_at[r][c], bf16_mul(w[r][c], x_at[r][c]));
+          if (en && vin[r+c]) psq[r][c] <= fp32_add(p_at[r][c], bf16_mul(w[r][c], x_at[r][c]));
       end
     end
   end
@@ -150,7 +157,7 @@ module pe_array
       logic [31:0] line[C-1-c];
       always_ff @(posedge clk)
         if (en) begin
-          line[0] <= fp32_add(p_at[R-1][c], bf16_mul(w[R-1][c], x_at[R-1][c]));
+          if (vin[R-1+c]) line[0] <= fp32_add(p_at[R-1][c], bf16_mul(w[R-1][c], x_at[R-1][c]));
           for (int k = 1; k < C - 1 - c; k++) line[k] <= line[k-1];
         end
       assign res_data[32*c+:32] = line[C-2-c];

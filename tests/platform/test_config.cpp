@@ -536,7 +536,13 @@ TEST(ConfigDescribe, SchemaTable) {
   const std::string t = schema_table();
   EXPECT_TRUE(t.starts_with("key")) << t;
   EXPECT_TRUE(std::regex_search(t, std::regex("^key +type +unit +check +description\n")));
-  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), static_cast<long>(schema::keys().size() + 1));
+  // Header, every required key, the optional choice keys, the RTL section.
+  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'),
+            static_cast<long>(1 + schema::keys().size() + schema::choice_keys().size() + 1));
+  for (const auto& k : schema::choice_keys()) EXPECT_TRUE(has(t, "\n" + k.key + " ")) << k.key;
+  EXPECT_TRUE(std::regex_search(t, std::regex("\ncore\\.tensor\\.impl +choice +- +cpp\\|rtl ")))
+      << t;
+  EXPECT_TRUE(has(t, "\ncore.tensor.rtl ")) << t;
   for (const auto& k : schema::keys()) EXPECT_TRUE(has(t, "\n" + k.key + " ")) << k.key;
   EXPECT_TRUE(std::regex_search(
       t, std::regex("\ncore\\.tensor\\.clock +frequency +Hz +> 0 +Tensor Engine clock\n")))
