@@ -45,6 +45,9 @@ void lower_global_pool(Ctx& c, const ir::Node& n) {
   const std::string pfx = c.b.kernel().name + ".n" + std::to_string(c.b.kernel().pools.size());
   const kernels::PoolRef xp = c.b.pool(pfx + ".x", isa::MemSpace::sbuf, 2);
   const kernels::PoolRef sp = c.b.pool(pfx + ".s", isa::MemSpace::sbuf, 4);
+  // The accumulator lives across every chunk: its own pool, so that the rotating
+  // per-chunk partials never land on it (more than 4 chunks did).
+  const kernels::PoolRef ap = c.b.pool(pfx + ".acc", isa::MemSpace::sbuf, 2);
   // Column chunk: two buffers within a quarter of a partition.
   const int64_t chunk = std::max<int64_t>(
       1, std::min<int64_t>(S, static_cast<int64_t>(c.target.sbuf_partition_bytes / 4 / 8)));
@@ -52,7 +55,7 @@ void lower_global_pool(Ctx& c, const ir::Node& n) {
   const HbmView Y = c.view(n.outputs[0]).reshape({R, 1});
   for (int64_t r0 = 0; r0 < R; r0 += 128) {
     const int64_t rt = std::min<int64_t>(128, R - r0);
-    TileView acc = c.b.tile(sp, {rt, 1}, DType::fp32);
+    TileView acc = c.b.tile(ap, {rt, 1}, DType::fp32);
     for (int64_t s0 = 0; s0 < S; s0 += chunk) {
       const int64_t st = std::min(chunk, S - s0);
       TileView x = c.b.tile(xp, {rt, st}, DType::fp32);

@@ -184,10 +184,13 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
 
   // The norms store their result from x's tile, so x needs more buffers to keep
   // loads ahead of stores: as many as fit beside the parameters, up to 4.
+  // y's two buffers and the parameter rows come out of the same budget.
   uint32_t xbufs = 2;
   if (is_norm(op) && resident) {
     const uint64_t row = static_cast<uint64_t>(C) * 4;
-    xbufs = static_cast<uint32_t>(std::clamp<uint64_t>((budget - params * row) / row, 2, 4));
+    const uint64_t others = (2 + params) * row;
+    xbufs = static_cast<uint32_t>(
+        std::clamp<uint64_t>(budget > others ? (budget - others) / row : 0, 2, 4));
   }
   const kernels::PoolRef xp = c.b.pool(pfx + ".x", isa::MemSpace::sbuf, xbufs);
   const kernels::PoolRef yp = c.b.pool(pfx + ".y", isa::MemSpace::sbuf, 2);
@@ -200,7 +203,17 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
   std::optional<kernels::PoolRef> bnp;
   if (op == "trn.LayerNorm") bnp = c.b.pool(pfx + ".bnstats", isa::MemSpace::sbuf, 2);
   std::optional<kernels::PoolRef> normp;  // normalised pieces before gamma (PSUM)
-  if (is_norm(op)) normp = c.b.pool(pfx + ".norm", isa::MemSpace::psum, 3);
+  if (is_norm(op)) {
+    // Up to three pieces in flight, as many as the target's PSUM holds (a piece of
+    // kNormSub fp32 columns at most, in whole banks).
+    const uint64_t bank = std::max<uint64_t>(c.target.psum_bank_bytes, 1);
+    const uint64_t piece =
+        (static_cast<uint64_t>(std::min<int64_t>(C, kNormSub)) * 4 + bank - 1) / bank * bank;
+    const uint64_t fit = c.target.psum_partition_bytes / piece;
+    if (fit < 1) unsupported(n, "PSUM partitions are too small for a normalised piece");
+    normp = c.b.pool(pfx + ".norm", isa::MemSpace::psum,
+                     static_cast<uint32_t>(std::min<uint64_t>(fit, 3)));
+  }
 
   // Parameters of the norms: [C] rows broadcast to the partitions.
   const ir::Value* scale_v = is_norm(op) ? n.input(1) : nullptr;

@@ -155,6 +155,30 @@ void access_checker::found_race(const epoch& first, char k0, int agent, char k1,
   r.bytes.add(lo, hi);
 }
 
+void access_checker::found_poison(int agent, const std::string& mem, uint64_t part, uint64_t lo,
+                                  uint64_t hi, bool partitioned) {
+  auto [it, added] = poisons_.try_emplace({agent, agents_[agent].vc[agent]});
+  if (added) {
+    ++poison_count_;
+    it->second.mem = mem;
+  }
+  if (partitioned) it->second.parts.add(part, part + 1);
+  it->second.bytes.add(lo, hi);
+}
+
+// Sorts byte runs and merges the ones that touch or overlap.
+void access_checker::merge_runs(std::vector<std::pair<int64_t, int64_t>>& runs) {
+  std::sort(runs.begin(), runs.end());
+  size_t n = 0;
+  for (const auto& r : runs) {
+    if (n && r.first <= runs[n - 1].second)
+      runs[n - 1].second = std::max(runs[n - 1].second, r.second);
+    else
+      runs[n++] = r;
+  }
+  runs.resize(n);
+}
+
 void access_checker::check_range(shadow& m, uint64_t lo, uint64_t hi, int agent, access_kind k,
                                  const std::string& mem, uint64_t part, bool partitioned) {
   const uint64_t base = partitioned ? part << kPartShift : 0;
@@ -171,15 +195,8 @@ void access_checker::check_range(shadow& m, uint64_t lo, uint64_t hi, int agent,
     const bool gap = it == m.end() || it->first > pos;
     const uint64_t end = gap ? (it == m.end() ? hi : std::min(hi, it->first)) : it->second.end;
     if (gap) {
-      if (reads && opts_.poison) {
-        auto [p, added] = poisons_.try_emplace({agent, clk});
-        if (added) {
-          ++poison_count_;
-          p->second.mem = mem;
-        }
-        if (partitioned) p->second.parts.add(part, part + 1);
-        p->second.bytes.add(pos - base, end - base);
-      }
+      if (reads && opts_.poison)
+        found_poison(agent, mem, part, pos - base, end - base, partitioned);
       cell c;
       if (writes)
         c.write = {agent, clk};
@@ -191,15 +208,8 @@ void access_checker::check_range(shadow& m, uint64_t lo, uint64_t hi, int agent,
       continue;
     }
     cell& c = it->second.c;
-    if (reads && c.write.agent < 0 && opts_.poison) {  // read before: still never written
-      auto [p, added] = poisons_.try_emplace({agent, clk});
-      if (added) {
-        ++poison_count_;
-        p->second.mem = mem;
-      }
-      if (partitioned) p->second.parts.add(part, part + 1);
-      p->second.bytes.add(pos - base, end - base);
-    }
+    if (reads && c.write.agent < 0 && opts_.poison)  // read before: still never written
+      found_poison(agent, mem, part, pos - base, end - base, partitioned);
     if (opts_.races) {
       if (c.write.agent >= 0 && !ordered(c.write, agent))
         found_race(c.write, 'W', agent, writes && !reads ? 'W' : 'R', mem, part, pos - base,
@@ -223,13 +233,18 @@ void access_checker::check_range(shadow& m, uint64_t lo, uint64_t hi, int agent,
     pos = end;
     ++it;
   }
-  // A write leaves one state over the whole range: keep it one segment.
-  if (writes) {
-    auto first = m.find(lo);
-    if (first != m.end() && first->second.end < hi) {
-      cell c = first->second.c;
-      m.erase(first, m.lower_bound(hi));
-      m.emplace(lo, segment{hi, std::move(c)});
+  // Keep the map small: merge touching segments with equal history, from the one
+  // before the range to the one starting at its end (a write leaves one state over the
+  // whole range; overlapping reads by one agent usually leave equal neighbours).
+  auto cur = m.lower_bound(lo);
+  if (cur != m.begin()) --cur;
+  while (cur != m.end() && cur->first <= hi) {
+    auto next = std::next(cur);
+    if (next != m.end() && next->first == cur->second.end && next->second.c == cur->second.c) {
+      cur->second.end = next->second.end;
+      m.erase(next);
+    } else {
+      cur = next;
     }
   }
 }
@@ -252,15 +267,7 @@ void access_checker::access(int agent, const isa::AccessPattern& ap, uint64_t hb
       else
         runs_.emplace_back(off, off + es);
     });
-    std::sort(runs_.begin(), runs_.end());
-    size_t n = 0;
-    for (const auto& r : runs_) {
-      if (n && r.first <= runs_[n - 1].second)
-        runs_[n - 1].second = std::max(runs_[n - 1].second, r.second);
-      else
-        runs_[n++] = r;
-    }
-    runs_.resize(n);
+    merge_runs(runs_);
   }
   if (ap.space != isa::MemSpace::hbm) {
     for (uint32_t p = ap.partition_start; p < ap.partition_start + ap.partition_count; ++p)
@@ -278,15 +285,7 @@ void access_checker::access(int agent, const isa::AccessPattern& ap, uint64_t hb
     const int64_t row = start + int64_t(r) * ap.partition_stride * es;
     for (const auto& [a, b] : runs_) all.emplace_back(row + a, row + b);
   }
-  std::sort(all.begin(), all.end());
-  size_t n = 0;
-  for (const auto& r : all) {
-    if (n && r.first <= all[n - 1].second)
-      all[n - 1].second = std::max(all[n - 1].second, r.second);
-    else
-      all[n++] = r;
-  }
-  all.resize(n);
+  merge_runs(all);
   for (const auto& [a, b] : all) check_range(m, uint64_t(a), uint64_t(b), agent, k, mem, 0, false);
 }
 

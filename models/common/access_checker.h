@@ -130,6 +130,9 @@ class access_checker {
   void check_range(shadow& m, uint64_t lo, uint64_t hi, int agent, access_kind k,
                    const std::string& mem, uint64_t part, bool partitioned);
   void split(shadow& m, uint64_t at);
+  void found_poison(int agent, const std::string& mem, uint64_t part, uint64_t lo, uint64_t hi,
+                    bool partitioned);
+  static void merge_runs(std::vector<std::pair<int64_t, int64_t>>& runs);
   void found_race(const epoch& first, char k0, int agent, char k1, const std::string& mem,
                   uint64_t part, uint64_t lo, uint64_t hi, bool partitioned);
   std::string describe(int agent, uint32_t clk) const;

@@ -1,0 +1,5 @@
+import sys
+
+from trnsim.fuzz.cli import main
+
+sys.exit(main())
