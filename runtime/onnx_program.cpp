@@ -195,10 +195,17 @@ isa::Program compile_model(const std::string& path, const platform::platform_con
   return std::move(m.program);
 }
 
+// ONNX scalars live on the device as [1]: a 0-d array binds to them.
+static HostTensor scalar_as_row(const OnnxModel& m, const std::string& tensor, HostTensor h) {
+  const isa::TensorDecl* d = m.program.find_tensor(tensor);
+  if (h.shape.empty() && d && d->shape == std::vector<int64_t>{1}) h.shape = {1};
+  return h;
+}
+
 HostTensor read_model_input(const OnnxModel& m, const std::string& tensor,
                             const std::string& path) {
   const ir::ElemType t = m.type_of(tensor);
-  if (!non_float(t)) return read_npy(path);
+  if (!non_float(t)) return scalar_as_row(m, tensor, read_npy(path));
   std::vector<int64_t> shape;
   const std::vector<double> v = read_npy_numbers(path, shape);
   std::vector<float> f(v.size());
@@ -213,7 +220,7 @@ HostTensor read_model_input(const OnnxModel& m, const std::string& tensor,
                      "' is beyond 2^24, which the device's fp32 cannot hold exactly");
     f[i] = static_cast<float>(std::trunc(v[i]));
   }
-  return HostTensor::from_float(shape, isa::DType::fp32, f);
+  return scalar_as_row(m, tensor, HostTensor::from_float(shape, isa::DType::fp32, f));
 }
 
 std::optional<HostTensor> random_model_input(const OnnxModel& m, const isa::TensorDecl& d,

@@ -77,5 +77,34 @@ TEST(CliValidate, PassesAndFailsByTolerance) {
   EXPECT_NE(r.out.find("--rtol: 'abc'"), std::string::npos) << r.out;
 }
 
+// An ONNX scalar input (shape []) is [1] on the device; a 0-d .npy binds to it.
+TEST(CliValidate, ZeroDimNpyBindsAScalarInput) {
+  const auto dir = temp_dir("cli_scalar_input");
+  const std::string model = (dir / "scale.onnx").string();
+  const std::string py = write_text(dir / "make.py", R"(import sys
+try:
+    import numpy as np, onnx
+    from onnx import helper, TensorProto
+except ImportError:
+    sys.exit(3)
+d = sys.argv[1]
+g = helper.make_graph([helper.make_node('Mul', ['x', 's'], ['y'])], 'scale',
+                      [helper.make_tensor_value_info('x', TensorProto.FLOAT, [4, 8]),
+                       helper.make_tensor_value_info('s', TensorProto.FLOAT, [])],
+                      [helper.make_tensor_value_info('y', TensorProto.FLOAT, [4, 8])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/scale.onnx')
+np.save(d + '/s.npy', np.array(2.5, dtype=np.float32))
+np.save(d + '/x.npy', np.arange(32, dtype=np.float32).reshape(4, 8))
+)");
+  if (std::system(("/usr/bin/python3 " + py + " " + dir.string() + " >/dev/null 2>&1").c_str()))
+    GTEST_SKIP() << "python3-onnx not available";
+  const std::string in =
+      " --input s=" + (dir / "s.npy").string() + " --input x=" + (dir / "x.npy").string();
+  CmdResult r = run_cmd(trnsim_bin() + " validate " + model + " -c tiny --precision fp32" + in);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("validate: PASS (1 of 1 outputs within tolerance"), std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace trnsim::test
