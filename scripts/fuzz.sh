@@ -7,7 +7,8 @@
 # Prints runs, coverage and findings per target; exits non-zero when a target found
 # a crash, sanitizer report, timeout or OOM (inputs kept in build-fuzz/fuzz-artifacts/).
 # TRNSIM_FUZZ_BUILD_DIR overrides the build tree; TRNSIM_JOBS (default 2) is the build
-# parallelism and how many targets fuzz at once.
+# parallelism and how many targets fuzz at once. TRNSIM_FUZZ_SEED fixes libFuzzer's
+# seed (default: a new random seed per run, printed in the log) so a run can be repeated.
 # `ctest --test-dir build-fuzz/tests/fuzz` runs each target once over its corpus.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -58,6 +59,7 @@ run_target() {
   fi
   local args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
               -artifact_prefix="$artifacts/$t-")
+  if [ -n "${TRNSIM_FUZZ_SEED:-}" ]; then args+=(-seed="$TRNSIM_FUZZ_SEED"); fi
   [ -f "$root/tests/fuzz/$t.dict" ] && args+=(-dict="$root/tests/fuzz/$t.dict")
   before=$(ls "$artifacts" | grep -c "^$t-" || true)
   echo "== fuzz_$t for ${seconds}s (log: $log)"

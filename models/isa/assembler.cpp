@@ -127,9 +127,16 @@ class Cursor {
     const size_t b = pos_;
     bool neg = false;
     if (peek() == '-' || peek() == '+') neg = s_[pos_++] == '-';
-    const bool hex = peek() == '0' && pos_ + 2 < s_.size() &&
-                     (s_[pos_ + 1] == 'x' || s_[pos_ + 1] == 'X') &&
-                     std::isxdigit(static_cast<unsigned char>(s_[pos_ + 2]));
+    bool hex = peek() == '0' && pos_ + 2 < s_.size() &&
+               (s_[pos_ + 1] == 'x' || s_[pos_ + 1] == 'X') &&
+               std::isxdigit(static_cast<unsigned char>(s_[pos_ + 2]));
+    if (hex && x_follows) {
+      // An hbm row count is hex only if its digits end at the 'x': "0x2x0x3" is 2 rows
+      // of stride 3, "0x640," is 0 rows of stride 640 (as the disassembler prints it).
+      size_t e = pos_ + 2;
+      while (e < s_.size() && std::isxdigit(static_cast<unsigned char>(s_[e]))) ++e;
+      hex = e < s_.size() && s_[e] == 'x';
+    }
     if (hex) pos_ += 2;
     const int base = hex ? 16 : 10;
     i128 mag = 0;

@@ -361,6 +361,18 @@ TEST(Assembler, HbmOffsetForms) {
   EXPECT_NE(t.find("dst=hbm[2x3, @b+2, bf16"), std::string::npos) << t;
 }
 
+// Found by fuzz_asm: zero rows print as "0x640", which must not read as hex 0x640.
+TEST(Assembler, ZeroHbmRowsAreNotHex) {
+  const Program p = assemble(
+      ".queue dma 0 0\ndma_copy dst=sbuf[0:1, 0, bf16, [1,4]] src=hbm[0x640, 0, bf16, [1,4]]\n");
+  const auto& src = p.queues[0].instrs[0].src[0];
+  EXPECT_EQ(src.partition_count, 0u);
+  EXPECT_EQ(src.partition_stride, 640);
+  const std::string t = disassemble(p);
+  EXPECT_NE(t.find("src=hbm[0x640, 0, bf16"), std::string::npos) << t;
+  EXPECT_TRUE(assemble(t) == p);
+}
+
 TEST(Assembler, ErrorCarriesFileLineColumn) {
   try {
     assemble(".program p\n.queue vector\n  frobnicate dst=x\n", "k.tasm");
