@@ -12,7 +12,8 @@
 //
 // Representation (compiler/ir/trn_ops.h): inputs %0 = A/X, %1 = B/W, %2 = Gemm C
 // or conv bias if the anchor has one, then the epilogue operands in order of
-// first use (an operand used twice appears once); `expr` is step 0 = the anchor
+// first use (an operand used twice appears once, but apart from the anchor's
+// inputs: x * MatMul(x, w) reads x as %0 and %2); `expr` is step 0 = the anchor
 // with its attributes, then one step per epilogue op, each reading $(j-1):
 //   %y = trn.MatMulEpilogue(%x, %w, %b, %res)
 //          {expr="MatMul(%0, %1); Add($0, %2); Relu($1); Add($2, %3)"}
@@ -55,8 +56,11 @@ void run(ir::Graph& g, PassContext& ctx) {
     std::vector<Value*> ins;
     for (Value* v : anchor->inputs)
       if (v) ins.push_back(v);
+    // Epilogue operands get slots of their own even when the anchor reads the same
+    // value (y = x * MatMul(x, w)): the anchor's slots hold matmul layouts.
+    const size_t first_epilogue = ins.size();
     auto operand = [&](Value* v) {
-      for (size_t k = 0; k < ins.size(); ++k)
+      for (size_t k = first_epilogue; k < ins.size(); ++k)
         if (ins[k] == v) return static_cast<int>(k);
       ins.push_back(v);
       return static_cast<int>(ins.size()) - 1;

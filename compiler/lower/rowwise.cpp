@@ -218,13 +218,16 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
   // Parameters of the norms: [C] rows broadcast to the partitions.
   const ir::Value* scale_v = is_norm(op) ? n.input(1) : nullptr;
   const ir::Value* bias_v = op == "trn.LayerNorm" ? n.input(2) : nullptr;
+  // A one-element parameter (LayerNorm(x) + scalar) is broadcast along the row.
   for (const ir::Value* v : {scale_v, bias_v})
-    if (v && v->type.numel() != C)
+    if (v && v->type.numel() != C && v->type.numel() != 1)
       unsupported(n, "parameter '" + v->name + "' " + v->type.str() + " is not a row of " +
-                         std::to_string(C) + " (the normalised dims)");
+                         std::to_string(C) + " (the normalised dims) or one value");
   auto load_param = [&](const ir::Value* v, int64_t p, int64_t c0, int64_t c1) {
     TileView t = c.b.tile(pp, {p, c1 - c0}, DType::fp32);
-    c.b.dma(t, c.view(v).reshape({C})({sl(c0, c1)}).broadcast(0, p));
+    const HbmView row = v->type.numel() == 1 ? c.view(v).reshape({}).broadcast(0, c1 - c0)
+                                             : c.view(v).reshape({C})({sl(c0, c1)});
+    c.b.dma(t, row.broadcast(0, p));
     return t;
   };
   // Resident rows: parameters loaded once for up to 128 partitions.

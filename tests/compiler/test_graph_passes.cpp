@@ -574,6 +574,22 @@ TEST(GraphPassesFuseEpilogue, ChainStopsAtSharedValuesBroadcastsAndOtherOps) {
     output %f, %z, %t)IR");
 }
 
+TEST(GraphPassesFuseEpilogue, EpilogueReadingAnAnchorInputGetsItsOwnSlot) {
+  // Found by trnsim fuzz (seed 185): x * MatMul(x, w) read x as %0, a matmul layout
+  // the lowering cannot use in the epilogue; x is now also %2.
+  check_pass("fuse_epilogue", R"IR(
+    input %x: fp32[4,1]
+    input %w: fp32[1,1]
+    %mm: fp32[4,1] = MatMul(%x, %w) @fc
+    %y: fp32[4,1] = Mul(%x, %mm) @scale
+    output %y)IR",
+             R"IR(
+    input %x: fp32[4,1]
+    input %w: fp32[1,1]
+    %y: fp32[4,1] = trn.MatMulEpilogue(%x, %w, %x) {expr="MatMul(%0, %1); Mul(%2, $0)"} @fc
+    output %y)IR");
+}
+
 // ---------------------------------------------------------------------------
 // fuse_elementwise
 
