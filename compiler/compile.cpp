@@ -68,12 +68,17 @@ void run_graph_pipeline(ir::Graph& g, const CompileOnnxOptions& o, std::string* 
   gpass::run_default_pipeline(g, ctx);
 }
 
-isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text) {
+isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text,
+                      std::map<std::string, double>* stats) {
   tile::Kernel k = lower::lower_graph(g, o.target);
   codegen::CompileOptions co;
   co.dump_after = plan_dumps(o).tile;
   co.dump = dump_fn(o, dump_text);
-  return codegen::compile(std::move(k), o.target, co).program;
+  if (!o.keep_on_chip) std::erase(co.passes, std::string(tile::keep_on_chip_pass().name));
+  codegen::CompileResult r = codegen::compile(std::move(k), o.target, co);
+  if (stats)
+    for (const auto& [name, v] : r.stats) (*stats)[name] += v;
+  return std::move(r.program);
 }
 
 CompileOnnxResult compile_graph(ir::Graph g, const CompileOnnxOptions& o) {

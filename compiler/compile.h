@@ -21,6 +21,9 @@ struct CompileOnnxOptions {
   // Graph or tile passes after which to dump the IR ("*" = every pass). Names that
   // are neither a graph pass nor a tile pass are an error.
   std::vector<std::string> print_after;
+  // Run the keep_on_chip tile pass (intermediates forwarded through SBUF, spilled
+  // to HBM where SBUF runs out); off: every intermediate makes the HBM round trip.
+  bool keep_on_chip = true;
   // Where dumps go (default: appended to CompileOnnxResult::dump_text).
   std::function<void(const std::string& pass, const std::string& text)> dump;
 };
@@ -38,7 +41,9 @@ CompileOnnxResult compile_graph(ir::Graph g, const CompileOnnxOptions& o);
 // The two halves of compile_graph. Dumps go to o.dump, else are appended to
 // *dump_text (when given).
 void run_graph_pipeline(ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text);
-isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text);
+// What the tile passes report ("keep_on_chip.loads_forwarded", ...) is added to *stats.
+isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text,
+                      std::map<std::string, double>* stats = nullptr);
 CompileOnnxResult compile_onnx(const std::string& path, const CompileOnnxOptions& o);
 
 }  // namespace trnsim::compiler

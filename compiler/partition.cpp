@@ -65,7 +65,7 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
   run_graph_pipeline(g, o, &m.dump_text);
   try {
     Segment s;
-    s.program = generate(g, o, &m.dump_text);
+    s.program = generate(g, o, &m.dump_text, &m.stats);
     s.graph = g.clone();
     m.segments.push_back(std::move(s));
     m.graph = std::move(g);
@@ -87,7 +87,7 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
     if (!s.graph.outputs().empty()) {
       if (dev) {
         try {
-          s.program = generate(s.graph, o, &m.dump_text);
+          s.program = generate(s.graph, o, &m.dump_text, &m.stats);
         } catch (const ir::UnsupportedError& e) {
           // The nodes lower one by one but not together: the run goes to the host.
           s.on_device = false;

@@ -29,7 +29,8 @@ struct Segment {
 struct PartitionedModel {
   ir::Graph graph;  // the whole graph after the graph pipeline
   std::vector<Segment> segments;
-  std::vector<FallbackNode> fallback;  // nodes that run on the host, in node order
+  std::vector<FallbackNode> fallback;   // nodes that run on the host, in node order
+  std::map<std::string, double> stats;  // tile pass figures, summed over device segments
   std::string dump_text;
 };
 

@@ -76,6 +76,8 @@ const char* kRunHelp =
     "  --no-functional          timing only: no data moved or computed\n"
     "  --no-fallback            for .onnx: refuse nodes the chip cannot run instead of\n"
     "                           running them on the host (reference interpreter)\n"
+    "  --no-keep-on-chip        for .onnx: every intermediate goes through HBM (no\n"
+    "                           keep_on_chip pass: SBUF forwarding with spills)\n"
     "  --check-races            happens-before race detection: an access that conflicts\n"
     "                           with another engine's or DMA queue's access not ordered\n"
     "                           before it by semaphores is reported with both instructions\n"
@@ -97,8 +99,8 @@ const char* kValidateHelp =
     "  Races and poisoned reads are checked (see 'trnsim run --help'); a finding fails\n"
     "  the validation. --no-check-races and --no-poison turn the checks off.\n"
     "  and every option of 'trnsim run' (-c, --set, --input, --random-inputs,\n"
-    "  --precision, --no-fallback, --stats, --trace, --output-dir, --core, --poison=0xNN,\n"
-    "  --races)\n";
+    "  --precision, --no-fallback, --no-keep-on-chip, --stats, --trace, --output-dir,\n"
+    "  --core, --poison=0xNN, --races)\n";
 
 const char* kInfoHelp =
     "usage: trnsim info [-c CONFIG] [--set KEY=VALUE]... [--keys]\n"
@@ -167,7 +169,7 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   std::string trace_path, vcd_path, precision = "bf16";
   std::vector<std::string> sets, print_after;
   std::vector<std::pair<std::string, std::string>> inputs;
-  bool functional = true, random_inputs = false, fallback = true;
+  bool functional = true, random_inputs = false, fallback = true, keep_on_chip = true;
   bool check_races = validate, poison = validate, races_warn = false;
   long long drop_sync = -1;
   uint8_t poison_byte = 0xff;
@@ -231,6 +233,8 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
       functional = false;
     } else if (a == "--no-fallback") {
       fallback = false;
+    } else if (a == "--no-keep-on-chip") {
+      keep_on_chip = false;
     } else if (a == "--check-races") {
       check_races = true;
     } else if (validate && a == "--no-check-races") {
@@ -275,11 +279,14 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   if (onnx) random_inputs = true;
   // ONNX integer/bool inputs and outputs convert at the boundary (fp32 on the device).
   runtime::OnnxModel model;
-  if (onnx)
-    model =
-        runtime::compile_onnx_model(program_path, cfg, precision, print_after, std::cout, fallback);
-  else
+  if (onnx) {
+    model = runtime::compile_onnx_model(program_path, cfg, precision, print_after, std::cout,
+                                        fallback, keep_on_chip);
+    if (const std::string s = runtime::keep_on_chip_summary(model.compile_stats); !s.empty())
+      std::cout << s << "\n";
+  } else {
     model.program = isa::load_program(program_path);
+  }
   if (drop_sync >= 0) {
     if (model.partitioned)
       throw UsageError("--drop-sync: the model runs partly on the host; add --no-fallback");
@@ -432,6 +439,8 @@ const char* kCompileHelp =
     "  --set KEY=VALUE          override a config key (repeatable)\n"
     "  --precision P            matmul operand type bf16|fp32|fp8 [bf16]\n"
     "  --print-after PASS       print the IR after a graph or tile pass (or *; repeatable)\n"
+    "  --no-keep-on-chip        every intermediate goes through HBM (no keep_on_chip\n"
+    "                           pass: SBUF forwarding with spills)\n"
     "  --drop-sync N            sync mutation: remove semaphore wait N (0-based, in\n"
     "                           disassembly order) from the program written\n";
 
@@ -439,10 +448,13 @@ int cmd_compile(std::vector<std::string> args) {
   std::string model, out, config = "trn2", precision = "bf16", v;
   std::vector<std::string> sets, print_after;
   long long drop_sync = -1;
+  bool keep_on_chip = true;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-h" || args[i] == "--help") {
       std::cout << kCompileHelp;
       return 0;
+    } else if (args[i] == "--no-keep-on-chip") {
+      keep_on_chip = false;
     } else if (take_value(args, i, "--drop-sync", "", v)) {
       drop_sync = parse_index("--drop-sync", v);
     } else if (take_value(args, i, "--output", "-o", v)) {
@@ -466,7 +478,11 @@ int cmd_compile(std::vector<std::string> args) {
   if (model.empty()) throw UsageError("compile: no model given\n" + std::string(kCompileHelp));
   if (out.empty()) throw UsageError("compile: -o PROGRAM.tbin|.tasm is required");
   const platform::platform_config cfg = platform::load_config(config, sets);
-  isa::Program p = runtime::compile_model(model, cfg, precision, print_after, std::cout);
+  runtime::OnnxModel m = runtime::compile_onnx_model(model, cfg, precision, print_after, std::cout,
+                                                     false, keep_on_chip);
+  isa::Program& p = m.program;
+  if (const std::string s = runtime::keep_on_chip_summary(m.compile_stats); !s.empty())
+    std::cout << s << "\n";
   std::cout << "program: " << p.instruction_count() << " instructions, " << p.wait_count()
             << " semaphore waits\n";
   if (drop_sync >= 0)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -144,8 +145,9 @@ ir::ElemType OnnxModel::type_of(const std::string& tensor) const {
 OnnxModel compile_onnx_model(const std::string& path, const platform::platform_config& cfg,
                              const std::string& precision,
                              const std::vector<std::string>& print_after, std::ostream& dumps,
-                             bool allow_fallback) {
+                             bool allow_fallback, bool keep_on_chip) {
   compiler::CompileOnnxOptions o;
+  o.keep_on_chip = keep_on_chip;
   const auto p = gpass::parse_precision(precision);
   if (!p)
     throw std::invalid_argument("--precision: '" + precision + "' is not one of bf16, fp32, fp8");
@@ -158,6 +160,7 @@ OnnxModel compile_onnx_model(const std::string& path, const platform::platform_c
   compiler::PartitionedModel pm =
       compiler::compile_partitioned(frontend::import_onnx_file(path), o, allow_fallback);
   OnnxModel m;
+  m.compile_stats = pm.stats;
   const std::map<std::string, std::string> names = lower::io_tensor_names(pm.graph);
   for (const ir::Value* v : pm.graph.inputs()) m.io_types[names.at(v->name)] = v->elem();
   for (const ir::Value* v : pm.graph.outputs()) m.io_types[names.at(v->name)] = v->elem();
@@ -188,10 +191,27 @@ OnnxModel compile_onnx_model(const std::string& path, const platform::platform_c
   return m;
 }
 
+std::string keep_on_chip_summary(const std::map<std::string, double>& s) {
+  auto get = [&](const char* k) {
+    auto it = s.find(std::string("keep_on_chip.") + k);
+    return it == s.end() ? 0.0 : it->second;
+  };
+  const double fwd = get("loads_forwarded"), spilled = get("loads_spilled");
+  if (fwd + spilled == 0) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "keep_on_chip: %.0f loads forwarded through SBUF (%.0f copies), %.0f spilled "
+                "to HBM; %.0f stores dropped; %.2f MiB less HBM traffic",
+                fwd, get("copies"), spilled, get("stores_dropped"),
+                get("hbm_bytes_saved") / (1024.0 * 1024.0));
+  return buf;
+}
+
 isa::Program compile_model(const std::string& path, const platform::platform_config& cfg,
                            const std::string& precision,
-                           const std::vector<std::string>& print_after, std::ostream& dumps) {
-  OnnxModel m = compile_onnx_model(path, cfg, precision, print_after, dumps, false);
+                           const std::vector<std::string>& print_after, std::ostream& dumps,
+                           bool keep_on_chip) {
+  OnnxModel m = compile_onnx_model(path, cfg, precision, print_after, dumps, false, keep_on_chip);
   return std::move(m.program);
 }
 

@@ -36,6 +36,7 @@ struct OnnxModel {
   std::shared_ptr<compiler::PartitionedModel> partitioned;
   std::shared_ptr<const ir::Graph> graph;  // after the graph pipeline (what was lowered)
   std::map<std::string, ir::ElemType> io_types;
+  std::map<std::string, double> compile_stats;  // tile pass figures (compiler/partition.h)
   // The ONNX type of a program input/output (fp32 when unknown).
   ir::ElemType type_of(const std::string& tensor) const;
 };
@@ -45,13 +46,19 @@ struct OnnxModel {
 // `print_after` (graph or tile pass names, or "*") go to `dumps`. Nodes the chip
 // cannot run fall back to the host (compiler/partition.h) when `allow_fallback`;
 // otherwise they are the clear error. compile_model never falls back.
+// `keep_on_chip`: see compiler::CompileOnnxOptions.
 OnnxModel compile_onnx_model(const std::string& path, const platform::platform_config& cfg,
                              const std::string& precision,
                              const std::vector<std::string>& print_after, std::ostream& dumps,
-                             bool allow_fallback = true);
+                             bool allow_fallback = true, bool keep_on_chip = true);
 isa::Program compile_model(const std::string& path, const platform::platform_config& cfg,
                            const std::string& precision,
-                           const std::vector<std::string>& print_after, std::ostream& dumps);
+                           const std::vector<std::string>& print_after, std::ostream& dumps,
+                           bool keep_on_chip = true);
+
+// One line on what keep_on_chip did ("keep_on_chip: 12 loads forwarded ..."), or ""
+// when it found nothing to forward.
+std::string keep_on_chip_summary(const std::map<std::string, double>& compile_stats);
 
 // The device tensor (fp32) for input `tensor` from an .npy file: float inputs as
 // read_npy reads them; integer and bool inputs from an int64/int32/uint8/bool/

@@ -11,8 +11,8 @@
 // rounded to a power of two and aligned to their size, larger ones to whole banks,
 // so a matmul output that fits a bank never straddles two; matmul outputs that do
 // are reported. A kernel that needs more memory than the target has is an error
-// that names the peak and the pools live there: spilling to HBM is not
-// implemented yet.
+// that names the peak and the pools live there (intermediates that do not fit
+// were already left in HBM by keep_on_chip; what is left is working buffers).
 #include <algorithm>
 #include <bit>
 
@@ -33,14 +33,18 @@ struct Block {
   int64_t addr = -1;
 };
 
-void place(Kernel& k, PassContext& ctx, isa::MemSpace space, std::vector<int>& users_first,
-           std::vector<int>& users_last) {
+// Places the pools of `space`; returns the high-water mark [bytes per partition].
+// With `commit` (k's own pools), write pool addresses and sizes there and throw
+// when the pools do not fit; without, only measure (keep_on_chip's trials).
+uint64_t place(const Kernel& k, PassContext& ctx, isa::MemSpace space,
+               const std::vector<int>& users_first, const std::vector<int>& users_last,
+               std::vector<Pool>* commit) {
   const compiler::Target& t = ctx.target;
   const bool psum = space == isa::MemSpace::psum;
   const uint64_t cap = psum ? t.psum_partition_bytes : t.sbuf_partition_bytes;
   std::vector<Block> blocks;
   for (size_t p = 0; p < k.pools.size(); ++p) {
-    Pool& pool = k.pools[p];
+    const Pool& pool = k.pools[p];
     if (pool.space != space) continue;
     uint64_t buf = 0;
     for (const Tile& tl : k.tiles)
@@ -57,10 +61,10 @@ void place(Kernel& k, PassContext& ctx, isa::MemSpace space, std::vector<int>& u
     } else {
       buf = round_up(std::max<uint64_t>(buf, 1), t.sbuf_alignment);
     }
-    pool.buf_bytes = buf;
+    if (commit) (*commit)[p].buf_bytes = buf;
     Block b{static_cast<int>(p), buf * pool.bufs, align, users_first[p], users_last[p]};
     if (b.first < 0) {  // never used: no memory
-      pool.addr = 0;
+      if (commit) (*commit)[p].addr = 0;
       continue;
     }
     blocks.push_back(b);
@@ -92,6 +96,7 @@ void place(Kernel& k, PassContext& ctx, isa::MemSpace space, std::vector<int>& u
     high = std::max(high, a + b.size);
     if (a + b.size > cap) fits = false;
   }
+  if (!commit) return high;
   const std::string sp(isa::mem_space_name(space));
   if (!fits) {
     // The peak of live bytes, for the message.
@@ -116,15 +121,19 @@ void place(Kernel& k, PassContext& ctx, isa::MemSpace space, std::vector<int>& u
     throw KernelError("kernel '" + k.name + "' " + why + " of " + sp + " but the target (" +
                       t.name + ") has " + std::to_string(cap) + "; at op %" +
                       std::to_string(k.ops[at].id) + " the live pools are: " + pools +
-                      ". Spilling to HBM is not implemented yet: use fewer buffers, smaller "
-                      "tiles, or split the kernel");
+                      ". These are the kernel's own working buffers (keep_on_chip already "
+                      "left every intermediate it could not fit in HBM): use fewer buffers, "
+                      "smaller tiles, or split the kernel");
   }
-  for (const Block& b : blocks) k.pools[b.pool].addr = b.addr;
+  for (const Block& b : blocks) (*commit)[b.pool].addr = b.addr;
   ctx.stats["alloc_memory." + sp + "_bytes"] = static_cast<double>(high);
+  return high;
 }
 
-void run(Kernel& k, PassContext& ctx) {
-  std::vector<int> first(k.pools.size(), -1), last(k.pools.size(), -1);
+// First and last op (list positions) touching each pool; -1 when none does.
+void pool_lifetimes(const Kernel& k, std::vector<int>& first, std::vector<int>& last) {
+  first.assign(k.pools.size(), -1);
+  last.assign(k.pools.size(), -1);
   for (size_t i = 0; i < k.ops.size(); ++i)
     for (const Operand& o : operands(k.ops[i])) {
       if (o.ap->space == isa::MemSpace::hbm) continue;
@@ -132,8 +141,13 @@ void run(Kernel& k, PassContext& ctx) {
       if (first[p] < 0) first[p] = static_cast<int>(i);
       last[p] = static_cast<int>(i);
     }
-  place(k, ctx, isa::MemSpace::sbuf, first, last);
-  place(k, ctx, isa::MemSpace::psum, first, last);
+}
+
+void run(Kernel& k, PassContext& ctx) {
+  std::vector<int> first, last;
+  pool_lifetimes(k, first, last);
+  place(k, ctx, isa::MemSpace::sbuf, first, last, &k.pools);
+  place(k, ctx, isa::MemSpace::psum, first, last, &k.pools);
   for (Tile& tl : k.tiles) {
     const Pool& p = k.pools[tl.pool];
     tl.addr = p.addr + static_cast<int64_t>(tl.slot * p.buf_bytes);
@@ -154,6 +168,13 @@ void run(Kernel& k, PassContext& ctx) {
 }
 
 }  // namespace
+
+uint64_t placed_bytes(const Kernel& k, const compiler::Target& t, isa::MemSpace space) {
+  std::vector<int> first, last;
+  pool_lifetimes(k, first, last);
+  PassContext ctx{t, {}, {}, {}};
+  return place(k, ctx, space, first, last, nullptr);
+}
 
 const PassInfo& alloc_memory_pass() {
   static const PassInfo p{

@@ -37,6 +37,12 @@ const PassInfo& assign_dma_queues_pass();
 const PassInfo& schedule_pass();
 const PassInfo& insert_sync_pass();
 
+const PassInfo& keep_on_chip_pass();
+
+// alloc_memory's placement of the pools of `space` without changing `k`: the
+// bytes per partition they would need (keep_on_chip sizes what it keeps with it).
+uint64_t placed_bytes(const Kernel& k, const compiler::Target& t, isa::MemSpace space);
+
 // Every pass in default pipeline order.
 const std::vector<const PassInfo*>& all_passes();
 std::vector<std::string> default_pipeline();

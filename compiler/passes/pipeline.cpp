@@ -6,8 +6,8 @@ namespace trnsim::tile {
 
 const std::vector<const PassInfo*>& all_passes() {
   static const std::vector<const PassInfo*> passes = {
-      &split_dma_pass(),         &assign_engines_pass(), &alloc_memory_pass(),
-      &assign_dma_queues_pass(), &schedule_pass(),       &insert_sync_pass(),
+      &keep_on_chip_pass(),      &split_dma_pass(), &assign_engines_pass(), &alloc_memory_pass(),
+      &assign_dma_queues_pass(), &schedule_pass(),  &insert_sync_pass(),
   };
   return passes;
 }

@@ -8,6 +8,8 @@
 // partition (tiles always start at partition 0), a tensor's from the tensor's first
 // byte. `ref` says which tile (sbuf/psum operands) or tensor (hbm operands) each
 // operand slot addresses. Passes (compiler/passes/, in this order) fill in the rest:
+//   keep_on_chip      store-then-load round trips through HBM become on-chip
+//                     copies where SBUF holds the stored tiles (else they spill)
 //   split_dma         large transfers split into pieces for several DMA engines
 //   assign_engines    engine of ops built with engine "auto"
 //   alloc_memory      pool and tile addresses

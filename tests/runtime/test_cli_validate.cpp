@@ -57,6 +57,52 @@ TEST(CliFallback, RunsCumSumOnTheHostAndReportsIt) {
   EXPECT_NE(r.out.find("op type 'CumSum' cannot be lowered"), std::string::npos) << r.out;
 }
 
+// keep_on_chip on the command line: X @ W1 -> Relu -> @ W2 all on the device. The
+// hidden activation goes SBUF to SBUF; --no-keep-on-chip makes it round-trip through
+// HBM (more transfers, same output bytes).
+TEST(CliKeepOnChip, SummaryFlagAndIdenticalOutputs) {
+  const auto dir = temp_dir("cli_keep_on_chip");
+  const std::string model = (dir / "mlp.onnx").string();
+  const std::string py = write_text(dir / "make.py", R"(import sys
+try:
+    import numpy as np, onnx
+    from onnx import helper, TensorProto, numpy_helper as nh
+except ImportError:
+    sys.exit(3)
+rng = np.random.default_rng(0)
+inits = [nh.from_array((rng.standard_normal((96, 200)) * 0.1).astype(np.float32), 'W1'),
+         nh.from_array((rng.standard_normal((200, 40)) * 0.1).astype(np.float32), 'W2')]
+nodes = [helper.make_node('MatMul', ['x', 'W1'], ['h']), helper.make_node('Relu', ['h'], ['r']),
+         helper.make_node('MatMul', ['r', 'W2'], ['y'])]
+g = helper.make_graph(nodes, 'mlp', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [64, 96])],
+                      [helper.make_tensor_value_info('y', TensorProto.FLOAT, [64, 40])], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), sys.argv[1])
+)");
+  if (std::system(("/usr/bin/python3 " + py + " " + model + " >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "python3-onnx not available";
+  const std::string on = (dir / "on").string(), off = (dir / "off").string();
+  CmdResult r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --output-dir " + on);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("keep_on_chip: 1 loads forwarded through SBUF"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 spilled to HBM"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --no-keep-on-chip --output-dir " + off);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("keep_on_chip:"), std::string::npos) << r.out;
+  std::stringstream a, b;
+  a << std::ifstream(dir / "on" / "y.npy", std::ios::binary).rdbuf();
+  b << std::ifstream(dir / "off" / "y.npy", std::ios::binary).rdbuf();
+  EXPECT_FALSE(a.str().empty());
+  EXPECT_EQ(a.str(), b.str());
+  // compile prints the same summary; the flag is known to compile too.
+  r = run_cmd(trnsim_bin() + " compile " + model + " -c tiny -o " + (dir / "p.tasm").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("keep_on_chip: 1 loads forwarded"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " compile " + model + " -c tiny --no-keep-on-chip -o " +
+              (dir / "q.tasm").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("keep_on_chip:"), std::string::npos) << r.out;
+}
+
 TEST(CliValidate, PassesAndFailsByTolerance) {
   const auto dir = temp_dir("cli_validate");
   std::string model;

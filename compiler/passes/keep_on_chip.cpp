@@ -1,0 +1,339 @@
+// keep_on_chip: keeps intermediates in SBUF instead of a round trip through HBM, and
+// spills (keeps the round trip) where SBUF would run out.
+//
+// The lowering gives every node output an HBM tensor: the producer stores its SBUF
+// tiles there and each consumer loads what it needs back. A load whose every element
+// was last stored from SBUF (by a store that does not cast), onto the same partition,
+// is replaced by on-chip tensor_copy ops (engine chosen by assign_engines; they cast
+// as the DMA did): one per run of the load's free pattern that comes from one source
+// tile with constant strides, the same for every partition (at most kMaxPieces runs,
+// else the load stays: each copy is an engine instruction with a fixed cost). A source tile read
+// this way moves to a pool of its own (it must outlive its old pool's rotation until the copies
+// run), and a store into a scratch tensor is dropped once no remaining reader needs what it wrote.
+//
+// Spilling: a kept tile occupies SBUF from its producer to its last copy. Loads are
+// ranked by that distance (shortest first) and the longest prefix whose placement
+// (alloc_memory's algorithm, placed_bytes) fits the target's SBUF is forwarded; the
+// rest keep their HBM round trip. Reported: keep_on_chip.loads_forwarded,
+// .loads_spilled, .copies, .stores_dropped, .hbm_bytes_saved.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "compiler/passes/pass.h"
+
+namespace trnsim::tile {
+
+namespace {
+
+constexpr size_t kMaxPieces = 16;
+
+// One element of a DMA stream: HBM byte address, or partition and byte in a tile.
+struct Elem {
+  uint32_t part;
+  int64_t byte;
+};
+
+// The elements of `ap` in stream order (rows/partitions, then the free pattern).
+std::vector<Elem> stream(const isa::AccessPattern& ap) {
+  std::vector<Elem> out;
+  out.reserve(ap.elems());
+  const int64_t es = static_cast<int64_t>(isa::dtype_size(ap.dtype));
+  for (uint32_t r = 0; r < ap.partition_count; ++r) {
+    const bool hbm = ap.space == isa::MemSpace::hbm;
+    const int64_t base = static_cast<int64_t>(ap.offset) + (hbm ? r * ap.partition_stride * es : 0);
+    const uint32_t part = hbm ? 0 : ap.partition_start + r;
+    isa::for_each_free(ap, [&](uint64_t, int64_t off) { out.push_back({part, base + off}); });
+  }
+  return out;
+}
+
+bool start_ok(uint32_t st, uint32_t c) {
+  if (c > 64) return st == 0;
+  if (c > 32) return st == 0 || st == 64;
+  return st % 32 == 0;
+}
+
+// Per element of a tracked HBM tensor: the op that last wrote it and, when that op
+// copied it from an SBUF tile without a cast, where in the tile it came from.
+struct Owner {
+  int op = -1;
+  int tile = -1;  // -1: not from an SBUF tile (or cast on the way)
+  uint32_t part = 0;
+  int64_t byte = 0;
+};
+
+struct Piece {
+  int tile;
+  isa::AccessPattern dst, src;  // relative to the load's tile and to `tile`
+};
+
+struct Candidate {
+  int load = -1;  // op index
+  int first_store = -1;
+  std::vector<Piece> pieces;
+};
+
+struct Analysis {
+  std::vector<Candidate> cands;
+  // Every op that reads a tracked tensor, and the stores whose data it reads.
+  std::vector<std::pair<int, std::vector<int>>> readers;
+  std::vector<bool> is_store;  // by op index: writes a tracked scratch tensor from SBUF
+};
+
+// Splits a load into pieces, or returns false. `src[i]` owns the load's i-th element.
+bool plan_pieces(const Op& load, const std::vector<Owner>& src, std::vector<Piece>& pieces) {
+  const isa::AccessPattern& d = load.ins.dst;
+  const uint64_t n = d.free_elems();
+  if (n == 0 || d.partition_count == 0 || !start_ok(d.partition_start, d.partition_count))
+    return false;
+  std::vector<int64_t> dfree;
+  dfree.reserve(n);
+  isa::for_each_free(
+      d, [&](uint64_t, int64_t off) { dfree.push_back(static_cast<int64_t>(d.offset) + off); });
+  // Every partition must take the same free pattern from the same tiles, in place.
+  for (uint32_t r = 0; r < d.partition_count; ++r)
+    for (uint64_t j = 0; j < n; ++j) {
+      const Owner& o = src[r * n + j];
+      const Owner& o0 = src[j];
+      if (o.tile < 0 || o.part != d.partition_start + r || o.tile != o0.tile || o.byte != o0.byte)
+        return false;
+    }
+  pieces.clear();
+  for (uint64_t j = 0; j < n;) {
+    const int tile = src[j].tile;
+    uint64_t e = j + 1;
+    int64_t dstep = 0, sstep = 0;
+    if (e < n && src[e].tile == tile) {
+      dstep = dfree[e] - dfree[j];
+      sstep = src[e].byte - src[j].byte;
+      while (e < n && src[e].tile == tile && dfree[e] - dfree[e - 1] == dstep &&
+             src[e].byte - src[e - 1].byte == sstep)
+        ++e;
+    }
+    const isa::DType sdt = load.ins.src[0].dtype;  // as the store read it (it did not cast)
+    const int64_t des = static_cast<int64_t>(isa::dtype_size(d.dtype));
+    const int64_t ses = static_cast<int64_t>(isa::dtype_size(sdt));
+    if ((e - j > 1 && dstep == 0) || dstep % des || sstep % ses) return false;
+    Piece p{tile, d, d};
+    p.dst.offset = static_cast<uint64_t>(dfree[j]);
+    p.dst.ndims = 1;
+    p.dst.dims = {};
+    p.dst.dims[0] = {e - j > 1 ? dstep / des : 1, static_cast<uint32_t>(e - j)};
+    p.src.dtype = sdt;
+    p.src.offset = static_cast<uint64_t>(src[j].byte);
+    p.src.ndims = 1;
+    p.src.dims = {};
+    p.src.dims[0] = {e - j > 1 ? sstep / ses : 1, static_cast<uint32_t>(e - j)};
+    pieces.push_back(p);
+    if (pieces.size() > kMaxPieces) return false;
+    j = e;
+  }
+  return true;
+}
+
+Analysis analyse(const Kernel& k, const compiler::Target& t) {
+  Analysis a;
+  a.is_store.assign(k.ops.size(), false);
+  // Tensors small enough that kept tiles could hold them, written by the kernel.
+  const uint64_t limit = 2ull * t.partitions * t.sbuf_partition_bytes;
+  std::vector<std::vector<Owner>> owners(k.tensors.size());
+  std::vector<bool> tracked(k.tensors.size(), false);
+  for (size_t i = 0; i < k.tensors.size(); ++i) {
+    const Tensor& tn = k.tensors[i];
+    tracked[i] = (tn.role == isa::TensorRole::scratch || tn.role == isa::TensorRole::output) &&
+                 tn.bytes() <= limit;
+  }
+  // HBM patterns on a tensor in its own dtype and element-aligned, else untracked.
+  auto usable = [&](const isa::AccessPattern& ap, int ref) {
+    const Tensor& tn = k.tensors[ref];
+    if (ap.dtype != tn.dtype || ap.offset % isa::dtype_size(tn.dtype)) return false;
+    int64_t lo, hi;
+    ap.byte_range(lo, hi);
+    return lo >= 0 && static_cast<uint64_t>(hi) <= tn.bytes();
+  };
+  // Positions of the writes of each tile, to reject tiles rewritten after a store.
+  // A tensor with one access the analysis cannot follow is untracked from the
+  // start: its stores all stay.
+  std::vector<std::vector<int>> tile_writes(k.tiles.size());
+  for (size_t i = 0; i < k.ops.size(); ++i)
+    for (const Operand& o : operands(k.ops[i])) {
+      if (o.ap->space == isa::MemSpace::hbm) {
+        if (tracked[o.ref] && !usable(*o.ap, o.ref)) tracked[o.ref] = false;
+      } else if (o.write) {
+        tile_writes[o.ref].push_back(static_cast<int>(i));
+      }
+    }
+  auto written_between = [&](int tile, int lo, int hi) {
+    const auto& w = tile_writes[tile];
+    auto it = std::upper_bound(w.begin(), w.end(), lo);
+    return it != w.end() && *it < hi;
+  };
+
+  for (size_t i = 0; i < k.ops.size(); ++i) {
+    const Op& op = k.ops[i];
+    const int pos = static_cast<int>(i);
+    std::vector<Operand> hbm_reads, hbm_writes;
+    for (const Operand& o : operands(op)) {
+      if (o.ap->space == isa::MemSpace::hbm && tracked[o.ref])
+        (o.read ? hbm_reads : hbm_writes).push_back(o);
+    }
+    for (const Operand& o : hbm_reads) {
+      auto& own = owners[o.ref];
+      if (own.empty()) own.resize(k.tensors[o.ref].elems());
+      const int64_t es = static_cast<int64_t>(isa::dtype_size(o.ap->dtype));
+      const std::vector<Elem> els = stream(*o.ap);
+      std::vector<Owner> src(els.size());
+      std::set<int> stores;
+      for (size_t e = 0; e < els.size(); ++e) {
+        src[e] = own[static_cast<size_t>(els[e].byte / es)];
+        if (src[e].op >= 0) stores.insert(src[e].op);
+      }
+      a.readers.push_back({pos, {stores.begin(), stores.end()}});
+      // A load into an SBUF tile: a candidate when every element comes from tiles
+      // unchanged since their stores.
+      if (op.ins.op != isa::Opcode::dma_copy || op.ins.dst.space != isa::MemSpace::sbuf ||
+          op.ins.dst.elems() != els.size() || stores.empty())
+        continue;
+      bool ok = true;
+      for (const Owner& s : src)
+        if (s.tile < 0 || written_between(s.tile, s.op, pos)) ok = false;
+      Candidate c;
+      c.load = pos;
+      c.first_store = *stores.begin();
+      if (ok && plan_pieces(op, src, c.pieces)) a.cands.push_back(std::move(c));
+    }
+    for (const Operand& o : hbm_writes) {
+      auto& own = owners[o.ref];
+      if (own.empty()) own.resize(k.tensors[o.ref].elems());
+      const int64_t es = static_cast<int64_t>(isa::dtype_size(o.ap->dtype));
+      const std::vector<Elem> dst = stream(*o.ap);
+      const isa::AccessPattern& s = op.ins.src[0];
+      const bool from_tile = op.ins.op == isa::Opcode::dma_copy && s.space == isa::MemSpace::sbuf &&
+                             s.dtype == o.ap->dtype && s.elems() == dst.size();
+      std::vector<Elem> src;
+      if (from_tile) src = stream(s);
+      for (size_t e = 0; e < dst.size(); ++e) {
+        Owner& w = own[static_cast<size_t>(dst[e].byte / es)];
+        w.op = pos;
+        w.tile = from_tile ? op.ref[kSrc0] : -1;
+        if (from_tile) w.part = src[e].part, w.byte = src[e].byte;
+      }
+      if (from_tile && k.tensors[o.ref].role == isa::TensorRole::scratch) a.is_store[i] = true;
+    }
+  }
+  // Shortest distance from store to load first: the cheapest to keep.
+  std::stable_sort(a.cands.begin(), a.cands.end(), [](const Candidate& x, const Candidate& y) {
+    return x.load - x.first_store < y.load - y.first_store;
+  });
+  return a;
+}
+
+struct Applied {
+  Kernel k;
+  int copies = 0, stores_dropped = 0;
+  uint64_t bytes_saved = 0;
+};
+
+// The kernel with the first `n` candidates forwarded; a `trial` leaves out the
+// tensors (constant data), which placement does not look at.
+Applied apply(const Kernel& k0, const Analysis& a, size_t n, bool trial) {
+  Applied r;
+  Kernel& k = r.k;
+  k.name = k0.name;
+  k.semaphores = k0.semaphores;
+  if (!trial) k.tensors = k0.tensors;
+  k.pools = k0.pools;
+  k.tiles = k0.tiles;
+  std::map<int, const Candidate*> fwd;  // load op index -> candidate
+  for (size_t i = 0; i < n; ++i) fwd[a.cands[i].load] = &a.cands[i];
+  std::vector<bool> needed(k0.ops.size(), false);
+  for (const auto& [op, stores] : a.readers)
+    if (!fwd.count(op))
+      for (int s : stores) needed[s] = true;
+  std::set<int> kept;
+  for (const auto& [op, c] : fwd)
+    for (const Piece& p : c->pieces) kept.insert(p.tile);
+  for (int t : kept) {  // a pool of its own, one buffer
+    Tile& tl = k.tiles[t];
+    Pool p;
+    p.name = tl.name + ".kept";
+    p.space = k.pools[tl.pool].space;
+    p.bufs = 1;
+    tl.pool = static_cast<int>(k.pools.size());
+    tl.slot = 0;
+    k.pools.push_back(p);
+  }
+  int next_id = k0.next_op_id();
+  std::vector<Op> ops;
+  ops.reserve(k0.ops.size());
+  for (size_t i = 0; i < k0.ops.size(); ++i) {
+    const Op& op = k0.ops[i];
+    if (a.is_store[i] && !needed[i]) {
+      ++r.stores_dropped;
+      r.bytes_saved += op.ins.dst.bytes();
+      continue;
+    }
+    auto it = fwd.find(static_cast<int>(i));
+    if (it == fwd.end()) {
+      ops.push_back(op);
+      continue;
+    }
+    r.bytes_saved += op.ins.src[0].bytes();
+    bool first = true;
+    for (const Piece& p : it->second->pieces) {
+      Op c;
+      c.id = first ? op.id : next_id++;
+      first = false;
+      c.ins.op = isa::Opcode::tensor_copy;
+      c.ins.dst = p.dst;
+      c.ins.src[0] = p.src;
+      c.ins.nsrc = 1;
+      c.ref[kDst] = op.ref[kDst];
+      c.ref[kSrc0] = p.tile;
+      c.engine_auto = true;
+      ops.push_back(c);
+      ++r.copies;
+    }
+  }
+  k.ops = std::move(ops);
+  return r;
+}
+
+void run(Kernel& k, PassContext& ctx) {
+  const Analysis a = analyse(k, ctx.target);
+  if (a.cands.empty()) return;
+  const uint64_t cap = ctx.target.sbuf_partition_bytes;
+  auto fits = [&](size_t n) {
+    return placed_bytes(apply(k, a, n, true).k, ctx.target, isa::MemSpace::sbuf) <= cap;
+  };
+  // The longest prefix that fits (more kept tiles never need less SBUF).
+  size_t n = a.cands.size();
+  if (!fits(n)) {
+    size_t lo = 0, hi = n;  // fits(lo) assumed (the kernel as lowered), !fits(hi)
+    while (hi - lo > 1) {
+      const size_t mid = (lo + hi) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    n = lo;
+  }
+  Applied r = apply(k, a, n, false);
+  k = std::move(r.k);
+  ctx.stats["keep_on_chip.loads_forwarded"] += static_cast<double>(n);
+  ctx.stats["keep_on_chip.loads_spilled"] += static_cast<double>(a.cands.size() - n);
+  ctx.stats["keep_on_chip.copies"] += r.copies;
+  ctx.stats["keep_on_chip.stores_dropped"] += r.stores_dropped;
+  ctx.stats["keep_on_chip.hbm_bytes_saved"] += static_cast<double>(r.bytes_saved);
+}
+
+}  // namespace
+
+const PassInfo& keep_on_chip_pass() {
+  static const PassInfo p{"keep_on_chip",
+                          "forward stored SBUF tiles to later loads as on-chip copies; spill "
+                          "(keep the HBM round trip) where SBUF runs out",
+                          run};
+  return p;
+}
+
+}  // namespace trnsim::tile
