@@ -3,13 +3,16 @@
 //
 // The lowering gives every node output an HBM tensor: the producer stores its SBUF
 // tiles there and each consumer loads what it needs back. A load whose every element
-// was last stored from SBUF (by a store that does not cast), onto the same partition,
-// is replaced by on-chip tensor_copy ops (engine chosen by assign_engines; they cast
-// as the DMA did): one per run of the load's free pattern that comes from one source
-// tile with constant strides, the same for every partition (at most kMaxPieces runs,
-// else the load stays: each copy is an engine instruction with a fixed cost). A source tile read
-// this way moves to a pool of its own (it must outlive its old pool's rotation until the copies
-// run), and a store into a scratch tensor is dropped once no remaining reader needs what it wrote.
+// was last stored from SBUF by a store that did not cast is replaced:
+//  - sources on the load's own partitions: tensor_copy ops (engine chosen by
+//    assign_engines; they cast as the DMA did), one per run of the load's free
+//    pattern that comes from one tile with constant strides, the same on every
+//    partition; at most kMaxPieces (each is an engine instruction with a fixed cost);
+//  - sources a fixed number of partitions away (engines cannot move data across
+//    partitions): one SBUF-to-SBUF dma_copy when a single pattern covers it.
+// A source tile read this way moves to a pool of its own (it must outlive its old
+// pool's rotation until the copies run), and a store into a scratch tensor is dropped
+// once no remaining reader needs what it wrote.
 //
 // Spilling: a kept tile occupies SBUF from its producer to its last copy. Loads are
 // ranked by that distance (shortest first) and the longest prefix whose placement
@@ -35,8 +38,8 @@ struct Elem {
 };
 
 // The elements of `ap` in stream order (rows/partitions, then the free pattern).
-std::vector<Elem> stream(const isa::AccessPattern& ap) {
-  std::vector<Elem> out;
+void stream(const isa::AccessPattern& ap, std::vector<Elem>& out) {
+  out.clear();
   out.reserve(ap.elems());
   const int64_t es = static_cast<int64_t>(isa::dtype_size(ap.dtype));
   for (uint32_t r = 0; r < ap.partition_count; ++r) {
@@ -45,7 +48,6 @@ std::vector<Elem> stream(const isa::AccessPattern& ap) {
     const uint32_t part = hbm ? 0 : ap.partition_start + r;
     isa::for_each_free(ap, [&](uint64_t, int64_t off) { out.push_back({part, base + off}); });
   }
-  return out;
 }
 
 bool start_ok(uint32_t st, uint32_t c) {
@@ -57,10 +59,10 @@ bool start_ok(uint32_t st, uint32_t c) {
 // Per element of a tracked HBM tensor: the op that last wrote it and, when that op
 // copied it from an SBUF tile without a cast, where in the tile it came from.
 struct Owner {
-  int op = -1;
-  int tile = -1;  // -1: not from an SBUF tile (or cast on the way)
+  int32_t op = -1;
+  int32_t tile = -1;  // -1: not from an SBUF tile (or cast on the way)
   uint32_t part = 0;
-  int64_t byte = 0;
+  uint32_t byte = 0;  // within the partition
 };
 
 struct Piece {
@@ -72,6 +74,7 @@ struct Candidate {
   int load = -1;  // op index
   int first_store = -1;
   std::vector<Piece> pieces;
+  bool dma = false;  // pieces are SBUF-to-SBUF transfers (partitions shift)
 };
 
 struct Analysis {
@@ -82,10 +85,18 @@ struct Analysis {
 };
 
 // Splits a load into pieces, or returns false. `src[i]` owns the load's i-th element.
-bool plan_pieces(const Op& load, const std::vector<Owner>& src, std::vector<Piece>& pieces) {
+// Sources on the load's own partitions give engine copies (*dma false); sources a
+// fixed number of partitions away, one SBUF-to-SBUF transfer (*dma true).
+bool plan_pieces(const Op& load, const std::vector<Owner>& src, std::vector<Piece>& pieces,
+                 bool* dma) {
   const isa::AccessPattern& d = load.ins.dst;
   const uint64_t n = d.free_elems();
-  if (n == 0 || d.partition_count == 0 || !start_ok(d.partition_start, d.partition_count))
+  if (n == 0 || d.partition_count == 0 || src.empty()) return false;
+  const int64_t shift = static_cast<int64_t>(src[0].part) - d.partition_start;
+  *dma = shift != 0;
+  // The partition-start rule holds for every on-chip pattern, DMA ones included.
+  if (!start_ok(d.partition_start, d.partition_count) ||
+      !start_ok(static_cast<uint32_t>(d.partition_start + shift), d.partition_count))
     return false;
   std::vector<int64_t> dfree;
   dfree.reserve(n);
@@ -96,9 +107,11 @@ bool plan_pieces(const Op& load, const std::vector<Owner>& src, std::vector<Piec
     for (uint64_t j = 0; j < n; ++j) {
       const Owner& o = src[r * n + j];
       const Owner& o0 = src[j];
-      if (o.tile < 0 || o.part != d.partition_start + r || o.tile != o0.tile || o.byte != o0.byte)
+      if (o.tile < 0 || o.part != d.partition_start + r + shift || o.tile != o0.tile ||
+          o.byte != o0.byte)
         return false;
     }
+  auto sb = [&](uint64_t j) { return static_cast<int64_t>(src[j].byte); };
   pieces.clear();
   for (uint64_t j = 0; j < n;) {
     const int tile = src[j].tile;
@@ -106,9 +119,9 @@ bool plan_pieces(const Op& load, const std::vector<Owner>& src, std::vector<Piec
     int64_t dstep = 0, sstep = 0;
     if (e < n && src[e].tile == tile) {
       dstep = dfree[e] - dfree[j];
-      sstep = src[e].byte - src[j].byte;
+      sstep = sb(e) - sb(j);
       while (e < n && src[e].tile == tile && dfree[e] - dfree[e - 1] == dstep &&
-             src[e].byte - src[e - 1].byte == sstep)
+             sb(e) - sb(e - 1) == sstep)
         ++e;
     }
     const isa::DType sdt = load.ins.src[0].dtype;  // as the store read it (it did not cast)
@@ -121,12 +134,13 @@ bool plan_pieces(const Op& load, const std::vector<Owner>& src, std::vector<Piec
     p.dst.dims = {};
     p.dst.dims[0] = {e - j > 1 ? dstep / des : 1, static_cast<uint32_t>(e - j)};
     p.src.dtype = sdt;
+    p.src.partition_start = static_cast<uint32_t>(d.partition_start + shift);
     p.src.offset = static_cast<uint64_t>(src[j].byte);
     p.src.ndims = 1;
     p.src.dims = {};
     p.src.dims[0] = {e - j > 1 ? sstep / ses : 1, static_cast<uint32_t>(e - j)};
     pieces.push_back(p);
-    if (pieces.size() > kMaxPieces) return false;
+    if (pieces.size() > (*dma ? 1 : kMaxPieces)) return false;
     j = e;
   }
   return true;
@@ -155,11 +169,14 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
   // Positions of the writes of each tile, to reject tiles rewritten after a store.
   // A tensor with one access the analysis cannot follow is untracked from the
   // start: its stores all stay.
+  // Each tracked tensor's element owners are dropped after its last access.
   std::vector<std::vector<int>> tile_writes(k.tiles.size());
+  std::vector<int> last_access(k.tensors.size(), -1);
   for (size_t i = 0; i < k.ops.size(); ++i)
     for (const Operand& o : operands(k.ops[i])) {
       if (o.ap->space == isa::MemSpace::hbm) {
         if (tracked[o.ref] && !usable(*o.ap, o.ref)) tracked[o.ref] = false;
+        last_access[o.ref] = static_cast<int>(i);
       } else if (o.write) {
         tile_writes[o.ref].push_back(static_cast<int>(i));
       }
@@ -170,6 +187,8 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
     return it != w.end() && *it < hi;
   };
 
+  std::vector<Elem> els, tel;
+  std::vector<Owner> src;
   for (size_t i = 0; i < k.ops.size(); ++i) {
     const Op& op = k.ops[i];
     const int pos = static_cast<int>(i);
@@ -182,12 +201,13 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
       auto& own = owners[o.ref];
       if (own.empty()) own.resize(k.tensors[o.ref].elems());
       const int64_t es = static_cast<int64_t>(isa::dtype_size(o.ap->dtype));
-      const std::vector<Elem> els = stream(*o.ap);
-      std::vector<Owner> src(els.size());
+      stream(*o.ap, els);
+      src.resize(els.size());
       std::set<int> stores;
+      int prev = -1;
       for (size_t e = 0; e < els.size(); ++e) {
         src[e] = own[static_cast<size_t>(els[e].byte / es)];
-        if (src[e].op >= 0) stores.insert(src[e].op);
+        if (src[e].op >= 0 && src[e].op != prev) stores.insert(prev = src[e].op);
       }
       a.readers.push_back({pos, {stores.begin(), stores.end()}});
       // A load into an SBUF tile: a candidate when every element comes from tiles
@@ -201,26 +221,28 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
       Candidate c;
       c.load = pos;
       c.first_store = *stores.begin();
-      if (ok && plan_pieces(op, src, c.pieces)) a.cands.push_back(std::move(c));
+      if (ok && plan_pieces(op, src, c.pieces, &c.dma)) a.cands.push_back(std::move(c));
     }
     for (const Operand& o : hbm_writes) {
       auto& own = owners[o.ref];
       if (own.empty()) own.resize(k.tensors[o.ref].elems());
       const int64_t es = static_cast<int64_t>(isa::dtype_size(o.ap->dtype));
-      const std::vector<Elem> dst = stream(*o.ap);
+      stream(*o.ap, els);
       const isa::AccessPattern& s = op.ins.src[0];
       const bool from_tile = op.ins.op == isa::Opcode::dma_copy && s.space == isa::MemSpace::sbuf &&
-                             s.dtype == o.ap->dtype && s.elems() == dst.size();
-      std::vector<Elem> src;
-      if (from_tile) src = stream(s);
-      for (size_t e = 0; e < dst.size(); ++e) {
-        Owner& w = own[static_cast<size_t>(dst[e].byte / es)];
+                             s.dtype == o.ap->dtype && s.elems() == els.size();
+      if (from_tile) stream(s, tel);
+      for (size_t e = 0; e < els.size(); ++e) {
+        Owner& w = own[static_cast<size_t>(els[e].byte / es)];
         w.op = pos;
         w.tile = from_tile ? op.ref[kSrc0] : -1;
-        if (from_tile) w.part = src[e].part, w.byte = src[e].byte;
+        if (from_tile) w.part = tel[e].part, w.byte = static_cast<uint32_t>(tel[e].byte);
       }
       if (from_tile && k.tensors[o.ref].role == isa::TensorRole::scratch) a.is_store[i] = true;
     }
+    for (const Operand& o : operands(op))
+      if (o.ap->space == isa::MemSpace::hbm && last_access[o.ref] == pos)
+        std::vector<Owner>().swap(owners[o.ref]);
   }
   // Shortest distance from store to load first: the cheapest to keep.
   std::stable_sort(a.cands.begin(), a.cands.end(), [](const Candidate& x, const Candidate& y) {
@@ -279,19 +301,23 @@ Applied apply(const Kernel& k0, const Analysis& a, size_t n, bool trial) {
       ops.push_back(op);
       continue;
     }
-    r.bytes_saved += op.ins.src[0].bytes();
+    if (!it->second->dma) r.bytes_saved += op.ins.src[0].bytes();  // else still moved, on chip
     bool first = true;
     for (const Piece& p : it->second->pieces) {
       Op c;
+      if (it->second->dma) {
+        c = op;  // the load, now from SBUF
+      } else {
+        c.ins.op = isa::Opcode::tensor_copy;
+        c.ins.nsrc = 1;
+        c.ref[kDst] = op.ref[kDst];
+        c.engine_auto = true;
+      }
       c.id = first ? op.id : next_id++;
       first = false;
-      c.ins.op = isa::Opcode::tensor_copy;
       c.ins.dst = p.dst;
       c.ins.src[0] = p.src;
-      c.ins.nsrc = 1;
-      c.ref[kDst] = op.ref[kDst];
       c.ref[kSrc0] = p.tile;
-      c.engine_auto = true;
       ops.push_back(c);
       ++r.copies;
     }

@@ -463,6 +463,48 @@ TEST(TilePassesKeepOnChip, ForwardsLoadsAsCopiesAndDropsDeadStores) {
   EXPECT_EQ(st["keep_on_chip.hbm_bytes_saved"], 65536);
 }
 
+TEST(TilePassesKeepOnChip, PartitionShiftBecomesAnSbufTransfer) {
+  // Rows 64..127 of t are stored to S, then loaded onto partitions 0..63 of u: the
+  // engines cannot shift partitions, so the load becomes one SBUF-to-SBUF dma_copy
+  // (the store is dead then). R holds rows 0..15; loading its rows 8..15 onto 0..7
+  // stays a load: an SBUF pattern of 8 partitions must start at 0, 32, 64 or 96, and
+  // t's rows 8..15 do not (found by trnsim fuzz).
+  const std::string in = R"(kernel k
+tensor X [128,16] fp32 input
+tensor S [64,16] fp32 scratch
+tensor R [16,16] fp32 scratch
+tensor Y [64,16] fp32 output
+pool a sbuf bufs=1
+pool b sbuf bufs=1
+tile t a [128,16] fp32 slot=0
+tile u b [64,16] fp32 slot=0
+%0 dma dma_copy dst=t:sbuf[0:128, 0, fp32, [1,16]] src=X:hbm[128x16, 0, fp32, [1,16]]
+%1 dma dma_copy dst=S:hbm[64x16, 0, fp32, [1,16]] src=t:sbuf[64:128, 0, fp32, [1,16]]
+%2 dma dma_copy dst=u:sbuf[0:64, 0, fp32, [1,16]] src=S:hbm[64x16, 0, fp32, [1,16]]
+%3 dma dma_copy dst=Y:hbm[64x16, 0, fp32, [1,16]] src=u:sbuf[0:64, 0, fp32, [1,16]]
+%4 dma dma_copy dst=R:hbm[16x16, 0, fp32, [1,16]] src=t:sbuf[0:16, 0, fp32, [1,16]]
+%5 dma dma_copy dst=u:sbuf[0:8, 0, fp32, [1,16]] src=R:hbm[8x16, 512, fp32, [1,16]]
+)";
+  std::map<std::string, double> st;
+  const std::string out = run_pass("keep_on_chip", in, &st);
+  EXPECT_EQ(lines(out, "%"),
+            (std::vector<std::string>{
+                "%0 dma dma_copy dst=t:sbuf[0:128, 0, fp32, [1,16]] src=X:hbm[128x16, 0, fp32, "
+                "[1,16]]",
+                "%2 dma dma_copy dst=u:sbuf[0:64, 0, fp32, [1,16]] src=t:sbuf[64:128, 0, fp32, "
+                "[1,16]]",
+                "%3 dma dma_copy dst=Y:hbm[64x16, 0, fp32, [1,16]] src=u:sbuf[0:64, 0, fp32, "
+                "[1,16]]",
+                "%4 dma dma_copy dst=R:hbm[16x16, 0, fp32, [1,16]] src=t:sbuf[0:16, 0, fp32, "
+                "[1,16]]",
+                "%5 dma dma_copy dst=u:sbuf[0:8, 0, fp32, [1,16]] src=R:hbm[8x16, 512, fp32, "
+                "[1,16]]",
+            }));
+  EXPECT_EQ(st["keep_on_chip.loads_forwarded"], 1);
+  EXPECT_EQ(st["keep_on_chip.stores_dropped"], 1);
+  EXPECT_EQ(st["keep_on_chip.hbm_bytes_saved"], 64 * 16 * 4);  // the store; the load moves on chip
+}
+
 TEST(TilePassesKeepOnChip, SpillsWhenSbufWouldRunOut) {
   // As lowered, pool a (2 x 128 B, ops 0..3) and pool b (128 B, ops 4..5) never live
   // together: 256 B per partition (c: 128 B more over ops 6..10, placed at 0 too).

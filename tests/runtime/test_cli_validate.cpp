@@ -12,16 +12,26 @@
 namespace trnsim::test {
 namespace {
 
-// Writes the model; false when python3-onnx or numpy is missing.
-bool write_cumsum_model(const std::filesystem::path& dir, std::string* path) {
-  *path = (dir / "cumsum.onnx").string();
-  const std::string py = write_text(dir / "make.py", R"(import sys
+// Runs `body` (Python; `d` is `dir`, numpy as np, onnx, helper, TensorProto and
+// numpy_helper as nh imported) to write DIR/NAME.onnx and whatever else it needs;
+// false when python3-onnx or numpy is missing.
+bool write_model(const std::filesystem::path& dir, const std::string& name, const std::string& body,
+                 std::string* path) {
+  *path = (dir / (name + ".onnx")).string();
+  const std::string py = write_text(dir / ("make_" + name + ".py"), R"(import sys
 try:
     import numpy as np, onnx
     from onnx import helper, TensorProto, numpy_helper as nh
 except ImportError:
     sys.exit(3)
-rng = np.random.default_rng(0)
+d = sys.argv[1]
+)" + body);
+  return std::system(
+             ("/usr/bin/python3 " + py + " " + dir.string() + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+bool write_cumsum_model(const std::filesystem::path& dir, std::string* path) {
+  return write_model(dir, "cumsum", R"(rng = np.random.default_rng(0)
 inits = [nh.from_array((rng.standard_normal((96, 80)) * 0.1).astype(np.float32), 'W1'),
          nh.from_array((rng.standard_normal((80, 40)) * 0.1).astype(np.float32), 'W2'),
          nh.from_array(np.array(1, dtype=np.int64), 'ax')]
@@ -31,9 +41,9 @@ nodes = [helper.make_node('MatMul', ['x', 'W1'], ['h']),
 g = helper.make_graph(nodes, 'cumsum_mlp',
                       [helper.make_tensor_value_info('x', TensorProto.FLOAT, [64, 96])],
                       [helper.make_tensor_value_info('y', TensorProto.FLOAT, [64, 40])], inits)
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), sys.argv[1])
-)");
-  return std::system(("/usr/bin/python3 " + py + " " + *path + " >/dev/null 2>&1").c_str()) == 0;
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/cumsum.onnx')
+)",
+                     path);
 }
 
 TEST(CliFallback, RunsCumSumOnTheHostAndReportsIt) {
@@ -62,23 +72,17 @@ TEST(CliFallback, RunsCumSumOnTheHostAndReportsIt) {
 // HBM (more transfers, same output bytes).
 TEST(CliKeepOnChip, SummaryFlagAndIdenticalOutputs) {
   const auto dir = temp_dir("cli_keep_on_chip");
-  const std::string model = (dir / "mlp.onnx").string();
-  const std::string py = write_text(dir / "make.py", R"(import sys
-try:
-    import numpy as np, onnx
-    from onnx import helper, TensorProto, numpy_helper as nh
-except ImportError:
-    sys.exit(3)
-rng = np.random.default_rng(0)
+  std::string model;
+  if (!write_model(dir, "mlp", R"(rng = np.random.default_rng(0)
 inits = [nh.from_array((rng.standard_normal((96, 200)) * 0.1).astype(np.float32), 'W1'),
          nh.from_array((rng.standard_normal((200, 40)) * 0.1).astype(np.float32), 'W2')]
 nodes = [helper.make_node('MatMul', ['x', 'W1'], ['h']), helper.make_node('Relu', ['h'], ['r']),
          helper.make_node('MatMul', ['r', 'W2'], ['y'])]
 g = helper.make_graph(nodes, 'mlp', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [64, 96])],
                       [helper.make_tensor_value_info('y', TensorProto.FLOAT, [64, 40])], inits)
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), sys.argv[1])
-)");
-  if (std::system(("/usr/bin/python3 " + py + " " + model + " >/dev/null 2>&1").c_str()) != 0)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/mlp.onnx')
+)",
+                   &model))
     GTEST_SKIP() << "python3-onnx not available";
   const std::string on = (dir / "on").string(), off = (dir / "off").string();
   CmdResult r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --output-dir " + on);
@@ -126,23 +130,17 @@ TEST(CliValidate, PassesAndFailsByTolerance) {
 // An ONNX scalar input (shape []) is [1] on the device; a 0-d .npy binds to it.
 TEST(CliValidate, ZeroDimNpyBindsAScalarInput) {
   const auto dir = temp_dir("cli_scalar_input");
-  const std::string model = (dir / "scale.onnx").string();
-  const std::string py = write_text(dir / "make.py", R"(import sys
-try:
-    import numpy as np, onnx
-    from onnx import helper, TensorProto
-except ImportError:
-    sys.exit(3)
-d = sys.argv[1]
-g = helper.make_graph([helper.make_node('Mul', ['x', 's'], ['y'])], 'scale',
+  std::string model;
+  if (!write_model(dir, "scale",
+                   R"(g = helper.make_graph([helper.make_node('Mul', ['x', 's'], ['y'])], 'scale',
                       [helper.make_tensor_value_info('x', TensorProto.FLOAT, [4, 8]),
                        helper.make_tensor_value_info('s', TensorProto.FLOAT, [])],
                       [helper.make_tensor_value_info('y', TensorProto.FLOAT, [4, 8])])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/scale.onnx')
 np.save(d + '/s.npy', np.array(2.5, dtype=np.float32))
 np.save(d + '/x.npy', np.arange(32, dtype=np.float32).reshape(4, 8))
-)");
-  if (std::system(("/usr/bin/python3 " + py + " " + dir.string() + " >/dev/null 2>&1").c_str()))
+)",
+                   &model))
     GTEST_SKIP() << "python3-onnx not available";
   const std::string in =
       " --input s=" + (dir / "s.npy").string() + " --input x=" + (dir / "x.npy").string();
