@@ -38,6 +38,7 @@ struct Target {
   uint32_t matmul_max_k = 128;
   uint32_t matmul_max_m = 128;
   uint32_t matmul_max_n = 512;
+  bool matmul_double_row = false;  // fp8 matmuls may take K = 2 x partitions
 
   // ---- synchronisation and DMA resources the compiler may use
   uint32_t semaphores = 256;
@@ -103,6 +104,7 @@ struct Target {
     l.matmul_max_k = matmul_max_k;
     l.matmul_max_m = matmul_max_m;
     l.matmul_max_n = matmul_max_n;
+    l.matmul_double_row = matmul_double_row;
     l.hbm_bytes = hbm_bytes;
     l.dma_engines = dma_engines;
     l.dma_queues = dma_queues_per_engine;

@@ -467,6 +467,7 @@ isa::Limits platform_config::limits() const {
   l.matmul_max_k = core.sbuf.partitions;
   l.matmul_max_m = core.psum.partitions;
   l.matmul_max_n = core.tensor.max_moving_free;
+  l.matmul_double_row = core.tensor.fp8_double_row;
   l.hbm_bytes = hbm.size_bytes;
   l.dma_engines = core.dma.engines;
   l.dma_queues = core.dma.queues_per_engine;

@@ -13,6 +13,7 @@ compiler::Target target_from_config(const platform::platform_config& c) {
   t.matmul_max_k = l.matmul_max_k;
   t.matmul_max_m = l.matmul_max_m;
   t.matmul_max_n = l.matmul_max_n;
+  t.matmul_double_row = l.matmul_double_row;
   t.semaphores = l.max_semaphores;
   t.dma_engines = c.core.dma.engines;
   t.dma_queues_per_engine = c.core.dma.queues_per_engine;

@@ -83,7 +83,7 @@ double op_cost_ns(const compiler::Target& t, const Op& op, isa::Engine e) {
       if (in.op == isa::Opcode::matmul) {
         const bool fp32 =
             in.src[0].dtype == isa::DType::fp32 || in.src[1].dtype == isa::DType::fp32;
-        const double mov = static_cast<double>(in.src[1].free_elems());
+        const double mov = static_cast<double>(isa::matmul_dims(in).N);
         cycles = (t.tensor_pipelined ? 0 : cycles) +
                  std::max(mov, ii) * (fp32 ? t.matmul_fp32_slowdown : 1);
       } else if (in.op == isa::Opcode::transpose) {

@@ -322,20 +322,23 @@ bool compare_zero(const Instruction& in, AluOp op, double v) {
 // ---- Opcodes ----
 
 void exec_matmul(const Instruction& in, const ExecArgs& a, Tile& o) {
-  const Tile& st = a.src[0];  // [K, M]
-  const Tile& mv = a.src[1];  // [K, N]
+  const Tile& st = a.src[0];  // [K, M], double_row: [K/2, 2M]
+  const Tile& mv = a.src[1];  // [K, N], double_row: [K/2, 2N]
   const uint32_t k_dim = st.parts;
-  const uint64_t m_dim = o.parts, n_dim = o.cols;
-  need_shape(in, st, k_dim, m_dim, "stationary");
-  need_shape(in, mv, k_dim, n_dim, "moving");
+  const uint64_t m_dim = o.parts, n_dim = o.cols, halves = in.double_row ? 2 : 1;
+  need_shape(in, st, k_dim, m_dim * halves, "stationary");
+  need_shape(in, mv, k_dim, n_dim * halves, "moving");
   // out[M,N] = st[K,M]^T @ mv[K,N]: an fp32 sgemm by BLIS (serial, so the summation
   // order never depends on threads). st^T is read in place: row stride 1, column
-  // stride M.
+  // stride = st's row length. Double-row: the second K half (columns M.. of st, N..
+  // of mv) is added by a second sgemm.
   if (m_dim == 0 || n_dim == 0 || k_dim == 0) return;  // o is already zero
   float one = 1.0f, zero = 0.0f;
-  bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, dim_t(m_dim), dim_t(n_dim), dim_t(k_dim), &one,
-            const_cast<float*>(st.v.data()), 1, inc_t(m_dim), const_cast<float*>(mv.v.data()),
-            inc_t(n_dim), 1, &zero, o.v.data(), inc_t(n_dim), 1);
+  for (uint64_t h = 0; h < halves; ++h)
+    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, dim_t(m_dim), dim_t(n_dim), dim_t(k_dim), &one,
+              const_cast<float*>(st.v.data() + h * m_dim), 1, inc_t(m_dim * halves),
+              const_cast<float*>(mv.v.data() + h * n_dim), inc_t(n_dim * halves), 1,
+              h ? &one : &zero, o.v.data(), inc_t(n_dim), 1);
 }
 
 void exec_transpose(const Instruction& in, const ExecArgs& a, Tile& o) {

@@ -257,9 +257,10 @@ void engine::run() {
       busy_until_ = std::max(busy_until_, end);
       ++instructions_;
       ++by_opcode_[static_cast<size_t>(in.op)];
-      if (in.op == isa::Opcode::matmul)  // K x M x N multiply-adds, 2 FLOP each
-        flops_[static_cast<size_t>(matmul_dtype(in))] +=
-            2 * in.src[0].partition_count * in.src[0].free_elems() * in.src[1].free_elems();
+      if (in.op == isa::Opcode::matmul) {  // K x M x N multiply-adds, 2 FLOP each
+        const isa::MatmulDims d = isa::matmul_dims(in);
+        flops_[static_cast<size_t>(matmul_dtype(in))] += 2 * d.K * d.M * d.N;
+      }
       if (ctx_.trace)
         ctx_.trace->slice(ctx_.trace->track(this), in, uint32_t(pc_), issued, tm.issue, issued - t0,
                           end - issued);

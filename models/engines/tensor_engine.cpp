@@ -42,7 +42,7 @@ tensor_engine::tensor_engine(const sc_core::sc_module_name& name, const tensor_e
 
 tensor_engine::mapping tensor_engine::map_matmul(const isa::Instruction& in) const {
   const isa::AccessPattern &st = in.src[0], &mv = in.src[1];
-  const uint64_t K = st.partition_count, M = st.free_elems(), N = mv.free_elems();
+  const auto [K, M, N] = isa::matmul_dims(in);
   const bool double_row = tparams_.fp8_double_row && isa::is_fp8(st.dtype);
   const bool fp32 = st.dtype == isa::DType::fp32 || mv.dtype == isa::DType::fp32;
   const uint32_t t = tparams_.tile_size;

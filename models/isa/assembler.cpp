@@ -249,6 +249,7 @@ enum class Key {
   accum_op,
   cmp,
   accumulate,
+  double_row,
   reverse0,
   reverse1,
   axes,
@@ -277,7 +278,8 @@ std::vector<KeySpec> keys_for(Opcode op) {
       k.push_back({"spread", Key::spread, false});
       break;
     case Opcode::matmul:
-      k.push_back({"accumulate", Key::accumulate, false});
+      k.insert(k.end(),
+               {{"accumulate", Key::accumulate, false}, {"double_row", Key::double_row, false}});
       break;
     case Opcode::activation:
       k.insert(k.end(), {{"func", Key::func, true},
@@ -753,6 +755,9 @@ class Assembler {
       case Key::accumulate:
         in.accumulate = parse_bool(c, k.name);
         break;
+      case Key::double_row:
+        in.double_row = parse_bool(c, k.name);
+        break;
       case Key::reverse0:
         in.reverse0 = parse_bool(c, k.name);
         break;
@@ -877,6 +882,7 @@ std::string disassemble(const Instruction& in, const Program* p) {
       break;
     case Opcode::matmul:
       if (in.accumulate) key("accumulate", "1");
+      if (in.double_row) key("double_row", "1");
       break;
     case Opcode::activation:
       key("func", std::string(act_func_name(in.func)));

@@ -17,7 +17,8 @@
 //   u32 nqueues x (u8 engine, u16 dma_engine, u16 dma_queue, u32 ninstrs x instruction)
 // instruction: u8 opcode, AP dst, u8 nsrc, nsrc x AP, u8 func, u8 op0, u8 op1,
 //   u8 accum_op, scalar arg0, scalar arg1, u8 flags (reverse0, reverse1, accumulate,
-//   has_accum; bits 4-7: dma_copy spread - 1), [AP accum if has_accum], u8 axes,
+//   has_accum; bit 4: matmul double_row; bits 4-7: dma_copy spread - 1), [AP accum
+//   if has_accum], u8 axes,
 //   i32 pstep, 4 x i32 steps, f32 fill,
 //   u32 nwaits x (u16 sem, u32 value), u32 nsignals x (u16 sem, u32 inc, u8 when),
 //   u32 source line.
@@ -28,7 +29,13 @@ namespace {
 
 constexpr char kMagic[4] = {'T', 'R', 'N', 'P'};
 
-enum Flags : uint8_t { kReverse0 = 1, kReverse1 = 2, kAccumulate = 4, kHasAccum = 8 };
+enum Flags : uint8_t {
+  kReverse0 = 1,
+  kReverse1 = 2,
+  kAccumulate = 4,
+  kHasAccum = 8,
+  kDoubleRow = 16,  // matmul; dma_copy uses the high nibble for spread
+};
 constexpr int kSpreadShift = 4;  // the high nibble holds dma_copy's spread - 1 (1..16)
 
 class Writer {
@@ -87,7 +94,7 @@ class Writer {
                                " (dma_copy only, 1..16)");
     u8((in.reverse0 ? kReverse0 : 0) | (in.reverse1 ? kReverse1 : 0) |
        (in.accumulate ? kAccumulate : 0) | (in.has_accum ? kHasAccum : 0) |
-       ((in.spread - 1) << kSpreadShift));
+       (in.double_row ? kDoubleRow : 0) | ((in.spread - 1) << kSpreadShift));
     if (in.has_accum) ap(in.accum);
     u8(in.axes);
     le(in.pstep);
@@ -217,14 +224,17 @@ class Reader {
     in.arg1 = scalar();
     const size_t fat = pos_;
     const uint8_t f = u8("flags");
-    const uint8_t known =
-        kReverse0 | kReverse1 | kAccumulate | kHasAccum | (in.op == Opcode::dma_copy ? 0xf0 : 0);
+    const uint8_t known = kReverse0 | kReverse1 | kAccumulate | kHasAccum |
+                          (in.op == Opcode::dma_copy ? 0xf0
+                           : in.op == Opcode::matmul ? kDoubleRow
+                                                     : 0);
     if (f & ~known) fail_at(fat, "bad flags " + std::to_string(f));
-    in.spread = static_cast<uint8_t>((f >> kSpreadShift) + 1);
+    in.spread = in.op == Opcode::dma_copy ? static_cast<uint8_t>((f >> kSpreadShift) + 1) : 1;
     in.reverse0 = f & kReverse0;
     in.reverse1 = f & kReverse1;
     in.accumulate = f & kAccumulate;
     in.has_accum = f & kHasAccum;
+    in.double_row = in.op == Opcode::matmul && (f & kDoubleRow);
     if (in.has_accum) in.accum = ap();
     in.axes = u8("axes");
     in.pstep = le<int32_t>("pstep");

@@ -117,6 +117,13 @@ bool ScalarOperand::operator==(const ScalarOperand& o) const {
   return is_ap ? ap == o.ap : same_float(imm, o.imm);
 }
 
+MatmulDims matmul_dims(const Instruction& in) {
+  const uint64_t P = in.src[0].partition_count, fs = in.src[0].free_elems(),
+                 fm = in.src[1].free_elems();
+  if (in.double_row) return {2 * P, fs / 2, fm / 2};
+  return {P, fs, fm};
+}
+
 bool Instruction::operator==(const Instruction& o) const {
   if (op != o.op || nsrc != o.nsrc || !(dst == o.dst)) return false;
   for (size_t i = 0; i < std::min<size_t>(nsrc, src.size()); ++i)
@@ -124,8 +131,9 @@ bool Instruction::operator==(const Instruction& o) const {
   if (has_accum != o.has_accum || (has_accum && !(accum == o.accum))) return false;
   return func == o.func && op0 == o.op0 && op1 == o.op1 && accum_op == o.accum_op &&
          arg0 == o.arg0 && arg1 == o.arg1 && reverse0 == o.reverse0 && reverse1 == o.reverse1 &&
-         accumulate == o.accumulate && axes == o.axes && pstep == o.pstep && steps == o.steps &&
-         same_float(fill, o.fill) && spread == o.spread && waits == o.waits && signals == o.signals;
+         accumulate == o.accumulate && double_row == o.double_row && axes == o.axes &&
+         pstep == o.pstep && steps == o.steps && same_float(fill, o.fill) && spread == o.spread &&
+         waits == o.waits && signals == o.signals;
 }
 
 }  // namespace trnsim::isa

@@ -112,10 +112,13 @@ struct Instruction {
   bool reverse0 = false;             // tensor_scalar: arg0 op0 src instead of src op0 arg0
   bool reverse1 = false;
   bool accumulate = false;  // matmul: add into PSUM instead of overwriting
-  bool has_accum = false;   // activation/tensor_scalar: also reduce results along free axes
-  AccessPattern accum;      // ... into this [P,1] pattern with accum_op
-  uint8_t axes = 0;         // tensor_reduce: bit i set = free dim i reduced
-  int32_t pstep = 0;        // iota/affine_select: coefficient of the partition index
+  // matmul, fp8 only (NC-v3+): K = 2 x partitions. Each partition's first M (N)
+  // stationary (moving) elements are K rows 0..P-1, the next M (N) rows P..2P-1.
+  bool double_row = false;
+  bool has_accum = false;  // activation/tensor_scalar: also reduce results along free axes
+  AccessPattern accum;     // ... into this [P,1] pattern with accum_op
+  uint8_t axes = 0;        // tensor_reduce: bit i set = free dim i reduced
+  int32_t pstep = 0;       // iota/affine_select: coefficient of the partition index
   std::array<int32_t, kMaxDims> steps{};  // ... and of each free index
   float fill = 0.0f;                      // affine_select: value where the predicate fails
   uint8_t spread = 1;  // dma_copy: DMA engines of the core sharing the rows (1..16)
@@ -139,6 +142,13 @@ struct OpcodeInfo {
   uint32_t engines;  // bit per Engine
 };
 const OpcodeInfo& opcode_info(Opcode o);
+
+// A matmul's logical sizes: dst[M,N] (+)= stationary[K,M]^T @ moving[K,N] (double_row:
+// K = 2 x partitions, M and N half the free elements).
+struct MatmulDims {
+  uint64_t K = 0, M = 0, N = 0;
+};
+MatmulDims matmul_dims(const Instruction& in);
 bool engine_allows(Engine e, Opcode o);
 
 }  // namespace trnsim::isa

@@ -351,10 +351,24 @@ class Checker {
     if (is_fp8(st.dtype) != is_fp8(mv.dtype))
       broken("stationary is " + std::string(dtype_name(st.dtype)) + " and moving is " +
              std::string(dtype_name(mv.dtype)) + "; matmul inputs are both fp8 or neither");
-    const uint64_t K = st.partition_count, M = st.free_elems(), N = mv.free_elems();
-    if (mv.partition_count != K)
-      broken("stationary has K=" + s(K) + " partitions but moving has " + s(mv.partition_count));
-    if (K > lim_.matmul_max_k) broken("K=" + s(K) + " exceeds " + s(lim_.matmul_max_k));
+    const uint64_t P = st.partition_count;
+    if (mv.partition_count != P)
+      broken("stationary has K=" + s(P) + " partitions but moving has " + s(mv.partition_count));
+    if (P > lim_.matmul_max_k) broken("K=" + s(P) + " exceeds " + s(lim_.matmul_max_k));
+    if (in_.double_row) {
+      if (!lim_.matmul_double_row)
+        broken(
+            "double_row=1 needs a tensor engine with fp8 double-row mode "
+            "(core.tensor.fp8_double_row)");
+      if (!is_fp8(st.dtype)) broken("double_row=1 is for fp8 inputs only");
+      if (st.free_elems() % 2 || mv.free_elems() % 2)
+        broken(
+            "double_row=1 needs an even number of stationary and moving free elements "
+            "(two K halves); they are " +
+            s(st.free_elems()) + " and " + s(mv.free_elems()));
+    }
+    const MatmulDims md = matmul_dims(in_);
+    const uint64_t M = md.M, N = md.N;
     if (M > lim_.matmul_max_m)
       broken("M=" + s(M) + " (stationary free elements) exceeds " + s(lim_.matmul_max_m));
     if (N > lim_.matmul_max_n)

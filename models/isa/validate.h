@@ -19,7 +19,8 @@ struct Limits {
   uint32_t matmul_max_k = 128;  // SBUF partitions (K; the PE array folds)
   uint32_t matmul_max_m = 128;  // PSUM partitions (M)
   uint32_t matmul_max_n = 512;
-  uint64_t hbm_bytes = 0;  // space available to the program (0: unchecked)
+  bool matmul_double_row = false;  // fp8 matmul may take K = 2 x partitions (NC-v3+)
+  uint64_t hbm_bytes = 0;          // space available to the program (0: unchecked)
   uint32_t dma_engines = 16;
   uint32_t dma_queues = 16;
   uint32_t max_semaphores = 256;

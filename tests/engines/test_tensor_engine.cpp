@@ -343,6 +343,46 @@ TEST(TensorEngineCosts, Fp32Fp8DoubleRowAndTranspose) {
     EXPECT_EQ(h.te[i]->last_done(), ns(want[i])) << "engine " << i;
 }
 
+TEST(TensorEngineCosts, Fp8DoubleRowTakesK256AtTheTimeOfK128) {
+  // K = 256 as double_row=1: 128 partitions, each holding K rows p (first M / N free
+  // elements) and 128 + p (the next M / N). Small integers are exact in fp8e4m3 and
+  // every sum is exact in fp32.
+  std::vector<tensor_engine_params> params = {plain(128, 128), plain(128, 128)};
+  for (auto& p : params) p.overhead_cycles = 0;
+  te_harness h("h", params);
+  h.ctx.functional = true;
+  const uint32_t M = 16, N = 40;
+  auto a = [](int k, int m) { return float((k + 3 * m) % 5 - 2); };
+  auto b = [](int k, int n) { return float((2 * k + n) % 3 - 1); };
+  for (int p = 0; p < 128; ++p)
+    for (int half = 0; half < 2; ++half) {
+      const int k = p + 128 * half;
+      for (uint32_t m = 0; m < M; ++m)
+        h.sbuf_mem.row(p)[half * M + m] = isa::fp32_to_fp8e4m3(a(k, int(m)));
+      for (uint32_t n = 0; n < N; ++n)
+        h.sbuf_mem.row(p)[1024 + half * N + n] = isa::fp32_to_fp8e4m3(b(k, int(n)));
+    }
+  Instruction dr = test::instr(Opcode::matmul, ps(0, M, 0, DType::fp32, {{1, N}}),
+                               {sb(0, 128, 0, DType::fp8e4m3, {{1, 2 * M}}),
+                                sb(0, 128, 1024, DType::fp8e4m3, {{1, 2 * N}})});
+  dr.double_row = true;
+  h.q[0] = {dr};
+  h.q[1] = {matmul(128, M, N)};  // bf16, K = 128
+  h.run();
+  ASSERT_TRUE(h.ctx.faults.empty()) << h.faults();
+  // One pass either way: 2 x 128 + 128 + max(40, 64) - 2 = 446.
+  EXPECT_EQ(h.te[0]->last_done(), ns(446));
+  EXPECT_EQ(h.te[1]->last_done(), ns(446));
+  for (uint32_t m = 0; m < M; ++m)
+    for (uint32_t n = 0; n < N; ++n) {
+      float ref = 0;
+      for (int k = 0; k < 256; ++k) ref += a(k, int(m)) * b(k, int(n));
+      ASSERT_EQ(test::f32_at(h.psum_mem.row(m) + 4 * n), ref) << m << "," << n;
+    }
+  // FLOPs count the logical K: 2 x 256 x 16 x 40.
+  EXPECT_EQ(h.te[0]->flops(DType::fp8e4m3), 2u * 256 * M * N);
+}
+
 // ---- array tiling --------------------------------------------------------------------
 
 TEST(TensorEngineTiling, SmallMatmulsRunConcurrentlyInTiles) {

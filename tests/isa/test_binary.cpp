@@ -55,6 +55,24 @@ TEST(Binary, RoundTripEveryOpcode) {
   EXPECT_EQ(encode_binary(q), b);
 }
 
+TEST(Binary, DoubleRowFlagRoundTripsAndIsMatmulOnly) {
+  const Program p = assemble(
+      ".queue tensor\nmatmul dst=psum[0:16, 0, fp32, [1,40]] stationary=sbuf[0:128, 0, fp8e4m3, "
+      "[1,32]] moving=sbuf[0:128, 1024, fp8e4m3, [1,80]] double_row=1 accumulate=1\n");
+  const Program q = decode_binary(encode_binary(p), "dr.tbin");
+  EXPECT_TRUE(q == p);
+  EXPECT_TRUE(q.queues[0].instrs[0].double_row);
+  EXPECT_EQ(q.queues[0].instrs[0].spread, 1);  // bit 4 is not dma_copy's spread here
+  EXPECT_NE(disassemble(q).find("accumulate=1 double_row=1"), std::string::npos) << disassemble(q);
+  // The same bit on another opcode is a bad flag (reverse0 locates the flags byte).
+  const Program t = assemble(".queue vector\nmemset dst=sbuf[0:1, 0, fp32, [1,4]] value=0\n");
+  Program r = t;
+  r.queues[0].instrs[0].reverse0 = true;
+  auto b = encode_binary(t);
+  b[diff_at(t, r)] = 16;
+  EXPECT_NE(error_of(b).find("bad flags 16"), std::string::npos) << error_of(b);
+}
+
 TEST(Binary, HeaderIsMagicThenVersion) {
   const auto b = encode_binary(small());
   ASSERT_GE(b.size(), 8u);

@@ -46,6 +46,35 @@ tensor_scalar dst=sbuf[0:128, 2048, fp32, [1,512]] src=sbuf[0:128, 0, fp32, [1,5
   EXPECT_NO_THROW(validate(p, lim));
 }
 
+TEST(Validate, Fp8DoubleRowMatmul) {
+  // K = 256 as 128 partitions x two halves of the free elements; the target must have
+  // double-row mode, the inputs must be fp8 and the free sizes even.
+  auto prog = [](const char* st_dt, int st_free, int mv_free) {
+    return assemble(std::string(".queue tensor\nmatmul dst=psum[0:16, 0, fp32, [1,40]] "
+                                "stationary=sbuf[0:128, 0, ") +
+                    st_dt + ", [1," + std::to_string(st_free) + "]] moving=sbuf[0:128, 1024, " +
+                    st_dt + ", [1," + std::to_string(mv_free) + "]] double_row=1\n");
+  };
+  Limits v3;
+  v3.matmul_double_row = true;
+  EXPECT_EQ(validation_error(prog("fp8e4m3", 32, 80), v3), "");
+  EXPECT_NE(validation_error(prog("fp8e4m3", 32, 80))
+                .find("double_row=1 needs a tensor engine "
+                      "with fp8 double-row mode"),
+            std::string::npos);
+  EXPECT_NE(validation_error(prog("bf16", 32, 80), v3).find("double_row=1 is for fp8 inputs only"),
+            std::string::npos);
+  EXPECT_NE(validation_error(prog("fp8e5m2", 33, 80), v3).find("an even number"),
+            std::string::npos);
+  // M and N are half the free sizes: dst [16, 40] above; [16, 80] does not match.
+  EXPECT_NE(validation_error(assemble(".queue tensor\nmatmul dst=psum[0:16, 0, fp32, [1,80]] "
+                                      "stationary=sbuf[0:128, 0, fp8e4m3, [1,32]] "
+                                      "moving=sbuf[0:128, 1024, fp8e4m3, [1,80]] double_row=1\n"),
+                             v3)
+                .find("stationary^T @ moving is [M,N]=[16,40]"),
+            std::string::npos);
+}
+
 TEST(Validate, PartitionStartRuleAllowedStarts) {
   // Each legal (start, count) corner of the rule passes.
   const Program p = assemble(R"(.queue vector

@@ -51,6 +51,35 @@ TEST(Cli, RunsAndReports) {
   EXPECT_NE(json.find("\"instructions\": 3"), std::string::npos) << json.substr(0, 400);
 }
 
+// fp8 double-row (K = 256 per matmul) runs where the config has the mode (trn2) and is
+// refused by name where it does not (trn1).
+TEST(Cli, Fp8DoubleRowNeedsTheMode) {
+  const std::string prog = write_text(temp_dir("cli_double_row") / "dr.tasm", R"(.program dr
+.semaphores 2
+.tensor A [128,32] fp8e4m3 input @0
+.tensor B [128,80] fp8e4m3 input @4096
+.tensor C [16,40] fp32 output @16384
+.queue dma 0 0
+dma_copy dst=sbuf[0:128, 0, fp8e4m3, [1,32]] src=hbm[128x32, @A, fp8e4m3, [1,32]] signal=s0+1
+dma_copy dst=sbuf[0:128, 1024, fp8e4m3, [1,80]] src=hbm[128x80, @B, fp8e4m3, [1,80]] signal=s0+1
+.queue tensor
+matmul dst=psum[0:16, 0, fp32, [1,40]] stationary=sbuf[0:128, 0, fp8e4m3, [1,32]] moving=sbuf[0:128, 1024, fp8e4m3, [1,80]] double_row=1 wait=s0>=2 signal=s1+1
+.queue vector
+tensor_copy dst=sbuf[0:16, 4096, fp32, [1,40]] src=psum[0:16, 0, fp32, [1,40]] wait=s1>=1 signal=s1+1
+.queue dma 1 0
+dma_copy dst=hbm[16x40, @C, fp32, [1,40]] src=sbuf[0:16, 4096, fp32, [1,40]] wait=s1>=2
+)");
+  CmdResult r = run_cmd(trnsim_bin() + " run " + prog + " -c trn2 --random-inputs=1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("of the fp8e4m3 peak"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run " + prog + " -c trn1 --random-inputs=1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("instruction 0 (line 10, matmul): double_row=1 needs a tensor engine with "
+                       "fp8 double-row mode (core.tensor.fp8_double_row)"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(Cli, UsageErrors) {
   auto r = run_cmd(trnsim_bin() + " frobnicate");
   EXPECT_EQ(r.code, 2);
