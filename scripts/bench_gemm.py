@@ -1,4 +1,4 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """GEMM benchmark of the compiler: an ONNX MatMul of two inputs, compiled by
 `trnsim run MODEL.onnx` and simulated timing-only (--no-functional) on one core.
 Prints the simulated time, the GEMM's utilisation of the tensor-engine peak

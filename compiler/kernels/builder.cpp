@@ -561,11 +561,17 @@ void Builder::dma(const TileView& dst, const TileView& src) {
 // ---- tensor engine
 
 void Builder::matmul(const TileView& dst, const TileView& stationary, const TileView& moving,
-                     bool accumulate) {
+                     bool accumulate, bool double_row) {
   in_space("matmul", "dst", dst, isa::MemSpace::psum);
   in_space("matmul", "stationary", stationary, isa::MemSpace::sbuf);
   in_space("matmul", "moving", moving, isa::MemSpace::sbuf);
-  const int64_t K = stationary.partitions(), M = stationary.free_elems(), N = moving.free_elems();
+  // Double-row: the first half of each operand's free elements is K rows 0..P-1,
+  // the second rows P..2P-1.
+  const int64_t halves = double_row ? 2 : 1;
+  const int64_t K = stationary.partitions(), M = stationary.free_elems() / halves,
+                N = moving.free_elems() / halves;
+  if (double_row && (stationary.free_elems() % 2 || moving.free_elems() % 2))
+    fail("matmul: double_row needs two equal K halves in each operand's free elements");
   if (k_.tiles[dst.tile()].dtype != isa::DType::fp32) fail("matmul: dst must be an fp32 PSUM tile");
   if (moving.partitions() != K)
     fail("matmul: stationary has K=" + std::to_string(K) + " partitions, moving has " +
@@ -580,11 +586,13 @@ void Builder::matmul(const TileView& dst, const TileView& stationary, const Tile
   if (!isa::is_float(st) || !isa::is_float(mv) || isa::is_fp8(st) != isa::is_fp8(mv))
     fail("matmul: inputs " + std::string(isa::dtype_name(st)) + " and " +
          std::string(isa::dtype_name(mv)) + ": both float, and both fp8 or neither");
+  if (double_row && !isa::is_fp8(st)) fail("matmul: double_row needs fp8 operands");
   tile::Op& op = add_op(isa::Opcode::matmul, isa::Engine::tensor, "matmul");
   set(op, tile::kDst, dst);
   set(op, tile::kSrc0, stationary);
   set(op, tile::kSrc1, moving);
   op.ins.accumulate = accumulate;
+  op.ins.double_row = double_row;
 }
 
 void Builder::transpose(const TileView& dst, const TileView& src) {

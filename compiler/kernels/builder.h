@@ -153,9 +153,11 @@ class Builder {
   void dma(const TileView& dst, const TileView& src);  // SBUF -> SBUF
 
   // ---- tensor engine
-  // dst[M,N] (psum fp32) (+)= stationary[K,M]^T @ moving[K,N].
+  // dst[M,N] (psum fp32) (+)= stationary[K,M]^T @ moving[K,N]. double_row (fp8, on
+  // targets with the mode): K = 2 x partitions, each operand's free elements holding
+  // the two K halves one after the other ([P, 2, M] and [P, 2, N] views).
   void matmul(const TileView& dst, const TileView& stationary, const TileView& moving,
-              bool accumulate);
+              bool accumulate, bool double_row = false);
   void transpose(const TileView& dst, const TileView& src);  // psum [F,P] = src [P,F]
 
   // ---- elementwise and reductions

@@ -4,7 +4,9 @@
 // A^T [k, m] (A rows transposed on the tensor engine), the moving one B [k, n]. Operands are
 // cast on chip to the node's compute_dtype; tails of any size are shorter tiles.
 // Batched MatMul loops over the (flattened) batch dims; a 2-D B is shared by every row of A,
-// so A's leading dims are flattened onto M.
+// so A's leading dims are flattened onto M. fp8 operands on a target with double-row
+// mode take full k-tiles in pairs: one matmul with K = 256 (double_row=1) at the cost of
+// K = 128, both halves side by side in one SBUF tile ([128, 2, m] and [128, 2, n]).
 #include <algorithm>
 
 #include "compiler/ir/trn_ops.h"
@@ -28,20 +30,44 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
+// k-tiles of `s` that run as double-row pairs (full 128-row tiles, two at a time),
+// and the k-tiles left to run alone.
+struct KTiles {
+  int64_t pairs, singles;
+};
+KTiles k_tiles(const compiler::Target& t, const MatmulShape& s) {
+  const int64_t KT = ceil_div(s.K, t.matmul_max_k);
+  const int64_t pairs =
+      t.matmul_double_row && isa::is_fp8(s.dt) ? s.K / t.matmul_max_k / 2 : int64_t{0};
+  return {pairs, KT - 2 * pairs};
+}
+
 // PSUM banks for accumulators: two go to the A transposes.
 int acc_banks(const compiler::Target& t) {
   return static_cast<int>(t.psum_partition_bytes / t.psum_bank_bytes) - 2;
 }
 
 // SBUF bytes per partition of the blocked GEMM with `gm` m-tiles per block.
+// Buffers of the A^T and B pools: single k-tiles (`at`, `b`) and double-row pairs.
+struct BlockedBufs {
+  int64_t at, b, at2, b2;
+};
+// `more`: another block follows, whose A^T tiles load while this one runs.
+BlockedBufs blocked_bufs(const compiler::Target& t, const MatmulShape& s, bool more) {
+  const KTiles k = k_tiles(t, s);
+  return {k.singles + (more ? std::min<int64_t>(k.singles, 4) : 0),
+          std::min<int64_t>(2 * k.singles, 32),
+          k.pairs + (more ? std::min<int64_t>(k.pairs, 2) : 0), std::min<int64_t>(2 * k.pairs, 16)};
+}
+
 uint64_t blocked_need(const compiler::Target& t, const MatmulShape& s, int64_t gm) {
-  const int64_t KT = ceil_div(s.K, t.matmul_max_k), MT = ceil_div(s.M, t.matmul_max_m);
+  const int64_t MT = ceil_div(s.M, t.matmul_max_m);
   const uint64_t es = isa::dtype_size(s.dt);
   const int64_t width = std::min(gm, MT) * t.matmul_max_m;
-  const int64_t at_bufs = KT + (MT > gm ? std::min<int64_t>(KT, 4) : 0);
-  const int64_t b_bufs = std::min<int64_t>(2 * KT, 32);
-  return static_cast<uint64_t>(at_bufs * width) * es +
-         static_cast<uint64_t>(b_bufs * s.chunk) * es + 2 * static_cast<uint64_t>(s.K) * es;
+  const BlockedBufs b = blocked_bufs(t, s, MT > gm);
+  return static_cast<uint64_t>((b.at + 2 * b.at2) * width) * es +
+         static_cast<uint64_t>((b.b + 2 * b.b2) * s.chunk) * es +
+         2 * static_cast<uint64_t>(s.K) * es;
 }
 
 // m-tiles per block: as many as PSUM accumulators and SBUF allow (0: none fits).
@@ -54,18 +80,20 @@ int blocked_group(const compiler::Target& t, const MatmulShape& s, uint64_t othe
 
 struct BlockedPools {
   kernels::PoolRef at, b, acc, rows, tp;
+  kernels::PoolRef at2, b2;  // double-row pairs (when k_tiles has any)
 };
 
 BlockedPools blocked_pools(Ctx& c, const std::string& pfx, const MatmulShape& s, int gm,
                            int64_t batches) {
   const compiler::Target& t = c.target;
-  const int64_t KT = ceil_div(s.K, t.matmul_max_k), MT = ceil_div(s.M, t.matmul_max_m);
-  const bool more = MT > gm || batches > 1;
+  const int64_t MT = ceil_div(s.M, t.matmul_max_m);
+  const BlockedBufs b = blocked_bufs(t, s, MT > gm || batches > 1);
+  auto bufs = [](int64_t n) { return static_cast<uint32_t>(std::max<int64_t>(n, 1)); };
   BlockedPools p;
-  p.at = c.b.pool(pfx + ".at", isa::MemSpace::sbuf,
-                  static_cast<uint32_t>(KT + (more ? std::min<int64_t>(KT, 4) : 0)));
-  p.b = c.b.pool(pfx + ".b", isa::MemSpace::sbuf,
-                 static_cast<uint32_t>(std::min<int64_t>(2 * KT, 32)));
+  p.at = c.b.pool(pfx + ".at", isa::MemSpace::sbuf, bufs(b.at));
+  p.b = c.b.pool(pfx + ".b", isa::MemSpace::sbuf, bufs(b.b));
+  p.at2 = c.b.pool(pfx + ".at2", isa::MemSpace::sbuf, bufs(b.at2));
+  p.b2 = c.b.pool(pfx + ".b2", isa::MemSpace::sbuf, bufs(b.b2));
   p.acc = c.b.pool(pfx + ".acc", isa::MemSpace::psum, static_cast<uint32_t>(gm));
   p.rows = c.b.pool(pfx + ".rows", isa::MemSpace::sbuf, 2);
   p.tp = c.b.pool(pfx + ".tp", isa::MemSpace::psum, 2);
@@ -85,11 +113,17 @@ void blocked_gemm(Ctx& c, const BlockedPools& p, const MatmulShape& s, int gm,
   const compiler::Target& t = c.target;
   const int64_t KP = t.matmul_max_k, MP = t.matmul_max_m;
   const int64_t KT = ceil_div(s.K, KP), MT = ceil_div(s.M, MP);
+  const int64_t pairs = k_tiles(t, s).pairs;  // k-tiles 0 .. 2 * pairs - 1 go in twos
   for (int64_t m_base = 0; m_base < MT; m_base += gm) {
     const int64_t g = std::min<int64_t>(gm, MT - m_base);
     const int64_t m0 = m_base * MP, width = std::min(g * MP, s.M - m0);
-    std::vector<TileView> at;
-    for (int64_t kt = 0; kt < KT; ++kt)
+    // A^T k-tiles [k, width]; a pair's two are the halves of one [128, 2, width] tile.
+    std::vector<TileView> at, at2;
+    for (int64_t j = 0; j < pairs; ++j) {
+      at2.push_back(c.b.tile(p.at2, {KP, 2, width}, s.dt));
+      for (int64_t h = 0; h < 2; ++h) at.push_back(at2.back()({all(), kernels::at(h), all()}));
+    }
+    for (int64_t kt = 2 * pairs; kt < KT; ++kt)
       at.push_back(c.b.tile(p.at, {std::min(KP, s.K - kt * KP), width}, s.dt));
     for (int64_t mt = 0; mt < g; ++mt) {
       const int64_t a0 = m0 + mt * MP, am = std::min(MP, s.M - a0);
@@ -115,7 +149,18 @@ void blocked_gemm(Ctx& c, const BlockedPools& p, const MatmulShape& s, int gm,
       std::vector<TileView> acc;
       for (int64_t mt = 0; mt < g; ++mt)
         acc.push_back(c.b.tile(p.acc, {std::min(MP, s.M - m0 - mt * MP), nt}, DType::fp32));
-      for (int64_t kt = 0; kt < KT; ++kt) {
+      for (int64_t j = 0; j < pairs; ++j) {  // K = 256 per matmul
+        TileView bt = c.b.tile(p.b2, {KP, 2, nt}, s.dt);
+        for (int64_t h = 0; h < 2; ++h) {
+          const int64_t kk = (2 * j + h) * KP;
+          c.b.dma(bt({all(), kernels::at(h), all()}), B({sl(kk, kk + KP), sl(n0, n0 + nt)}));
+        }
+        for (int64_t mt = 0; mt < g; ++mt) {
+          const int64_t am = std::min(MP, s.M - m0 - mt * MP);
+          c.b.matmul(acc[mt], at2[j]({all(), all(), sl(mt * MP, mt * MP + am)}), bt, j > 0, true);
+        }
+      }
+      for (int64_t kt = 2 * pairs; kt < KT; ++kt) {
         const int64_t kk = kt * KP, ks = std::min(KP, s.K - kk);
         TileView bt = c.b.tile(p.b, {ks, nt}, s.dt);
         c.b.dma(bt, B({sl(kk, kk + ks), sl(n0, n0 + nt)}));  // casts to the operand type

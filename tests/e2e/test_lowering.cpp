@@ -52,6 +52,27 @@ TEST(LoweringHand, MatMulBiasReluFp8) {
   check_graph(linear_relu(true), Precision::fp8, 1e-2, 1e-3);
 }
 
+// fp8 on a target with double-row mode (tiny): K = 300 is one pair of full k-tiles
+// (one K = 256 matmul per m-tile and n-chunk) and a 44-row tail alone; without the
+// mode every k-tile runs alone. The numerics are checked by MatMulBiasReluFp8.
+TEST(LoweringHand, MatMulFp8PairsKTilesAsDoubleRow) {
+  auto count = [](bool mode) {
+    compiler::CompileOnnxOptions o;
+    o.precision = Precision::fp8;
+    o.target = runtime::target_from_config(platform::load_config("tiny"));
+    o.target.matmul_double_row = mode;
+    const isa::Program p = compiler::compile_graph(linear_relu(true), o).program;
+    std::pair<int, int> n{0, 0};  // double-row, single matmuls
+    for (const auto& q : p.queues)
+      for (const auto& in : q.instrs)
+        if (in.op == isa::Opcode::matmul) ++(in.double_row ? n.first : n.second);
+    return n;
+  };
+  // 2 m-tiles x 1 n-chunk (130 <= 512): one pair and one tail each.
+  EXPECT_EQ(count(true), std::make_pair(2, 2));
+  EXPECT_EQ(count(false), std::make_pair(0, 6));
+}
+
 // Value and graph names outside [A-Za-z0-9_.] become valid tensor names.
 TEST(LoweringHand, NamesMadeValid) {
   ir::Graph g = linear_relu(true);
