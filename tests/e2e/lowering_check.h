@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "compiler/compile.h"
 #include "compiler/frontend/onnx_import.h"
@@ -38,6 +40,31 @@ inline Tensor random_tensor(const ir::Shape& shape, uint32_t seed, float lo = -1
 // fp32 values of any tensor (integers and bools are fp32 on the device).
 inline std::vector<float> as_floats(const Tensor& t) {
   return t.holds_floats() ? t.floats() : t.cast(ElemType::fp32).floats();
+}
+
+// Every element of `got` within atol + rtol * |want| of `want`; NaN and inf must match
+// exactly (a NaN or inf where the reference is finite, or the other way round, fails:
+// |got - want| alone would let a NaN through). Reports up to 5 elements.
+inline void expect_close(const std::string& name, const std::vector<float>& got,
+                         const std::vector<float>& want, double rtol, double atol) {
+  ASSERT_EQ(got.size(), want.size()) << name;
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = want[i], g = got[i];
+    bool ok;
+    if (std::isnan(e) || std::isnan(g)) {
+      ok = std::isnan(e) && std::isnan(g);
+    } else if (std::isinf(e) || std::isinf(g)) {
+      ok = e == g;
+    } else {
+      const double d = std::fabs(g - e);
+      worst = std::max(worst, d);
+      ok = d <= atol + rtol * std::fabs(e);
+    }
+    if (!ok && bad++ < 5) ADD_FAILURE() << name << "[" << i << "]: got " << g << ", want " << e;
+  }
+  EXPECT_EQ(bad, 0u) << name << " worst abs error " << worst;
 }
 
 // Compiles `g` for tiny at `p`, runs it with random inputs (`given` ones as given;
@@ -84,16 +111,8 @@ inline void check_graph(ir::Graph g, Precision p, double rtol, double atol,
     auto it = rep.launches.at(0).outputs.find(name);
     ASSERT_NE(it, rep.launches.at(0).outputs.end()) << name;
     const std::vector<float> got = it->second.to_float(), wf = as_floats(w);
+    expect_close(name, got, wf, rtol, atol);
     ASSERT_EQ(got.size(), wf.size()) << name;
-    size_t bad = 0;
-    double worst = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      const double e = wf[i], d = std::fabs(got[i] - e);
-      worst = std::max(worst, d);
-      if (d > atol + rtol * std::fabs(e) && bad++ < 5)
-        ADD_FAILURE() << name << "[" << i << "]: got " << got[i] << ", want " << e;
-    }
-    EXPECT_EQ(bad, 0u) << name << " worst abs error " << worst;
     // The emulation reference itself stays near fp32 (sanity of the comparison);
     // fp8 (e4m3, 3 mantissa bits) operands are much coarser.
     const double loose = p == Precision::fp8 ? 0.25 : 0.05;
