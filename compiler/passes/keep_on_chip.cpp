@@ -7,7 +7,8 @@
 //  - sources on the load's own partitions: tensor_copy ops (engine chosen by
 //    assign_engines; they cast as the DMA did), one per run of the load's free
 //    pattern that comes from one tile with constant strides, the same on every
-//    partition; at most kMaxPieces (each is an engine instruction with a fixed cost);
+//    partition; equal runs a constant distance apart merge into one 2-D copy; at
+//    most kMaxPieces (each is an engine instruction with a fixed cost);
 //  - sources a fixed number of partitions away (engines cannot move data across
 //    partitions): one SBUF-to-SBUF dma_copy when a single pattern covers it.
 // A source tile read this way moves to a pool of its own (it must outlive its old
@@ -140,10 +141,42 @@ bool plan_pieces(const Op& load, const std::vector<Owner>& src, std::vector<Piec
     p.src.dims = {};
     p.src.dims[0] = {e - j > 1 ? sstep / ses : 1, static_cast<uint32_t>(e - j)};
     pieces.push_back(p);
-    if (pieces.size() > (*dma ? 1 : kMaxPieces)) return false;
+    if (pieces.size() > 64 * kMaxPieces) return false;  // hopeless even after merging
     j = e;
   }
-  return true;
+  // Runs of equal runs a constant distance apart on both sides (a padded or strided
+  // row after row) become one 2-D piece.
+  std::vector<Piece> merged;
+  for (size_t i = 0; i < pieces.size();) {
+    Piece m = pieces[i];
+    size_t e = i + 1;
+    if (e < pieces.size() && pieces[e].tile == m.tile && pieces[e].dst.dims[0] == m.dst.dims[0] &&
+        pieces[e].src.dims[0] == m.src.dims[0]) {
+      const int64_t dd = static_cast<int64_t>(pieces[e].dst.offset - m.dst.offset);
+      const int64_t sd = static_cast<int64_t>(pieces[e].src.offset - m.src.offset);
+      const int64_t des = static_cast<int64_t>(isa::dtype_size(m.dst.dtype));
+      const int64_t ses = static_cast<int64_t>(isa::dtype_size(m.src.dtype));
+      while (e < pieces.size() && pieces[e].tile == m.tile &&
+             pieces[e].dst.dims[0] == m.dst.dims[0] && pieces[e].src.dims[0] == m.src.dims[0] &&
+             static_cast<int64_t>(pieces[e].dst.offset - pieces[e - 1].dst.offset) == dd &&
+             static_cast<int64_t>(pieces[e].src.offset - pieces[e - 1].src.offset) == sd)
+        ++e;
+      if (e - i > 1 && dd % des == 0 && sd % ses == 0 && dd != 0) {
+        const uint32_t count = static_cast<uint32_t>(e - i);
+        m.dst.dims[1] = m.dst.dims[0];
+        m.dst.dims[0] = {dd / des, count};
+        m.src.dims[1] = m.src.dims[0];
+        m.src.dims[0] = {sd / ses, count};
+        m.dst.ndims = m.src.ndims = 2;
+      } else {
+        e = i + 1;
+      }
+    }
+    merged.push_back(m);
+    i = e;
+  }
+  pieces = std::move(merged);
+  return pieces.size() <= (*dma ? 1 : kMaxPieces);
 }
 
 Analysis analyse(const Kernel& k, const compiler::Target& t) {

@@ -505,6 +505,31 @@ tile u b [64,16] fp32 slot=0
   EXPECT_EQ(st["keep_on_chip.hbm_bytes_saved"], 64 * 16 * 4);  // the store; the load moves on chip
 }
 
+TEST(TilePassesKeepOnChip, EqualRunsMergeIntoOneStridedCopy) {
+  // u takes columns 0..7 and 16..23 of t (through S): two runs of 8 elements, 16
+  // apart in t and 8 apart in u, become one copy with a 2-D pattern on each side.
+  const std::string in = R"(kernel k
+tensor X [128,32] fp32 input
+tensor S [128,32] fp32 scratch
+tensor Y [128,16] fp32 output
+pool a sbuf bufs=1
+pool b sbuf bufs=1
+tile t a [128,32] fp32 slot=0
+tile u b [128,16] fp32 slot=0
+%0 dma dma_copy dst=t:sbuf[0:128, 0, fp32, [1,32]] src=X:hbm[128x32, 0, fp32, [1,32]]
+%1 dma dma_copy dst=S:hbm[128x32, 0, fp32, [1,32]] src=t:sbuf[0:128, 0, fp32, [1,32]]
+%2 dma dma_copy dst=u:sbuf[0:128, 0, fp32, [1,16]] src=S:hbm[128x32, 0, fp32, [16,2], [1,8]]
+%3 dma dma_copy dst=Y:hbm[128x16, 0, fp32, [1,16]] src=u:sbuf[0:128, 0, fp32, [1,16]]
+)";
+  std::map<std::string, double> st;
+  const std::string out = run_pass("keep_on_chip", in, &st);
+  EXPECT_EQ(lines(out, "%2"), (std::vector<std::string>{
+                                  "%2 auto tensor_copy dst=u:sbuf[0:128, 0, fp32, [8,2], [1,8]] "
+                                  "src=t:sbuf[0:128, 0, fp32, [16,2], [1,8]]"}));
+  EXPECT_EQ(st["keep_on_chip.copies"], 1);
+  EXPECT_EQ(st["keep_on_chip.stores_dropped"], 1);
+}
+
 TEST(TilePassesKeepOnChip, SpillsWhenSbufWouldRunOut) {
   // As lowered, pool a (2 x 128 B, ops 0..3) and pool b (128 B, ops 4..5) never live
   // together: 256 B per partition (c: 128 B more over ops 6..10, placed at 0 too).
