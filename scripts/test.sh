@@ -35,7 +35,7 @@ if [ "${TRNSIM_SKIP_SANITIZERS:-0}" != 1 ]; then
   # exception that unwinds in a process after the kernel has run makes ASan report
   # stack-buffer-overflow / stack-use-after-scope inside __asan_handle_no_return
   # ("False positive error reports may follow"). These tests check error exits.
-  asan_false_positives='^(Cli\.(AccessPatternOutOfBounds|PartitionStartRule|HbmOutOfRange|RefusedDtypeCombination|MatmulLimits|PsumBankOverflow|DeadlockReportsEveryPendingWait|MissingAndMisshapedInputs)|LoweringHand\.ElementwiseGeneralBroadcastFp32|Checks\.FailOnFindingsThrowsWithTheReport)$'
+  asan_false_positives='^(Cli\.(AccessPatternOutOfBounds|PartitionStartRule|HbmOutOfRange|RefusedDtypeCombination|MatmulLimits|PsumBankOverflow|DeadlockReportsEveryPendingWait|MissingAndMisshapedInputs|Fp8DoubleRowRefusedWithoutTheMode)|LoweringHand\.ElementwiseGeneralBroadcastFp32|Checks\.FailOnFindingsThrowsWithTheReport)$'
   (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest -j "$jobs" --output-on-failure --timeout 900 -E "$asan_false_positives")
 fi

@@ -53,8 +53,8 @@ TEST(Cli, RunsAndReports) {
 
 // fp8 double-row (K = 256 per matmul) runs where the config has the mode (trn2) and is
 // refused by name where it does not (trn1).
-TEST(Cli, Fp8DoubleRowNeedsTheMode) {
-  const std::string prog = write_text(temp_dir("cli_double_row") / "dr.tasm", R"(.program dr
+std::string double_row_program() {
+  return write_text(temp_dir("cli_double_row") / "dr.tasm", R"(.program dr
 .semaphores 2
 .tensor A [128,32] fp8e4m3 input @0
 .tensor B [128,80] fp8e4m3 input @4096
@@ -69,10 +69,18 @@ tensor_copy dst=sbuf[0:16, 4096, fp32, [1,40]] src=psum[0:16, 0, fp32, [1,40]] w
 .queue dma 1 0
 dma_copy dst=hbm[16x40, @C, fp32, [1,40]] src=sbuf[0:16, 4096, fp32, [1,40]] wait=s1>=2
 )");
-  CmdResult r = run_cmd(trnsim_bin() + " run " + prog + " -c trn2 --random-inputs=1");
+}
+
+TEST(Cli, Fp8DoubleRowRunsWithTheMode) {
+  CmdResult r =
+      run_cmd(trnsim_bin() + " run " + double_row_program() + " -c trn2 --random-inputs=1");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("of the fp8e4m3 peak"), std::string::npos) << r.out;
-  r = run_cmd(trnsim_bin() + " run " + prog + " -c trn1 --random-inputs=1");
+}
+
+TEST(Cli, Fp8DoubleRowRefusedWithoutTheMode) {
+  CmdResult r =
+      run_cmd(trnsim_bin() + " run " + double_row_program() + " -c trn1 --random-inputs=1");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("instruction 0 (line 10, matmul): double_row=1 needs a tensor engine with "
                        "fp8 double-row mode (core.tensor.fp8_double_row)"),
