@@ -214,8 +214,8 @@ Operand load_operand(Ctx& c, const ir::Node& n, const ir::Value* v, const ir::Sh
     if (i0 + 1 < rt) delta = src_row(r0 + i0 + 1) - s0;
     if (delta != 0 && delta != 1) delta = 0;
     while (i0 + len < rt && src_row(r0 + i0 + len) == s0 + delta * len) ++len;
-    // DMAs may start only at some partitions (>64: 0; 33..64: 0, 64; <=32: 0, 32, 64, 96).
-    aligned = i0 == 0 || (len <= 64 && i0 == 64) || (len <= 32 && i0 % 32 == 0);
+    // DMAs may start only at some partitions (the partition-start rule).
+    aligned = isa::partition_start_ok(static_cast<uint32_t>(i0), static_cast<uint32_t>(len));
     runs.push_back({i0, len, s0, delta});
     i0 += len;
   }

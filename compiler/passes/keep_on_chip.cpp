@@ -51,12 +51,6 @@ void stream(const isa::AccessPattern& ap, std::vector<Elem>& out) {
   }
 }
 
-bool start_ok(uint32_t st, uint32_t c) {
-  if (c > 64) return st == 0;
-  if (c > 32) return st == 0 || st == 64;
-  return st % 32 == 0;
-}
-
 // Per element of a tracked HBM tensor: the op that last wrote it and, when that op
 // copied it from an SBUF tile without a cast, where in the tile it came from.
 struct Owner {
@@ -96,8 +90,8 @@ bool plan_pieces(const Op& load, const std::vector<Owner>& src, std::vector<Piec
   const int64_t shift = static_cast<int64_t>(src[0].part) - d.partition_start;
   *dma = shift != 0;
   // The partition-start rule holds for every on-chip pattern, DMA ones included.
-  if (!start_ok(d.partition_start, d.partition_count) ||
-      !start_ok(static_cast<uint32_t>(d.partition_start + shift), d.partition_count))
+  if (!isa::partition_start_ok(d.partition_start, d.partition_count) ||
+      !isa::partition_start_ok(static_cast<uint32_t>(d.partition_start + shift), d.partition_count))
     return false;
   std::vector<int64_t> dfree;
   dfree.reserve(n);

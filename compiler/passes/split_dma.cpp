@@ -19,12 +19,6 @@ namespace trnsim::tile {
 
 namespace {
 
-bool start_ok(uint32_t st, uint32_t c) {
-  if (c > 64) return st == 0;
-  if (c > 32) return st == 0 || st == 64;
-  return st % 32 == 0;
-}
-
 isa::AccessPattern take_rows(const isa::AccessPattern& ap, uint32_t first, uint32_t count) {
   isa::AccessPattern p = ap;
   p.partition_count = count;
@@ -101,9 +95,9 @@ std::vector<uint32_t> plan(const compiler::Target& t, const Op& op, uint32_t& fr
       const uint32_t other = d.space == isa::MemSpace::sbuf && s.space == isa::MemSpace::sbuf
                                  ? (sb == &d ? s.partition_start : d.partition_start) + done
                                  : 0;
-      ok = ok && start_ok(st, c) &&
+      ok = ok && isa::partition_start_ok(st, c) &&
            (!(d.space == isa::MemSpace::sbuf && s.space == isa::MemSpace::sbuf) ||
-            start_ok(other, c));
+            isa::partition_start_ok(other, c));
       pieces.push_back(c);
       done += c;
     }

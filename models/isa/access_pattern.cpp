@@ -143,6 +143,12 @@ bool AccessPattern::free_contiguous() const {
   return true;
 }
 
+bool partition_start_ok(uint32_t start, uint32_t count) {
+  if (count > 64) return start == 0;
+  if (count > 32) return start == 0 || start == 64;
+  return start % 32 == 0;
+}
+
 AccessPattern ap_2d(MemSpace s, DType t, uint32_t pstart, uint32_t parts, uint64_t offset,
                     uint32_t n) {
   AccessPattern ap;

@@ -55,6 +55,10 @@ struct AccessPattern {
   bool operator==(const AccessPattern&) const = default;
 };
 
+// The partition-start rule for on-chip patterns: more than 64 partitions start at 0,
+// 33..64 at 0 or 64, 1..32 at 0, 32, 64 or 96.
+bool partition_start_ok(uint32_t start, uint32_t count);
+
 // Build a simple pattern: `parts` partitions from `pstart`, `n` contiguous elements.
 AccessPattern ap_2d(MemSpace s, DType t, uint32_t pstart, uint32_t parts, uint64_t offset,
                     uint32_t n);

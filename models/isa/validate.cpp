@@ -168,12 +168,12 @@ class Checker {
       broken(n + " ends at byte " + s(ap.end_byte()) + ", past the " + s(psize) + "-byte " +
              std::string(mem_space_name(ap.space)) + " partition");
     const uint32_t st = ap.partition_start, c = ap.partition_count;
-    const char* rule = nullptr;
-    if (c > 64 && st != 0) rule = "more than 64 partitions start at 0";
-    if (c > 32 && c <= 64 && st != 0 && st != 64) rule = "33..64 partitions start at 0 or 64";
-    if (c <= 32 && st % 32 != 0) rule = "1..32 partitions start at 0, 32, 64 or 96";
-    if (rule)
+    if (!partition_start_ok(st, c)) {
+      const char* rule = c > 64   ? "more than 64 partitions start at 0"
+                         : c > 32 ? "33..64 partitions start at 0 or 64"
+                                  : "1..32 partitions start at 0, 32, 64 or 96";
       broken(n + " partition_start " + s(st) + " breaks the partition-start rule (" + rule + ")");
+    }
   }
 
   void space_rule(const std::string& n, MemSpace sp, bool write) {
