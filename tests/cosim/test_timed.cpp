@@ -22,6 +22,17 @@ struct Result {
   sc_core::sc_time returned;  // SystemC time when run_tile returned
 };
 
+// One random tile of S moving vectors through `rtl`, with the reference result.
+Result run_random_tile(tile_adapter& rtl, std::mt19937_64& rng, uint32_t S) {
+  const auto w = test::random_bf16(rng, 64);
+  const auto x = test::random_bf16(rng, size_t{S} * 8);
+  Result r;
+  r.run = rtl.run_tile(w, x, S);
+  r.returned = sc_core::sc_time_stamp();
+  r.want = systolic_reference(w, 8, 8, x, S);
+  return r;
+}
+
 SC_MODULE(TimedTop) {
   tile_adapter rtl;
   std::vector<Result> results;
@@ -36,15 +47,7 @@ SC_MODULE(TimedTop) {
 
   void run() {
     std::mt19937_64 rng(12);
-    for (uint32_t S : {1u, 5u, 64u}) {
-      const auto w = test::random_bf16(rng, 64);
-      const auto x = test::random_bf16(rng, size_t{S} * 8);
-      Result r;
-      r.run = rtl.run_tile(w, x, S);
-      r.returned = sc_core::sc_time_stamp();
-      r.want = systolic_reference(w, 8, 8, x, S);
-      results.push_back(std::move(r));
-    }
+    for (uint32_t S : {1u, 5u, 64u}) results.push_back(run_random_tile(rtl, rng, S));
     // Speed: jobs of S = 512 for ~0.5 s of host time.
     const auto w = test::random_bf16(rng, 64);
     const auto x = test::random_bf16(rng, 512 * 8);
@@ -100,13 +103,7 @@ SC_MODULE(GatedTop) {
   void run() {
     std::mt19937_64 rng(13);
     for (uint32_t S : {1u, 9u, 64u}) {
-      const auto w = test::random_bf16(rng, 64);
-      const auto x = test::random_bf16(rng, size_t{S} * 8);
-      Result r;
-      r.run = rtl.run_tile(w, x, S);
-      r.returned = sc_core::sc_time_stamp();
-      r.want = systolic_reference(w, 8, 8, x, S);
-      results.push_back(std::move(r));
+      results.push_back(run_random_tile(rtl, rng, S));
       sc_core::wait(100, sc_core::SC_NS);  // idle: no clock edge in between
     }
   }
