@@ -6,7 +6,6 @@ Exit 77 (skipped) when onnx/numpy or the trnsim binary are missing.
 """
 
 import collections
-import importlib.util
 import os
 import signal
 import subprocess
@@ -17,19 +16,15 @@ import time
 import unittest
 from pathlib import Path
 
+from skip_unless import require
+
 REPO = Path(__file__).resolve().parents[2]
 PYDIR = REPO / "runtime" / "python"
 sys.path.insert(0, str(PYDIR))
 BIN = os.environ.get("TRNSIM_BIN") or str(REPO / "build" / "runtime" / "trnsim")
 REGRESS = REPO / "tests" / "e2e" / "fuzz_regressions"
 
-for mod in ("onnx", "numpy"):
-    if importlib.util.find_spec(mod) is None:
-        print(f"skipped: python3-{mod} is not installed")
-        sys.exit(77)
-if not os.access(BIN, os.X_OK):
-    print(f"skipped: no trnsim binary at {BIN}")
-    sys.exit(77)
+require(("onnx", "numpy"), BIN)
 os.environ["TRNSIM_BIN"] = BIN
 
 import numpy as np  # noqa: E402

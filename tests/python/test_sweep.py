@@ -22,19 +22,15 @@ import time
 import unittest
 from pathlib import Path
 
+from skip_unless import require
+
 REPO = Path(__file__).resolve().parents[2]
 PYDIR = REPO / "runtime" / "python"
 sys.path.insert(0, str(PYDIR))
 REAL_BIN = os.environ.get("TRNSIM_BIN") or str(REPO / "build" / "runtime" / "trnsim")
 PY = sys.executable
 
-for mod in ("yaml", "numpy"):
-    if importlib.util.find_spec(mod) is None:
-        print(f"skipped: python3-{mod} is not installed")
-        sys.exit(77)
-if not os.access(REAL_BIN, os.X_OK):
-    print(f"skipped: no trnsim binary at {REAL_BIN}")
-    sys.exit(77)
+require(("yaml", "numpy"), REAL_BIN)
 
 from trnsim.sweep import identity  # noqa: E402
 from trnsim.sweep.config import Resolver, Schema, parse_value  # noqa: E402

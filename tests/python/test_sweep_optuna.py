@@ -20,9 +20,9 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-if importlib.util.find_spec("optuna") is None:
-    print("skipped: python3-optuna is not installed")
-    sys.exit(77)
+from skip_unless import require  # noqa: E402
+
+require(("optuna",))
 
 from test_sweep import PY, PYDIR, REAL_BIN, StubBase, read_rows  # noqa: E402
 
