@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "models/common/access_checker.h"
+#include "models/common/scheduler.h"
 #include "models/common/sim_context.h"
 #include "models/common/trace.h"
 #include "models/isa/validate.h"
@@ -43,12 +44,15 @@ DeviceOptions::DeviceOptions(bool timing_and_data) : functional(timing_and_data)
     poison = s.find("poison") != std::string::npos;
     fail_on_findings = check_races || poison;
   }
+  if (const char* e = std::getenv("TRNSIM_SCHEDULER"))
+    systemc_threads = std::string(e) == "systemc";
 }
 
 struct Device::Impl {
   platform::platform_config cfg;
   DeviceOptions opts;
   models::sim_context ctx;
+  std::unique_ptr<models::scheduler> sched;
   std::unique_ptr<models::access_checker> checker;
   std::unique_ptr<platform::chip> chip;
   stats::group root{"trnsim"};
@@ -81,11 +85,22 @@ Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
     impl_->ctx.checker = impl_->checker.get();
   }
   impl_->chip = std::make_unique<platform::chip>("chip", cfg, impl_->ctx);
+  // The chip's own scheduler runs the sequencers unless a module needs SystemC
+  // time to advance (a timed RTL block) or the options ask for SystemC threads.
+  bool timed_rtl = false;
+  for (const auto& c : impl_->chip->cores) timed_rtl |= c->tensor_rtl && c->tensor_rtl->timed();
+  if (!timed_rtl && !impl_->opts.systemc_threads) {
+    impl_->sched = std::make_unique<models::scheduler>();
+    impl_->ctx.sched = impl_->sched.get();
+    models::scheduler::install(impl_->sched.get());
+  }
   // Finish elaboration and let every sequencer reach its wait for a launch.
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
 }
 
-Device::~Device() = default;
+Device::~Device() {
+  if (impl_->sched) models::scheduler::install(nullptr);
+}
 
 const platform::platform_config& Device::config() const {
   return impl_->cfg;
@@ -264,14 +279,17 @@ RunReport Device::run(const std::vector<Launch>& launches) {
           I.checker->host_written(bases[i] + d.hbm_offset, bases[i] + d.hbm_offset + d.bytes());
   }
   const uint64_t hbm_r0 = chip.hbm.read_bytes(), hbm_w0 = chip.hbm.write_bytes();
-  const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+  const sc_core::sc_time t0 = models::now();
   for (const auto& l : launches) {
     auto& core = *chip.cores[l.core];
     for (auto e : kCompute) core.engine_for(e).start();
     for (auto& d : core.dma) d->start();
   }
   const auto h0 = std::chrono::steady_clock::now();
-  sc_core::sc_start();
+  if (I.sched)
+    I.sched->run();
+  else
+    sc_core::sc_start();
   const double host_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
 

@@ -21,7 +21,7 @@ void semaphores::check(uint16_t id) const {
 void semaphores::reset() {
   std::fill(values_.begin(), values_.end(), 0u);
   for (auto& w : watches_) w.clear();
-  if (trace_) trace_->semaphores_reset(this);
+  if (trace_) trace_->semaphores_reset(this, now());
 }
 
 void semaphores::wait_ge(uint16_t id, uint32_t v) {
@@ -38,21 +38,33 @@ bool semaphores::notify_when_ge(uint16_t id, uint32_t v, sc_core::sc_event& ev) 
   if (values_[id] >= v) return false;
   for (const auto& w : watches_[id])
     if (w.value == v && w.ev == &ev) return true;  // already pending
-  watches_[id].push_back({v, &ev});
+  watches_[id].push_back({v, &ev, nullptr});
+  return true;
+}
+
+bool semaphores::wake_when_ge(uint16_t id, uint32_t v, scheduler::agent* a) {
+  check(id);
+  if (values_[id] >= v) return false;
+  for (const auto& w : watches_[id])
+    if (w.value == v && w.agent == a) return true;  // already pending
+  watches_[id].push_back({v, nullptr, a});
   return true;
 }
 
 void semaphores::increment(uint16_t id, uint32_t inc) {
   check(id);
   const uint32_t v = values_[id] += inc;
-  if (trace_) trace_->semaphore(this, id, v);
+  if (trace_) trace_->semaphore(this, id, v, now());
   // Delta notification: waiters resume in the same simulated instant, in a
   // deterministic order independent of who signalled first within this delta.
   if (waiters_[id]) events_[id]->notify(sc_core::SC_ZERO_TIME);
   auto& ws = watches_[id];
   for (size_t i = 0; i < ws.size();) {
     if (ws[i].value <= v) {
-      ws[i].ev->notify(sc_core::SC_ZERO_TIME);
+      if (ws[i].ev)
+        ws[i].ev->notify(sc_core::SC_ZERO_TIME);
+      else
+        scheduler::active()->wake(ws[i].agent);
       ws[i] = ws.back();
       ws.pop_back();
     } else {

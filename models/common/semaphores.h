@@ -13,6 +13,8 @@
 #include <systemc>
 #include <vector>
 
+#include "models/common/scheduler.h"
+
 namespace trnsim::trace {
 class recorder;
 }
@@ -38,6 +40,8 @@ class semaphores : public sc_core::sc_module {
   // nothing, when `id` already has. A watch fires once; registering the same
   // (id, v, ev) again while it is pending changes nothing.
   bool notify_when_ge(uint16_t id, uint32_t v, sc_core::sc_event& ev);
+  // The same for a scheduler agent: scheduler::active()->wake(a) once `id` reaches `v`.
+  bool wake_when_ge(uint16_t id, uint32_t v, scheduler::agent* a);
 
   // Records every value change (VCD); nullptr: off.
   void set_trace(trace::recorder* t) { trace_ = t; }
@@ -45,7 +49,8 @@ class semaphores : public sc_core::sc_module {
  private:
   struct watch {
     uint32_t value;
-    sc_core::sc_event* ev;
+    sc_core::sc_event* ev;    // a SystemC thread's event, or
+    scheduler::agent* agent;  // a scheduler agent
   };
   void check(uint16_t id) const;
   std::vector<uint32_t> values_;

@@ -13,6 +13,7 @@ class recorder;
 namespace trnsim::models {
 
 class access_checker;
+class scheduler;
 
 struct sim_fault {
   std::string where;    // "core0.vector", "core0.dma3.q2"
@@ -23,6 +24,8 @@ struct sim_context {
   bool functional = true;             // false: timing only, no data moved or computed
   trace::recorder* trace = nullptr;   // set: engines and DMA queues record every instruction
   access_checker* checker = nullptr;  // set: every access is checked for races/poison
+  // Set: the sequencers run on this scheduler (scheduler.h) instead of SystemC threads.
+  scheduler* sched = nullptr;
   std::vector<sim_fault> faults;
 };
 

@@ -101,12 +101,13 @@ uint32_t recorder::bank(const sc_core::sc_object* sems) {
   return id;
 }
 
-void recorder::semaphore(const sc_core::sc_object* sems, uint16_t sem, uint32_t value) {
-  sems_.push_back({bank(sems), sem, value, sc_core::sc_time_stamp().value()});
+void recorder::semaphore(const sc_core::sc_object* sems, uint16_t sem, uint32_t value,
+                         const sc_core::sc_time& at) {
+  sems_.push_back({bank(sems), sem, value, at.value()});
 }
 
-void recorder::semaphores_reset(const sc_core::sc_object* sems) {
-  sems_.push_back({bank(sems), kReset, 0, sc_core::sc_time_stamp().value()});
+void recorder::semaphores_reset(const sc_core::sc_object* sems, const sc_core::sc_time& at) {
+  sems_.push_back({bank(sems), kReset, 0, at.value()});
 }
 
 void recorder::clear() {

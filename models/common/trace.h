@@ -42,8 +42,9 @@ class recorder {
 
   // Semaphore `sem` of the bank `sems` (its module) took `value` now; reset() of a
   // bank records every semaphore going back to 0.
-  void semaphore(const sc_core::sc_object* sems, uint16_t sem, uint32_t value);
-  void semaphores_reset(const sc_core::sc_object* sems);
+  void semaphore(const sc_core::sc_object* sems, uint16_t sem, uint32_t value,
+                 const sc_core::sc_time& at);
+  void semaphores_reset(const sc_core::sc_object* sems, const sc_core::sc_time& at);
 
   void clear();  // forget the recorded slices and semaphore changes, keep the tracks
   size_t slice_count() const { return slices_.size(); }

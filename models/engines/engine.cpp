@@ -5,6 +5,7 @@
 #include "models/common/access_checker.h"
 #include "models/common/ap_extension.h"
 #include "models/common/ap_fast.h"
+#include "models/common/scheduler.h"
 #include "models/common/sim_time.h"
 #include "models/common/trace.h"
 #include "models/isa/assembler.h"
@@ -36,7 +37,12 @@ void engine::start() {
   if (queue_ && !queue_->empty()) {
     if (ctx_.checker) agent_ = ctx_.checker->add_agent(name(), get_parent_object(), queue_, true);
     state_ = state::waiting;
-    start_event_.notify(sc_core::SC_ZERO_TIME);
+    pc_ = 0;
+    phase_ = phase::fetch;
+    if (ctx_.sched)
+      ctx_.sched->resume_at(&seq_agent_, models::now());
+    else
+      start_event_.notify(sc_core::SC_ZERO_TIME);
   } else {
     state_ = state::done;
   }
@@ -185,90 +191,163 @@ engine::timing engine::instruction_timing(const isa::Instruction& in,
 
 void engine::complete_at(const isa::Instruction& in, const sc_core::sc_time& at) {
   completes_at_ = at;
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = models::now();
   if (at <= now && completions_.empty()) {
     last_done_ = now;
     signal(in, isa::SignalWhen::done);
     return;
   }
-  if (completions_.empty()) completion_event_.notify(at - now);
+  if (completions_.empty()) {
+    if (ctx_.sched)
+      ctx_.sched->resume_at(&done_agent_, at);
+    else
+      completion_event_.notify(at - now);
+  }
   completions_.push_back({at, &in});
+}
+
+bool engine::fire_completions() {
+  const sc_core::sc_time now = models::now();
+  while (!completions_.empty() && completions_.front().at <= now) {
+    const isa::Instruction* in = completions_.front().in;
+    completions_.pop_front();
+    last_done_ = now;
+    signal(*in, isa::SignalWhen::done);
+  }
+  return !completions_.empty();
 }
 
 void engine::complete() {
   for (;;) {
     sc_core::wait(completion_event_);
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    while (!completions_.empty() && completions_.front().at <= now) {
-      const isa::Instruction* in = completions_.front().in;
-      completions_.pop_front();
-      last_done_ = now;
-      signal(*in, isa::SignalWhen::done);
-    }
-    if (completions_.empty())
-      completed_.notify();
+    if (fire_completions())
+      completion_event_.notify(completions_.front().at - sc_core::sc_time_stamp());
     else
-      completion_event_.notify(completions_.front().at - now);
+      completed_.notify();
+  }
+}
+
+void engine::fire_due() {
+  if (fire_completions())
+    ctx_.sched->resume_at(&done_agent_, completions_.front().at);
+  else
+    ctx_.sched->wake(&seq_agent_);  // a draining sequencer can finish
+}
+
+engine::park engine::advance() {
+  using K = park::kind;
+  for (;;) {
+    switch (phase_) {
+      case phase::fetch:
+        if (!queue_ || pc_ >= queue_->size() || state_ == state::failed) {
+          phase_ = phase::drain;
+          continue;
+        }
+        fast::prefetch_ahead(*queue_, pc_);
+        state_ = state::waiting;
+        t0_ = models::now();
+        blocked_ = false;
+        widx_ = 0;
+        phase_ = phase::waits;
+        [[fallthrough]];
+      case phase::waits: {
+        const isa::Instruction& in = (*queue_)[pc_];
+        for (; widx_ < in.waits.size(); ++widx_) {
+          const auto& w = in.waits[widx_];
+          waiting_sem_ = w.sem;
+          waiting_value_ = w.value;
+          if (sems_.value(w.sem) < w.value) {
+            blocked_ = true;
+            return {K::sem, w.sem, w.value, sc_core::SC_ZERO_TIME};
+          }
+        }
+        phase_ = phase::latency;
+        // A released wait reaches the sequencer after the semaphore latency.
+        if (blocked_ && params_.sem_latency_cycles)
+          return {K::time, 0, 0, cycles_to_time(params_.sem_latency_cycles)};
+        [[fallthrough]];
+      }
+      case phase::latency: {
+        const isa::Instruction& in = (*queue_)[pc_];
+        sem_wait_ += models::now() - t0_;
+        if (agent_ > 0) {
+          for (const auto& w : in.waits) ctx_.checker->acquire(agent_, &sems_, w.sem, w.value);
+          ctx_.checker->issue(agent_, uint32_t(pc_));
+        }
+        state_ = state::running;
+        signal(in, isa::SignalWhen::start);
+        try {
+          tm_ = instruction_timing(in, execute(in));
+        } catch (const std::exception& e) {
+          std::string where = name();
+          ctx_.faults.push_back(
+              {where, "instruction " + std::to_string(pc_) +
+                          (in.line ? " (line " + std::to_string(in.line) + ")" : "") + ": " +
+                          isa::disassemble(in) + ": " + e.what()});
+          state_ = state::failed;
+          phase_ = phase::drain;
+          continue;
+        }
+        issued_ = models::now();
+        phase_ = phase::issued;
+        return {K::time, 0, 0, tm_.issue};
+      }
+      case phase::issued: {
+        const isa::Instruction& in = (*queue_)[pc_];
+        const sc_core::sc_time issued = issued_;
+        // Completions keep issue order; busy time is the union of [issue, done].
+        const sc_core::sc_time end =
+            std::max({issued + tm_.issue, issued + tm_.done, completes_at_});
+        busy_ += end - std::min(end, std::max(issued, busy_until_));
+        busy_until_ = std::max(busy_until_, end);
+        ++instructions_;
+        ++by_opcode_[static_cast<size_t>(in.op)];
+        if (in.op == isa::Opcode::matmul) {  // K x M x N multiply-adds, 2 FLOP each
+          const isa::MatmulDims d = isa::matmul_dims(in);
+          flops_[static_cast<size_t>(matmul_dtype(in))] += 2 * d.K * d.M * d.N;
+        }
+        if (ctx_.trace)
+          ctx_.trace->slice(ctx_.trace->track(this), in, uint32_t(pc_), issued, tm_.issue,
+                            issued - t0_, end - issued);
+        complete_at(in, end);
+        ++pc_;
+        phase_ = phase::fetch;
+        continue;
+      }
+      case phase::drain:
+        // The queue is done when its last instruction has completed.
+        if (!completions_.empty()) return {K::drain, 0, 0, sc_core::SC_ZERO_TIME};
+        if (state_ != state::failed) state_ = state::done;
+        return {};
+    }
   }
 }
 
 void engine::run() {
+  using K = park::kind;
   for (;;) {
     sc_core::wait(start_event_);
-    for (pc_ = 0; queue_ && pc_ < queue_->size(); ++pc_) {
-      const isa::Instruction& in = (*queue_)[pc_];
-      fast::prefetch_ahead(*queue_, pc_);
-      state_ = state::waiting;
-      const sc_core::sc_time t0 = sc_core::sc_time_stamp();
-      bool blocked = false;
-      for (const auto& w : in.waits) {
-        waiting_sem_ = w.sem;
-        waiting_value_ = w.value;
-        blocked |= sems_.value(w.sem) < w.value;
-        sems_.wait_ge(w.sem, w.value);
-      }
-      // A released wait reaches the sequencer after the semaphore latency.
-      if (blocked && params_.sem_latency_cycles)
-        sc_core::wait(cycles_to_time(params_.sem_latency_cycles));
-      sem_wait_ += sc_core::sc_time_stamp() - t0;
-      if (agent_ > 0) {
-        for (const auto& w : in.waits) ctx_.checker->acquire(agent_, &sems_, w.sem, w.value);
-        ctx_.checker->issue(agent_, uint32_t(pc_));
-      }
-      state_ = state::running;
-      signal(in, isa::SignalWhen::start);
-      timing tm;
-      try {
-        tm = instruction_timing(in, execute(in));
-      } catch (const std::exception& e) {
-        std::string where = name();
-        ctx_.faults.push_back(
-            {where, "instruction " + std::to_string(pc_) +
-                        (in.line ? " (line " + std::to_string(in.line) + ")" : "") + ": " +
-                        isa::disassemble(in) + ": " + e.what()});
-        state_ = state::failed;
-        break;
-      }
-      const sc_core::sc_time issued = sc_core::sc_time_stamp();
-      sc_core::wait(tm.issue);
-      // Completions keep issue order; busy time is the union of [issue, done].
-      const sc_core::sc_time end = std::max({issued + tm.issue, issued + tm.done, completes_at_});
-      busy_ += end - std::min(end, std::max(issued, busy_until_));
-      busy_until_ = std::max(busy_until_, end);
-      ++instructions_;
-      ++by_opcode_[static_cast<size_t>(in.op)];
-      if (in.op == isa::Opcode::matmul) {  // K x M x N multiply-adds, 2 FLOP each
-        const isa::MatmulDims d = isa::matmul_dims(in);
-        flops_[static_cast<size_t>(matmul_dtype(in))] += 2 * d.K * d.M * d.N;
-      }
-      if (ctx_.trace)
-        ctx_.trace->slice(ctx_.trace->track(this), in, uint32_t(pc_), issued, tm.issue, issued - t0,
-                          end - issued);
-      complete_at(in, end);
+    for (park p = advance(); p.k != K::finished; p = advance()) {
+      if (p.k == K::sem)
+        sems_.wait_ge(p.sem, p.value);
+      else if (p.k == K::time)
+        sc_core::wait(p.dt);
+      else
+        sc_core::wait(completed_);
     }
-    // The queue is done when its last instruction has completed.
-    while (!completions_.empty()) sc_core::wait(completed_);
-    if (state_ != state::failed) state_ = state::done;
+  }
+}
+
+void engine::step() {
+  using K = park::kind;
+  const park p = advance();
+  if (p.k == K::sem) {
+    ctx_.sched->park(&seq_agent_);
+    sems_.wake_when_ge(p.sem, p.value, &seq_agent_);
+  } else if (p.k == K::time) {
+    ctx_.sched->resume_at(&seq_agent_, models::now() + p.dt);
+  } else if (p.k == K::drain) {
+    ctx_.sched->park(&seq_agent_);
   }
 }
 

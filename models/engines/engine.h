@@ -7,6 +7,8 @@
 // every access). Modelled: issue order, semaphores, per-instruction cost. An engine
 // may pipeline (instruction_timing: the tensor engine's next instruction issues
 // before the previous one completes); completions keep issue order.
+// The sequencer is a state machine (advance()) driven either by a SystemC thread
+// or, when sim_context::sched is set, by the chip's scheduler: same steps, same waits.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "models/common/ap_extension.h"
+#include "models/common/scheduler.h"
 #include "models/common/semaphores.h"
 #include "models/common/sim_context.h"
 #include "models/common/stats.h"
@@ -84,11 +87,34 @@ class engine : public sc_core::sc_module {
 
  private:
   enum class state { idle, waiting, running, done, failed };
-  void run();
+  // Where the sequencer stands in its current instruction.
+  enum class phase { fetch, waits, latency, issued, drain };
+  // What the sequencer waits for before advance() can go on.
+  struct park {
+    enum class kind { finished, sem, time, drain } k = kind::finished;
+    uint16_t sem = 0;
+    uint32_t value = 0;                           // kind::sem: until s[sem] >= value
+    sc_core::sc_time dt = sc_core::SC_ZERO_TIME;  // kind::time: for this long
+  };
+  park advance();
+  void run();   // SystemC driver of advance()
+  void step();  // scheduler driver of advance()
   void signal(const isa::Instruction& in, isa::SignalWhen when);
   // Completion of `in` at absolute time `at`: now, or deferred to complete().
   void complete_at(const isa::Instruction& in, const sc_core::sc_time& at);
   void complete();  // thread: fires deferred completions in order
+  // Fires the completions due now; returns false when none is left.
+  bool fire_completions();
+
+  struct agent : scheduler::agent {
+    engine* e;
+    void (engine::*fn)();
+    agent(engine* e_, void (engine::*f)()) : e(e_), fn(f) {}
+    void resume() override { (e->*fn)(); }
+  };
+  agent seq_agent_{this, &engine::step};
+  agent done_agent_{this, &engine::fire_due};
+  void fire_due();
 
   struct completion {
     sc_core::sc_time at;
@@ -104,6 +130,12 @@ class engine : public sc_core::sc_module {
   const std::vector<isa::Instruction>* queue_ = nullptr;
   size_t pc_ = 0;
   state state_ = state::idle;
+  phase phase_ = phase::fetch;
+  size_t widx_ = 0;       // phase::waits: the wait being checked
+  bool blocked_ = false;  // the instruction waited on a semaphore
+  sc_core::sc_time t0_;   // when the instruction started waiting
+  sc_core::sc_time issued_;
+  timing tm_;
   int agent_ = -1;  // this queue's agent in ctx_.checker (-1: not checked)
   uint16_t waiting_sem_ = 0;
   uint32_t waiting_value_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/common/scheduler.h"
 #include "models/common/sim_time.h"
 #include "models/isa/dtype.h"
 
@@ -110,7 +111,7 @@ sc_time tensor_engine::stream_time(const sc_time& at, uint64_t cycles, double we
 }
 
 engine::timing tensor_engine::transpose_timing(const isa::Instruction& in, const sc_time& port) {
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = models::now();
   sc_time start = now + cycles_to_time(params_.overhead_cycles);
   for (const auto& s : slots_)
     start = std::max(start, tparams_.background_load ? s.stream_free : s.done);
@@ -123,7 +124,7 @@ sc_time tensor_engine::execute(const isa::Instruction& in) {
   array_timed_ = false;
   if (!datapath_ || in.op != isa::Opcode::matmul || !ctx_.functional) return engine::execute(in);
   // A matmul reads its two operands and writes dst: no other access (isa::validate).
-  exec_start_ = sc_core::sc_time_stamp();
+  exec_start_ = now();
   sc_time port = std::max(read_tile(in.src[0], &st_), read_tile(in.src[1], &mv_));
   const uint64_t cycles = datapath_->matmul(in, st_, mv_, dst_);
   port = std::max(port, write_tile(in.dst, &dst_, in.accumulate));
@@ -148,7 +149,7 @@ engine::timing tensor_engine::datapath_timing(const sc_time& port) {
   sc_time done = start + array;
   if (array < drain + port) done = start + port + drain;
   for (auto& s : slots_) s = {done, done, done};
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = models::now();
   const sc_time rest = done > now ? done - now : sc_core::SC_ZERO_TIME;
   return {rest, rest};
 }
@@ -158,7 +159,7 @@ engine::timing tensor_engine::instruction_timing(const isa::Instruction& in, con
   if (in.op == isa::Opcode::transpose) return transpose_timing(in, port);
   if (in.op != isa::Opcode::matmul) return engine::instruction_timing(in, port);
 
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = models::now();
   const bool bg = tparams_.background_load;
   const mapping m = map_matmul(in);
   // The slots it occupies: the earliest free tile, or all of them.

@@ -1,5 +1,9 @@
 #include "models/isa/binary.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -26,6 +30,20 @@
 namespace trnsim::isa {
 
 namespace {
+
+// A long program's queues are large arrays that a run streams through once: on
+// Linux, ask for transparent huge pages for them before they are filled (far fewer
+// TLB misses while loading and simulating). Only a hint; elsewhere nothing.
+void prefer_huge_pages(const void* p, size_t bytes) {
+#if defined(__linux__)
+  const uintptr_t huge = uintptr_t{2} << 20;
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + huge - 1) & ~(huge - 1);
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(huge - 1);
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
 
 constexpr char kMagic[4] = {'T', 'R', 'N', 'P'};
 
@@ -347,7 +365,9 @@ Program decode_binary(const std::vector<uint8_t>& bytes, const std::string& name
     q.engine = r.enum8<Engine>("engine", kNumEngines);
     q.dma_engine = r.le<uint16_t>("dma engine");
     q.dma_queue = r.le<uint16_t>("dma queue");
-    const uint32_t ni = r.count("instruction count", kMinInstr);
+    const uint32_t ni = r.count("instruction count", kMinInstr);  // bounded by the bytes left
+    q.instrs.reserve(ni);
+    prefer_huge_pages(q.instrs.data(), ni * sizeof(Instruction));
     for (uint32_t k = 0; k < ni; ++k) q.instrs.push_back(r.instr());
     p.queues.push_back(std::move(q));
   }

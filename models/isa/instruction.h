@@ -96,37 +96,40 @@ struct SemSignal {
 };
 
 struct Instruction {
+  // The fields every sequencer reads first, together in the first cache lines: a
+  // long program streams through memory once, and the operand patterns an opcode
+  // does not use are never touched.
   Opcode op = Opcode::nop;
+  uint8_t nsrc = 0;
+  bool accumulate = false;  // matmul: add into PSUM instead of overwriting
+  // matmul, fp8 only (NC-v3+): K = 2 x partitions. Each partition's first M (N)
+  // stationary (moving) elements are K rows 0..P-1, the next M (N) rows P..2P-1.
+  bool double_row = false;
+  bool has_accum = false;  // activation/tensor_scalar: also reduce results along free axes
+  uint8_t spread = 1;      // dma_copy: DMA engines of the core sharing the rows (1..16)
+  uint32_t line = 0;       // assembly source line (0: none); not part of equality
+  std::vector<SemWait> waits;
+  std::vector<SemSignal> signals;
+
   AccessPattern dst;
   std::array<AccessPattern, 3> src{};
-  uint8_t nsrc = 0;
 
   // Immediates; which ones an opcode uses is given in docs/isa.md.
   ActFunc func = ActFunc::identity;  // activation
   AluOp op0 = AluOp::bypass;         // tensor_tensor/reduce op, tensor_scalar first op, cmp
   AluOp op1 = AluOp::bypass;         // tensor_scalar second op
   AluOp accum_op = AluOp::add;       // tensor_scalar: reduction into `accum` (activation: add)
-  ScalarOperand arg0;                // activation scale (default 1); tensor_scalar arg0;
-                                     // memset value; iota/affine_select base
-  ScalarOperand arg1;                // activation bias; tensor_scalar arg1
   bool reverse0 = false;             // tensor_scalar: arg0 op0 src instead of src op0 arg0
   bool reverse1 = false;
-  bool accumulate = false;  // matmul: add into PSUM instead of overwriting
-  // matmul, fp8 only (NC-v3+): K = 2 x partitions. Each partition's first M (N)
-  // stationary (moving) elements are K rows 0..P-1, the next M (N) rows P..2P-1.
-  bool double_row = false;
-  bool has_accum = false;  // activation/tensor_scalar: also reduce results along free axes
-  AccessPattern accum;     // ... into this [P,1] pattern with accum_op
-  uint8_t axes = 0;        // tensor_reduce: bit i set = free dim i reduced
-  int32_t pstep = 0;       // iota/affine_select: coefficient of the partition index
+  ScalarOperand arg0;                     // activation scale (default 1); tensor_scalar arg0;
+                                          // memset value; iota/affine_select base
+  ScalarOperand arg1;                     // activation bias; tensor_scalar arg1
+  AccessPattern accum;                    // has_accum: ... into this [P,1] pattern with accum_op
+  uint8_t axes = 0;                       // tensor_reduce: bit i set = free dim i reduced
+  int32_t pstep = 0;                      // iota/affine_select: coefficient of the partition index
   std::array<int32_t, kMaxDims> steps{};  // ... and of each free index
   float fill = 0.0f;                      // affine_select: value where the predicate fails
-  uint8_t spread = 1;  // dma_copy: DMA engines of the core sharing the rows (1..16)
 
-  std::vector<SemWait> waits;
-  std::vector<SemSignal> signals;
-
-  uint32_t line = 0;  // assembly source line (0: none); not part of equality
   // Every field but `line`; src slots beyond nsrc and `accum` without has_accum carry
   // nothing and are ignored; floats compare as in ScalarOperand.
   bool operator==(const Instruction& o) const;

@@ -6,6 +6,7 @@
 #include "models/common/access_checker.h"
 #include "models/common/ap_extension.h"
 #include "models/common/ap_fast.h"
+#include "models/common/scheduler.h"
 #include "models/common/sim_time.h"
 #include "models/common/trace.h"
 #include "models/isa/assembler.h"
@@ -70,10 +71,23 @@ void dma_engine::start() {
                                             get_parent_object(), q.instrs, false)
                   : -1;
   }
-  head_since_.assign(queues_.size(), sc_core::sc_time_stamp());
+  head_since_.assign(queues_.size(), now());
   running_ =
       std::any_of(queues_.begin(), queues_.end(), [](const queue_state& q) { return !q.done(); });
-  if (running_) start_event_.notify(sc_core::SC_ZERO_TIME);
+  phase_ = phase::pick;
+  if (running_) {
+    if (ctx_.sched)
+      ctx_.sched->resume_at(&agent_, now());
+    else
+      start_event_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+void dma_engine::poke() {
+  if (ctx_.sched)
+    ctx_.sched->wake(&agent_);
+  else
+    wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
 bool dma_engine::idle() const {
@@ -217,7 +231,7 @@ const std::vector<dma_engine*>& dma_engine::peers() {
   return peers_;
 }
 
-void dma_engine::execute(size_t qi) {
+bool dma_engine::execute(size_t qi) {
   auto& q = queues_[qi];
   const isa::Instruction& in = (*q.instrs)[q.pc];
   fast::prefetch_ahead(*q.instrs, q.pc);
@@ -230,28 +244,19 @@ void dma_engine::execute(size_t qi) {
       if (q.agent > 0) ctx_.checker->release(q.agent, &sems_, s.sem, s.inc, s.when);
       sems_.increment(s.sem, s.inc);
     }
-  if (in.op != isa::Opcode::dma_copy) {  // nop: waits and signals only
-    sc_core::wait(sc_core::SC_ZERO_TIME);
-    if (ctx_.trace) {
-      const sc_core::sc_time now = sc_core::sc_time_stamp();
-      ctx_.trace->slice(ctx_.trace->track(this, int(qi)), in, uint32_t(q.pc), now,
-                        sc_core::SC_ZERO_TIME, now - head_since_[qi], sc_core::SC_ZERO_TIME);
-    }
-    for (const auto& s : in.signals)
-      if (s.when == isa::SignalWhen::done) {
-        if (q.agent > 0) ctx_.checker->release(q.agent, &sems_, s.sem, s.inc, s.when);
-        sems_.increment(s.sem, s.inc);
-      }
-    complete(q, in);
-    return;
+  if (in.op != isa::Opcode::dma_copy) {  // nop: waits and signals only, one delta
+    cur_q_ = qi;
+    phase_ = phase::nop;
+    return true;
   }
+
   const uint32_t n = std::max<uint32_t>(in.spread, 1);
   const uint32_t rows = in.dst.partition_count;
-  // Without spread the transfer completes within this call: its state can live on
-  // this thread's stack (an owner-less shared_ptr, no allocation).
-  spread_state local{this, qi, n};
-  auto st = n > 1 ? std::make_shared<spread_state>(local)
-                  : std::shared_ptr<spread_state>(std::shared_ptr<void>(), &local);
+  // Without spread the transfer is this engine's one transfer in flight: its state
+  // can be a member (an owner-less shared_ptr, no allocation).
+  local_st_ = {this, qi, n};
+  auto st = n > 1 ? std::make_shared<spread_state>(local_st_)
+                  : std::shared_ptr<spread_state>(std::shared_ptr<void>(), &local_st_);
   if (n > 1) {
     const auto& ps = peers();
     std::string err;
@@ -267,7 +272,7 @@ void dma_engine::execute(size_t qi) {
       ctx_.faults.push_back(
           {std::string(name()) + ".q" + std::to_string(qi), at_instruction(q.pc, in) + ": " + err});
       failed_ = true;
-      return;
+      return false;
     }
     const size_t self = size_t(std::find(ps.begin(), ps.end(), this) - ps.begin());
     q.spread = st;
@@ -275,13 +280,30 @@ void dma_engine::execute(size_t qi) {
       dma_engine* e = ps[(self + k) % ps.size()];
       e->shares_.push_back(share{&in, uint32_t(uint64_t(rows) * k / n),
                                  uint32_t(uint64_t(rows) * (k + 1) / n), hbm_base_, st});
-      e->wake_.notify(sc_core::SC_ZERO_TIME);
+      e->poke();
     }
   }
-  run_share(share{&in, 0, uint32_t(rows / n), hbm_base_, st});
+  cur_share_ = share{&in, 0, uint32_t(rows / n), hbm_base_, st};
+  return begin_share(cur_share_);
 }
 
-bool dma_engine::run_share(const share& s) {
+void dma_engine::finish_nop(size_t qi) {
+  auto& q = queues_[qi];
+  const isa::Instruction& in = (*q.instrs)[q.pc];
+  if (ctx_.trace) {
+    const sc_core::sc_time now = models::now();
+    ctx_.trace->slice(ctx_.trace->track(this, int(qi)), in, uint32_t(q.pc), now,
+                      sc_core::SC_ZERO_TIME, now - head_since_[qi], sc_core::SC_ZERO_TIME);
+  }
+  for (const auto& s : in.signals)
+    if (s.when == isa::SignalWhen::done) {
+      if (q.agent > 0) ctx_.checker->release(q.agent, &sems_, s.sem, s.inc, s.when);
+      sems_.increment(s.sem, s.inc);
+    }
+  complete(q, in);
+}
+
+bool dma_engine::begin_share(const share& s) {
   const isa::Instruction& in = *s.in;
   // Only a spread transfer is cut into rows (src and dst then have the same row
   // count); a whole one keeps its patterns, whose row counts may differ.
@@ -303,11 +325,21 @@ bool dma_engine::run_share(const share& s) {
     failed_ = true;
     return false;
   }
-  sc_core::wait(dur);
+  cur_dur_ = dur;
+  phase_ = phase::transfer;
+  return true;
+}
+
+void dma_engine::end_share(const share& s) {
+  const isa::Instruction& in = *s.in;
+  const sc_core::sc_time dur = cur_dur_;
+  const bool whole = in.spread <= 1;
+  const isa::AccessPattern dst = whole ? in.dst : rows_of(in.dst, s.row_lo, s.row_hi);
+  const int agent = s.st->owner->queues_[s.st->queue].agent;
   busy_ += dur;
   if (ctx_.trace) {
     const dma_engine& o = *s.st->owner;
-    const sc_core::sc_time start = sc_core::sc_time_stamp() - dur;
+    const sc_core::sc_time start = now() - dur;
     const int track = &o == this ? int(s.st->queue) : trace::recorder::kSpreadShares;
     ctx_.trace->slice(ctx_.trace->track(this, track), in, uint32_t(o.queues_[s.st->queue].pc),
                       start, dur, start - std::min(start, o.head_since_[s.st->queue]), dur);
@@ -322,7 +354,6 @@ bool dma_engine::run_share(const share& s) {
       sems_.increment(g.sem, g.inc);
     }
   finish_share(s.st);
-  return true;
 }
 
 void dma_engine::finish_share(const std::shared_ptr<spread_state>& st) {
@@ -333,24 +364,30 @@ void dma_engine::finish_share(const std::shared_ptr<spread_state>& st) {
   q.bytes += fast::bytes(in.dst);
   ++q.transfers;
   o.complete(q, in);
-  if (&o != this) o.wake_.notify(sc_core::SC_ZERO_TIME);
+  if (&o != this) o.poke();
 }
 
 void dma_engine::complete(queue_state& q, const isa::Instruction&) {
   if (q.agent > 0) ctx_.checker->complete(q.agent);
   q.spread.reset();
-  head_since_[size_t(&q - queues_.data())] = sc_core::sc_time_stamp();
+  head_since_[size_t(&q - queues_.data())] = now();
   ++q.pc;
   ++executed_;
-  last_done_ = std::max(last_done_, sc_core::sc_time_stamp());
+  last_done_ = std::max(last_done_, now());
 }
 
-void dma_engine::run() {
+dma_engine::park dma_engine::advance() {
+  using K = park::kind;
   for (;;) {
-    if (failed_) {
-      sc_core::wait(start_event_);
-      continue;
+    if (phase_ == phase::nop) {
+      finish_nop(cur_q_);
+      phase_ = phase::pick;
+    } else if (phase_ == phase::transfer) {
+      end_share(cur_share_);
+      cur_share_ = share{};
+      phase_ = phase::pick;
     }
+    if (failed_) return {K::start};
     // Round-robin over the queues with a ready head (in order within each) and one
     // more slot, after every queue, for shares of other engines' spread transfers:
     // from next_, queues next_.., the share slot, then queues ..next_-1. Only queues
@@ -374,29 +411,53 @@ void dma_engine::run() {
     }
     if (pick == slots) {
       if (running_ && live_.empty()) running_ = false;
-      if (running_) {
-        // Sleep until a blocked head's first unmet wait is met (or a peer wakes us):
-        // no wake-up for increments nobody here waits for.
-        for (uint16_t i : live_) {
-          const auto& q = queues_[i];
-          if (!q.spread)
-            for (const auto& w : (*q.instrs)[q.pc].waits)
-              if (sems_.notify_when_ge(w.sem, w.value, wake_)) break;
-        }
-        sc_core::wait(wake_);
-      } else
-        sc_core::wait(start_event_ | wake_);
-      continue;
+      if (!running_) return {K::start_or_wake};
+      // Sleep until a blocked head's first unmet wait is met (or a peer wakes us):
+      // no wake-up for increments nobody here waits for.
+      for (uint16_t i : live_) {
+        const auto& q = queues_[i];
+        if (!q.spread)
+          for (const auto& w : (*q.instrs)[q.pc].waits)
+            if (ctx_.sched ? sems_.wake_when_ge(w.sem, w.value, &agent_)
+                           : sems_.notify_when_ge(w.sem, w.value, wake_))
+              break;
+      }
+      return {K::wake};
     }
     next_ = (pick + 1) % slots;
+    bool started;
     if (pick == share_slot) {
-      const share s = shares_.front();
+      cur_share_ = shares_.front();
       shares_.pop_front();
-      run_share(s);
+      started = begin_share(cur_share_);
     } else {
-      execute(pick);
+      started = execute(pick);
     }
+    if (started) return {K::time, phase_ == phase::transfer ? cur_dur_ : sc_core::SC_ZERO_TIME};
   }
+}
+
+void dma_engine::run() {
+  using K = park::kind;
+  for (;;) {
+    const park p = advance();
+    if (p.k == K::time)
+      sc_core::wait(p.dt);
+    else if (p.k == K::wake)
+      sc_core::wait(wake_);
+    else if (p.k == K::start_or_wake)
+      sc_core::wait(start_event_ | wake_);
+    else
+      sc_core::wait(start_event_);
+  }
+}
+
+void dma_engine::step() {
+  const park p = advance();
+  if (p.k == park::kind::time)
+    ctx_.sched->resume_at(&agent_, now() + p.dt);
+  else
+    ctx_.sched->park(&agent_);
 }
 
 }  // namespace trnsim::models

@@ -20,6 +20,8 @@
 // once, at issue. The issuing queue moves on when every share has completed.
 // Not modelled: DMA transposes, descriptor-generation instructions, the ~1.3 us
 // semaphore-to-start latency across engines (only the per-transfer fixed cost).
+// The engine's loop is a state machine (advance()) driven by a SystemC thread or,
+// when sim_context::sched is set, by the chip's scheduler: same steps, same waits.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "models/common/ap_extension.h"
+#include "models/common/scheduler.h"
 #include "models/common/semaphores.h"
 #include "models/common/sim_context.h"
 #include "models/common/stats.h"
@@ -100,10 +103,25 @@ class dma_engine : public sc_core::sc_module {
     int agent = -1;                        // agent in ctx_.checker (-1: not checked)
     bool done() const { return !instrs || pc >= instrs->size(); }
   };
-  void run();
+  // Where the loop stands: picking the next slot, or in the middle of a nop or a
+  // transfer (waiting for its time).
+  enum class phase { pick, nop, transfer };
+  // What the loop waits for before advance() can go on.
+  struct park {
+    enum class kind { start, wake, start_or_wake, time } k = kind::start;
+    sc_core::sc_time dt = sc_core::SC_ZERO_TIME;
+  };
+  park advance();
+  void run();   // SystemC driver of advance()
+  void step();  // scheduler driver of advance()
+  void poke();  // wake this engine's loop (a share for it, a spread share done)
   bool ready(const isa::Instruction& in) const;
-  void execute(size_t q);
-  bool run_share(const share& s);
+  // Starts queue qi's head; false: it failed (failed_ set).
+  bool execute(size_t q);
+  void finish_nop(size_t q);
+  // Starts a share's transfer (its time in cur_dur_); false: it failed.
+  bool begin_share(const share& s);
+  void end_share(const share& s);
   void finish_share(const std::shared_ptr<spread_state>& st);
   void complete(queue_state& q, const isa::Instruction& in);
   sc_core::sc_time transfer(isa::AccessPattern src, isa::AccessPattern dst, uint64_t base,
@@ -128,6 +146,16 @@ class dma_engine : public sc_core::sc_module {
   uint64_t hbm_base_ = 0;
   size_t next_ = 0;  // round-robin pointer over the queues and the share slot
   bool running_ = false, failed_ = false;
+  phase phase_ = phase::pick;
+  size_t cur_q_ = 0;         // phase::nop: its queue
+  share cur_share_;          // phase::transfer: the share moving
+  spread_state local_st_{};  // the state of a transfer without spread
+  sc_core::sc_time cur_dur_;
+  struct agent : scheduler::agent {
+    dma_engine* e;
+    explicit agent(dma_engine* d) : e(d) {}
+    void resume() override { e->step(); }
+  } agent_{this};
   sc_core::sc_event start_event_, wake_;
   sc_core::sc_time last_done_ = sc_core::SC_ZERO_TIME;
   std::vector<sc_core::sc_time> head_since_;  // per queue: when its head became the head

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/common/ap_fast.h"
+#include "models/common/scheduler.h"
 #include "models/common/sim_time.h"
 
 namespace trnsim::models {
@@ -235,8 +236,7 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
   ++transfers_;
   // After the latency, every touched channel serves its share at its own rate,
   // starting no earlier than the initiator's local time plus the latency.
-  const sc_core::sc_time offer =
-      sc_core::sc_time_stamp() + delay + seconds_to_time(params_.latency_s);
+  const sc_core::sc_time offer = now() + delay + seconds_to_time(params_.latency_s);
   sc_core::sc_time finish = offer;
   // split_ is all zeros between calls; runs of whole blocks only add to `every`.
   split_partial_ = false;
@@ -268,7 +268,7 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
     uniform_free_ = std::max(offer, uniform_free_) + d;
     common_busy_ += d;
     common_bytes_ += share;
-    delay = uniform_free_ - sc_core::sc_time_stamp();
+    delay = uniform_free_ - now();
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
     return;
   }
@@ -294,7 +294,7 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
     }
     finish = std::max(finish, ch_[c].reserve_for(offer, last_time));
   }
-  delay = finish - sc_core::sc_time_stamp();
+  delay = finish - now();
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "models/common/ap_fast.h"
+#include "models/common/scheduler.h"
 #include "models/common/sim_time.h"
 
 namespace trnsim::models {
@@ -224,7 +225,7 @@ void partitioned_memory::b_transport(int id, tlm::tlm_generic_payload& gp,
     write_bytes_ += bytes;
     ++writes_;
   }
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = models::now();
   sc_core::sc_time stall;
   delay = reserve_port(id, gp.is_write(), ap, now + delay, c.port, stall) - now;
   ext->port_stall += stall;
