@@ -49,7 +49,12 @@ void engine::start() {
 }
 
 sc_core::sc_time engine::cycles_to_time(double cycles) const {
-  return seconds_to_time(cycles / params_.clock_hz);
+  // Fibonacci hashing: counts are often multiples of 16 and 64.
+  const uint64_t c = cycles >= 0 && cycles < 1e18 ? uint64_t(cycles) : 0;
+  const size_t slot = (c * 0x9e3779b97f4a7c15ull) >> 60;  // 16 slots
+  time_entry& e = time_cache_[slot];
+  if (e.cycles != cycles) e = {cycles, seconds_to_time(cycles / params_.clock_hz)};
+  return e.time;
 }
 
 std::string engine::pending() const {

@@ -140,6 +140,13 @@ class engine : public sc_core::sc_module {
   uint16_t waiting_sem_ = 0;
   uint32_t waiting_value_ = 0;
   sc_core::sc_time last_done_ = sc_core::SC_ZERO_TIME;
+  // cycles_to_time() results: a pure function of the cycle count, and programs
+  // repeat a few counts (overheads, drains, common sizes).
+  struct time_entry {
+    double cycles = -1;
+    sc_core::sc_time time;
+  };
+  mutable std::array<time_entry, 16> time_cache_{};
   std::vector<uint8_t> scratch_;
   ap_payload xfer_;  // reused by every operand access
   ExecArgs args_;    // operand tiles, reused (their buffers stay allocated)
