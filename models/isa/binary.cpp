@@ -378,7 +378,20 @@ Program decode_binary(const std::vector<uint8_t>& bytes, const std::string& name
 Program load_program(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // One read of the whole file when its size is known (a regular file), else a
+  // stream (a pipe): a program can be hundreds of MB.
+  std::vector<uint8_t> bytes;
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  if (size >= 0) {
+    f.seekg(0, std::ios::beg);
+    bytes.resize(size_t(size));
+    f.read(reinterpret_cast<char*>(bytes.data()), size);
+    if (f.gcount() != size) throw std::runtime_error(path + ": read error");
+  } else {
+    f.clear();
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
   if (f.bad()) throw std::runtime_error(path + ": read error");
   if (bytes.size() >= 4 && std::memcmp(bytes.data(), kMagic, 4) == 0)
     return decode_binary(bytes, path);
