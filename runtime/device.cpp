@@ -44,8 +44,12 @@ DeviceOptions::DeviceOptions(bool timing_and_data) : functional(timing_and_data)
     poison = s.find("poison") != std::string::npos;
     fail_on_findings = check_races || poison;
   }
-  if (const char* e = std::getenv("TRNSIM_SCHEDULER"))
-    systemc_threads = std::string(e) == "systemc";
+  if (const char* e = std::getenv("TRNSIM_SCHEDULER")) {
+    const std::string s = e;
+    if (s != "systemc" && s != "chip" && !s.empty())
+      throw RunError("TRNSIM_SCHEDULER=" + s + ": expected 'chip' (the default) or 'systemc'");
+    systemc_threads = s == "systemc";
+  }
 }
 
 struct Device::Impl {

@@ -84,7 +84,8 @@ struct DeviceOptions {
   std::string trace_path;         // non-empty: Chrome trace-event JSON of each run (Perfetto)
   std::string vcd_path;           // non-empty: VCD of the semaphore values of each run
   // Run the sequencers as SystemC threads on SystemC's kernel instead of the chip's
-  // own scheduler (models/common/scheduler.h; defaults to TRNSIM_SCHEDULER=systemc).
+  // own scheduler (models/common/scheduler.h; defaults to TRNSIM_SCHEDULER=systemc,
+  // whose other value is `chip`; anything else is a RunError).
   // A chip with a timed RTL block always does.
   bool systemc_threads = false;
 };

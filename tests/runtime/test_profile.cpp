@@ -194,6 +194,15 @@ TEST(Profile, SchedulerGivesTheSystemcThreadsResults) {
   }
 }
 
+TEST(Profile, UnknownSchedulerIsAnError) {
+  const std::string prog = source_path("tests/e2e/programs/softmax.tasm");
+  auto r = run_cmd("TRNSIM_SCHEDULER=fast " + trnsim_bin() + " run " + prog + " -c tiny");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("TRNSIM_SCHEDULER=fast: expected 'chip' (the default) or 'systemc'"),
+            std::string::npos)
+      << r.out;
+}
+
 // The trace opens as JSON; it names one track per compute engine and per DMA
 // queue the program uses, and has one slice per instruction, named by opcode.
 TEST(Profile, TraceIsChromeJsonWithOneTrackPerEngineAndQueue) {
