@@ -100,7 +100,7 @@ class engine : public sc_core::sc_module {
   void run();   // SystemC driver of advance()
   void step();  // scheduler driver of advance()
   void signal(const isa::Instruction& in, isa::SignalWhen when);
-  // Completion of `in` at absolute time `at`: now, or deferred to complete().
+  // Completion of `in` at absolute time `at`: now, or deferred (complete() or fire_due()).
   void complete_at(const isa::Instruction& in, const sc_core::sc_time& at);
   void complete();  // thread: fires deferred completions in order
   // Fires the completions due now; returns false when none is left.
@@ -114,7 +114,7 @@ class engine : public sc_core::sc_module {
   };
   agent seq_agent_{this, &engine::step};
   agent done_agent_{this, &engine::fire_due};
-  void fire_due();
+  void fire_due();  // scheduler counterpart of complete()
 
   struct completion {
     sc_core::sc_time at;
