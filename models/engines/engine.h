@@ -66,6 +66,9 @@ class engine : public sc_core::sc_module {
   virtual uint64_t cost_cycles(const isa::Instruction& in) = 0;
   // Reads operands, computes, writes; returns the longest port time of its accesses.
   virtual sc_core::sc_time execute(const isa::Instruction& in);
+  // The arithmetic of a functional run, between the operand reads and the writes
+  // (default: alu.h).
+  virtual void compute(const isa::Instruction& in, ExecArgs& args, ExecResult& res);
   // Timing of the instruction issued now, relative to now: the sequencer takes the
   // next instruction after `issue`; the instruction completes (done-signals fire,
   // last_done() moves) after `done`. An engine that pipelines (the tensor engine)

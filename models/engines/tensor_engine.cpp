@@ -122,18 +122,19 @@ engine::timing tensor_engine::transpose_timing(const isa::Instruction& in, const
 
 sc_time tensor_engine::execute(const isa::Instruction& in) {
   array_timed_ = false;
-  if (!datapath_ || in.op != isa::Opcode::matmul || !ctx_.functional) return engine::execute(in);
-  // A matmul reads its two operands and writes dst: no other access (isa::validate).
   exec_start_ = now();
-  sc_time port = std::max(read_tile(in.src[0], &st_), read_tile(in.src[1], &mv_));
-  const uint64_t cycles = datapath_->matmul(in, st_, mv_, dst_);
-  port = std::max(port, write_tile(in.dst, &dst_, in.accumulate));
+  return engine::execute(in);
+}
+
+void tensor_engine::compute(const isa::Instruction& in, ExecArgs& args, ExecResult& res) {
+  if (!datapath_ || in.op != isa::Opcode::matmul) return engine::compute(in, args, res);
+  // A matmul reads its two operands (stationary, moving) and writes dst (isa::validate).
+  const uint64_t cycles = datapath_->matmul(in, args.src[0], args.src[1], res.dst);
   ++dp_matmuls_;
   dp_cycles_ += cycles;
   dp_model_cycles_ += cost_cycles(in);
   array_timed_ = datapath_->array_clock_hz() > 0;
   last_array_cycles_ = cycles;
-  return port;
 }
 
 engine::timing tensor_engine::datapath_timing(const sc_time& port) {

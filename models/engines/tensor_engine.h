@@ -103,8 +103,9 @@ class tensor_engine : public engine {
   // load (the fold formula for a matmul), not counting the static overhead.
   uint64_t cost_cycles(const isa::Instruction& in) override;
   timing instruction_timing(const isa::Instruction& in, const sc_core::sc_time& port) override;
-  // A matmul through the data path when there is one; else engine::execute.
   sc_core::sc_time execute(const isa::Instruction& in) override;
+  // A matmul through the data path when there is one; else the ALU.
+  void compute(const isa::Instruction& in, ExecArgs& args, ExecResult& res) override;
 
  private:
   // Pipeline state of the whole array (one slot) or of one tile.
@@ -134,7 +135,6 @@ class tensor_engine : public engine {
   sc_core::sc_time ramp_origin_ = sc_core::SC_ZERO_TIME;
 
   matmul_datapath* datapath_ = nullptr;
-  Tile st_, mv_, dst_;              // the data path's operands, reused
   bool array_timed_ = false;        // the last execute() has array cycles to time
   uint64_t last_array_cycles_ = 0;  // ... these, at the data path's clock
   sc_core::sc_time exec_start_;     // when that execute() began (a timed RTL block
