@@ -23,6 +23,9 @@ hbm::hbm(const sc_core::sc_module_name& name, const hbm_params& p)
   ch_.assign(n, bandwidth_resource(params_.bandwidth_bps / n));
   ch_bytes_.assign(n, 0);
   split_.assign(n, 0);
+  granule_ = divisor(params_.interleave_bytes);
+  channels_ = divisor(n);
+  block_ = divisor(params_.interleave_bytes * n);
   tgt_socket.register_b_transport(this, &hbm::b_transport);
 }
 
@@ -65,31 +68,30 @@ uint32_t hbm::rotation(uint64_t block) const {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   z ^= z >> 31;
-  return static_cast<uint32_t>(z % ch_.size());
+  return static_cast<uint32_t>(channels_.mod(z));
 }
 
 uint32_t hbm::channel_of(uint64_t addr) const {
-  const uint64_t c = ch_.size();
-  const uint64_t g = addr / params_.interleave_bytes;
-  return static_cast<uint32_t>((g % c + rotation(g / c)) % c);
+  const uint64_t g = granule_.div(addr);
+  return static_cast<uint32_t>(channels_.mod(channels_.mod(g) + rotation(channels_.div(g))));
 }
 
 void hbm::add_run(uint64_t addr, uint64_t n, std::vector<uint64_t>& per, uint64_t& every) const {
-  const uint64_t g = params_.interleave_bytes, c = ch_.size(), block = g * c;
-  if (addr % block != 0 || n % block != 0) split_partial_ = true;
+  const uint64_t g = granule_.d, block = block_.d;
+  if (block_.mod(addr) != 0 || block_.mod(n) != 0) split_partial_ = true;
   while (n > 0) {
-    const uint64_t off = addr % block;
+    const uint64_t off = block_.mod(addr);
     if (off == 0 && n >= block) {  // whole blocks: every channel gets one granule each
-      const uint64_t k = n / block;
+      const uint64_t k = block_.div(n);
       every += k * g;
       addr += k * block, n -= k * block;
       continue;
     }
     const uint64_t end = off + std::min(n, block - off);  // within this block
-    const uint64_t rot = rotation(addr / block);
+    const uint64_t rot = rotation(block_.div(addr));
     for (uint64_t x = off; x < end;) {
-      const uint64_t gi = x / g, take = std::min((gi + 1) * g, end) - x;
-      per[(gi + rot) % c] += take;
+      const uint64_t gi = granule_.div(x), take = std::min((gi + 1) * g, end) - x;
+      per[channels_.mod(gi + rot)] += take;
       x += take;
     }
     addr += end - off, n -= end - off;

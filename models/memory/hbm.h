@@ -15,6 +15,7 @@
 #pragma once
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <systemc>
@@ -66,6 +67,18 @@ class hbm : public sc_core::sc_module {
   // Adds the bytes of `ap` to `per` except those of whole blocks, which it returns
   // (bytes every channel gets); sets split_partial_ when `per` was touched.
   uint64_t add_split(const isa::AccessPattern& ap, std::vector<uint64_t>& per) const;
+  // x / d and x % d by shifts and masks when d is a power of two (the presets'
+  // granule, channel count and block are): the channel split runs per granule.
+  struct divisor {
+    uint64_t d = 1, mask = 0;
+    int shift = 0;
+    bool pow2 = true;
+    explicit divisor(uint64_t v = 1)
+        : d(v), mask(v - 1), shift(std::countr_zero(v)), pow2((v & (v - 1)) == 0) {}
+    uint64_t div(uint64_t x) const { return pow2 ? x >> shift : x / d; }
+    uint64_t mod(uint64_t x) const { return pow2 ? x & mask : x % d; }
+  };
+  divisor granule_, channels_, block_;
   static constexpr uint64_t kPageBits = 20;  // 1 MiB pages
   static constexpr uint64_t kPage = uint64_t(1) << kPageBits;
 
