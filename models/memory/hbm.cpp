@@ -123,10 +123,11 @@ uint64_t hbm::add_split(const isa::AccessPattern& ap, std::vector<uint64_t>& per
       run = uint64_t(ap.dims[inner].size) * es;
       starts.dims[inner].size = 1;
     }
+    const int64_t first = contiguous ? ap.free_min_byte() : 0;
     for (uint32_t r = 0; r < ap.partition_count; ++r) {
       const int64_t row_base = int64_t(ap.offset) + int64_t(r) * ap.partition_stride * es;
       if (contiguous) {
-        add_run(uint64_t(row_base + ap.free_min_byte()), row_bytes, per, every);
+        add_run(uint64_t(row_base + first), row_bytes, per, every);
       } else {
         isa::for_each_free(starts, [&](uint64_t, int64_t off) {
           add_run(uint64_t(row_base + off), run, per, every);
