@@ -9,7 +9,7 @@ runs, each listed), and for the functional run the matmul FLOPs computed per hos
 second.
 
 usage: scripts/bench_sim.py [--instructions N] [--free F] [--config C] [--trnsim PATH]
-                           [--skip-functional] [--repeat R]
+                           [--skip-functional] [--repeat R] [--program FILE]
 """
 import argparse
 import json
@@ -78,18 +78,26 @@ def main():
     ap.add_argument("--skip-functional", action="store_true")
     ap.add_argument("--repeat", type=int, default=5,
                     help="timing-only runs; the median is reported (host noise)")
+    ap.add_argument("--program", help="measure this program (.tasm, .tbin or .onnx, as "
+                    "`trnsim run` takes it) instead of the generated one")
     a = ap.parse_args()
-    text, n = generate(a.instructions, a.free)
     with tempfile.TemporaryDirectory() as d:
-        prog = os.path.join(d, "bench.tasm")
-        with open(prog, "w") as f:
-            f.write(text)
-        tbin = os.path.join(d, "bench.tbin")
-        t0 = time.perf_counter()
-        subprocess.run([a.trnsim, "asm", prog, "-o", tbin], check=True)
-        asm_s = time.perf_counter() - t0
-        print(f"program: {n} instructions, {len(text) / 1e6:.1f} MB of assembly "
-              f"(assembled in {asm_s:.2f} s)")
+        if a.program:
+            if not os.path.isfile(a.program):
+                sys.exit(f"bench_sim: --program {a.program}: no such file")
+            tbin = os.path.abspath(a.program)
+            print(f"program: {a.program}")
+        else:
+            text, n = generate(a.instructions, a.free)
+            prog = os.path.join(d, "bench.tasm")
+            with open(prog, "w") as f:
+                f.write(text)
+            tbin = os.path.join(d, "bench.tbin")
+            t0 = time.perf_counter()
+            subprocess.run([a.trnsim, "asm", prog, "-o", tbin], check=True)
+            asm_s = time.perf_counter() - t0
+            print(f"program: {n} instructions, {len(text) / 1e6:.1f} MB of assembly "
+                  f"(assembled in {asm_s:.2f} s)")
         modes = [("timing-only", False)] + ([] if a.skip_functional else [("functional", True)])
         for name, functional in modes:
             runs = sorted((run(a.trnsim, tbin, a.config, functional, d)
@@ -97,7 +105,7 @@ def main():
                           key=lambda r: r[0]["host_seconds"])
             st, wall = runs[len(runs) // 2]  # the median host time
             host, sim_ms = st["host_seconds"], st["simulated_ns"] * 1e-6
-            line = (f"{name:12s} simulated {sim_ms:9.3f} ms  host {host:7.2f} s "
+            line = (f"{name:12s} simulated {sim_ms:9.3f} ms  host {host:7.3f} s "
                     f"(process {wall:6.2f} s)  {st['instructions'] / host / 1e6:6.2f} M instructions/s  "
                     f"{host / sim_ms:8.5f} host s per simulated ms")
             if functional:
