@@ -22,8 +22,14 @@ engine::engine(const sc_core::sc_module_name& name, isa::Engine kind, const engi
       sems_(sems),
       ctx_(ctx) {
   SC_HAS_PROCESS(engine);
+  // The threads first run when their event fires: a chip on its own scheduler never
+  // starts them (no coroutine ever runs).
   SC_THREAD(run);
+  sensitive << start_event_;
+  dont_initialize();
   SC_THREAD(complete);
+  sensitive << completion_event_;
+  dont_initialize();
 }
 
 void engine::load(const std::vector<isa::Instruction>* instrs) {
@@ -227,12 +233,12 @@ bool engine::fire_completions() {
 }
 
 void engine::complete() {
-  for (;;) {
-    sc_core::wait(completion_event_);
+  for (;;) {  // entered when completion_event_ fires; waits for it again at the end
     if (fire_completions())
       completion_event_.notify(completions_.front().at - sc_core::sc_time_stamp());
     else
       completed_.notify();
+    sc_core::wait(completion_event_);
   }
 }
 
@@ -334,8 +340,7 @@ engine::park engine::advance() {
 
 void engine::run() {
   using K = park::kind;
-  for (;;) {
-    sc_core::wait(start_event_);
+  for (;;) {  // entered when start_event_ fires; waits for it again after the queue
     for (park p = advance(); p.k != K::finished; p = advance()) {
       if (p.k == K::sem)
         sems_.wait_ge(p.sem, p.value);
@@ -344,6 +349,7 @@ void engine::run() {
       else
         sc_core::wait(completed_);
     }
+    sc_core::wait(start_event_);
   }
 }
 

@@ -44,7 +44,10 @@ dma_engine::dma_engine(const sc_core::sc_module_name& name, const dma_params& p,
       ctx_(ctx),
       queues_(p.queues_per_engine) {
   SC_HAS_PROCESS(dma_engine);
+  // First runs when started or woken: a chip on its own scheduler never starts it.
   SC_THREAD(run);
+  sensitive << start_event_ << wake_;
+  dont_initialize();
 }
 
 void dma_engine::load(uint16_t q, const std::vector<isa::Instruction>* instrs) {
