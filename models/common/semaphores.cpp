@@ -33,22 +33,21 @@ void semaphores::wait_ge(uint16_t id, uint32_t v) {
   }
 }
 
-bool semaphores::notify_when_ge(uint16_t id, uint32_t v, sc_core::sc_event& ev) {
+bool semaphores::add_watch(uint16_t id, const watch& w) {
   check(id);
-  if (values_[id] >= v) return false;
-  for (const auto& w : watches_[id])
-    if (w.value == v && w.ev == &ev) return true;  // already pending
-  watches_[id].push_back({v, &ev, nullptr});
+  if (values_[id] >= w.value) return false;
+  for (const auto& x : watches_[id])
+    if (x.value == w.value && x.ev == w.ev && x.agent == w.agent) return true;  // pending
+  watches_[id].push_back(w);
   return true;
 }
 
+bool semaphores::notify_when_ge(uint16_t id, uint32_t v, sc_core::sc_event& ev) {
+  return add_watch(id, {v, &ev, nullptr});
+}
+
 bool semaphores::wake_when_ge(uint16_t id, uint32_t v, scheduler::agent* a) {
-  check(id);
-  if (values_[id] >= v) return false;
-  for (const auto& w : watches_[id])
-    if (w.value == v && w.agent == a) return true;  // already pending
-  watches_[id].push_back({v, nullptr, a});
-  return true;
+  return add_watch(id, {v, nullptr, a});
 }
 
 void semaphores::increment(uint16_t id, uint32_t inc) {

@@ -53,6 +53,8 @@ class semaphores : public sc_core::sc_module {
     scheduler::agent* agent;  // a scheduler agent
   };
   void check(uint16_t id) const;
+  // Registers `w` unless `id` has reached its value (false) or it is pending already.
+  bool add_watch(uint16_t id, const watch& w);
   std::vector<uint32_t> values_;
   std::vector<uint32_t> waiters_;  // threads blocked in wait_ge, per semaphore
   std::vector<std::vector<watch>> watches_;

@@ -242,11 +242,7 @@ bool dma_engine::execute(size_t qi) {
     for (const auto& w : in.waits) ctx_.checker->acquire(q.agent, &sems_, w.sem, w.value);
     ctx_.checker->issue(q.agent, uint32_t(q.pc));
   }
-  for (const auto& s : in.signals)
-    if (s.when == isa::SignalWhen::start) {
-      if (q.agent > 0) ctx_.checker->release(q.agent, &sems_, s.sem, s.inc, s.when);
-      sems_.increment(s.sem, s.inc);
-    }
+  signal(in, isa::SignalWhen::start, q.agent);
   if (in.op != isa::Opcode::dma_copy) {  // nop: waits and signals only, one delta
     cur_q_ = qi;
     phase_ = phase::nop;
@@ -298,21 +294,27 @@ void dma_engine::finish_nop(size_t qi) {
     ctx_.trace->slice(ctx_.trace->track(this, int(qi)), in, uint32_t(q.pc), now,
                       sc_core::SC_ZERO_TIME, now - head_since_[qi], sc_core::SC_ZERO_TIME);
   }
-  for (const auto& s : in.signals)
-    if (s.when == isa::SignalWhen::done) {
-      if (q.agent > 0) ctx_.checker->release(q.agent, &sems_, s.sem, s.inc, s.when);
-      sems_.increment(s.sem, s.inc);
-    }
+  signal(in, isa::SignalWhen::done, q.agent);
   complete(q, in);
+}
+
+isa::AccessPattern dma_engine::share_pattern(const share& s, const isa::AccessPattern& ap) {
+  // Only a spread transfer is cut into rows (src and dst then have the same row
+  // count); a whole one keeps its patterns, whose row counts may differ.
+  return s.in->spread <= 1 ? ap : rows_of(ap, s.row_lo, s.row_hi);
+}
+
+void dma_engine::signal(const isa::Instruction& in, isa::SignalWhen when, int agent) {
+  for (const auto& g : in.signals)
+    if (g.when == when) {
+      if (agent > 0) ctx_.checker->release(agent, &sems_, g.sem, g.inc, g.when);
+      sems_.increment(g.sem, g.inc);
+    }
 }
 
 bool dma_engine::begin_share(const share& s) {
   const isa::Instruction& in = *s.in;
-  // Only a spread transfer is cut into rows (src and dst then have the same row
-  // count); a whole one keeps its patterns, whose row counts may differ.
-  const bool whole = in.spread <= 1;
-  const isa::AccessPattern src = whole ? in.src[0] : rows_of(in.src[0], s.row_lo, s.row_hi);
-  const isa::AccessPattern dst = whole ? in.dst : rows_of(in.dst, s.row_lo, s.row_hi);
+  const isa::AccessPattern src = share_pattern(s, in.src[0]), dst = share_pattern(s, in.dst);
   sc_core::sc_time dur;
   const int agent = s.st->owner->queues_[s.st->queue].agent;
   try {
@@ -336,9 +338,6 @@ bool dma_engine::begin_share(const share& s) {
 void dma_engine::end_share(const share& s) {
   const isa::Instruction& in = *s.in;
   const sc_core::sc_time dur = cur_dur_;
-  const bool whole = in.spread <= 1;
-  const isa::AccessPattern dst = whole ? in.dst : rows_of(in.dst, s.row_lo, s.row_hi);
-  const int agent = s.st->owner->queues_[s.st->queue].agent;
   busy_ += dur;
   if (ctx_.trace) {
     const dma_engine& o = *s.st->owner;
@@ -347,15 +346,11 @@ void dma_engine::end_share(const share& s) {
     ctx_.trace->slice(ctx_.trace->track(this, track), in, uint32_t(o.queues_[s.st->queue].pc),
                       start, dur, start - std::min(start, o.head_since_[s.st->queue]), dur);
   }
-  bytes_ += fast::bytes(dst);
+  bytes_ += fast::bytes(share_pattern(s, in.dst));
   ++transfers_;
   if (s.st->owner != this) ++helper_shares_;
   // Every engine that took part signals completion.
-  for (const auto& g : in.signals)
-    if (g.when == isa::SignalWhen::done) {
-      if (agent > 0) ctx_.checker->release(agent, &sems_, g.sem, g.inc, g.when);
-      sems_.increment(g.sem, g.inc);
-    }
+  signal(in, isa::SignalWhen::done, s.st->owner->queues_[s.st->queue].agent);
   finish_share(s.st);
 }
 

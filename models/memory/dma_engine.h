@@ -119,6 +119,10 @@ class dma_engine : public sc_core::sc_module {
   // Starts queue qi's head; false: it failed (failed_ set).
   bool execute(size_t q);
   void finish_nop(size_t q);
+  // A pattern of the share's instruction as the share moves it (its rows, if spread).
+  static isa::AccessPattern share_pattern(const share& s, const isa::AccessPattern& ap);
+  // Signals `in`'s semaphores for `when`, as the checker agent `agent` (<= 0: none).
+  void signal(const isa::Instruction& in, isa::SignalWhen when, int agent);
   // Starts a share's transfer (its time in cur_dur_); false: it failed.
   bool begin_share(const share& s);
   void end_share(const share& s);

@@ -52,9 +52,10 @@ std::vector<std::string> e2e_programs() {
   return v;
 }
 
+// `env`: variable assignments for the command ("NAME=value "), or empty.
 CmdResult run_stats(const std::string& prog, const std::string& config, const std::string& extra,
-                    const std::filesystem::path& stats) {
-  return run_cmd(trnsim_bin() + " run " + prog + " -c " + config + " " + extra + " --stats " +
+                    const std::filesystem::path& stats, const std::string& env = "") {
+  return run_cmd(env + trnsim_bin() + " run " + prog + " -c " + config + " " + extra + " --stats " +
                  stats.string());
 }
 
@@ -176,9 +177,8 @@ TEST(Profile, SchedulerGivesTheSystemcThreadsResults) {
   for (const std::string config : {"tiny", "trn2"}) {
     for (const auto& prog : e2e_programs()) {
       SCOPED_TRACE(prog + " on " + config);
-      auto s = run_cmd("TRNSIM_SCHEDULER=systemc " + trnsim_bin() + " run " + prog + " -c " +
-                       config + " --random-inputs=5 --trace " + (dir / "s.trace").string() +
-                       " --stats " + (dir / "s.json").string());
+      auto s = run_stats(prog, config, "--random-inputs=5 --trace " + (dir / "s.trace").string(),
+                         dir / "s.json", "TRNSIM_SCHEDULER=systemc ");
       auto t = run_stats(prog, config, "--random-inputs=5 --trace " + (dir / "t.trace").string(),
                          dir / "t.json");
       ASSERT_EQ(s.code, 0) << s.out;
