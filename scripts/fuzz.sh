@@ -8,7 +8,12 @@
 # a crash, sanitizer report, timeout or OOM (inputs kept in build-fuzz/fuzz-artifacts/).
 # TRNSIM_FUZZ_BUILD_DIR overrides the build tree; TRNSIM_JOBS (default 2) is the build
 # parallelism and how many targets fuzz at once. TRNSIM_FUZZ_SEED fixes libFuzzer's
-# seed (default: a new random seed per run, printed in the log) so a run can be repeated.
+# seed (default: a new random seed per run, printed in the log). A seed alone does not
+# repeat a run: a time budget ends after however many inputs the machine managed, and
+# protobuf's hash tables are seeded from addresses (ASLR), which moves the coverage
+# the fuzzer steers by. TRNSIM_FUZZ_RUNS="asm=N tbin=N ..." gives targets a budget in
+# inputs instead (SECONDS then only caps each at 4x), and a seeded run switches ASLR
+# off (setarch -R, where the kernel lets it): the same inputs on every machine.
 # `ctest --test-dir build-fuzz/tests/fuzz` runs each target once over its corpus.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,6 +25,17 @@ case "$seconds" in
   '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;;
 esac
 all=(asm tbin config onnx)
+for kv in ${TRNSIM_FUZZ_RUNS:-}; do
+  case "$kv" in
+    asm=[0-9]* | tbin=[0-9]* | config=[0-9]* | onnx=[0-9]*)
+      case "${kv#*=}" in *[!0-9]*) bad=1 ;; *) bad=0 ;; esac ;;
+    *) bad=1 ;;
+  esac
+  if [ "$bad" = 1 ]; then
+    echo "fuzz.sh: TRNSIM_FUZZ_RUNS entry '$kv' is not TARGET=COUNT (targets: ${all[*]})" >&2
+    exit 2
+  fi
+done
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 for i in "${!targets[@]}"; do
@@ -57,15 +73,28 @@ run_target() {
   if [ "$t" = tbin ]; then
     "$build/tests/fuzz/make_tbin_seeds" "$corpus" "$root"/tests/fuzz/corpus/asm/*.tasm
   fi
-  local args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
-              -artifact_prefix="$artifacts/$t-")
-  if [ -n "${TRNSIM_FUZZ_SEED:-}" ]; then args+=(-seed="$TRNSIM_FUZZ_SEED"); fi
+  local runs_budget="" cap="$seconds" budget="${seconds}s" pre=() kv
+  for kv in ${TRNSIM_FUZZ_RUNS:-}; do
+    if [ "${kv%%=*}" = "$t" ]; then runs_budget="${kv#*=}"; fi
+  done
+  if [ -n "$runs_budget" ]; then
+    cap=$((seconds * 4))
+    budget="$runs_budget inputs"
+  fi
+  local args=(-max_total_time="$cap" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
+              -reload=0 -artifact_prefix="$artifacts/$t-")
+  [ -n "$runs_budget" ] && args+=(-runs="$runs_budget")
+  if [ -n "${TRNSIM_FUZZ_SEED:-}" ]; then
+    args+=(-seed="$TRNSIM_FUZZ_SEED")
+    if setarch "$(uname -m)" -R true 2>/dev/null; then pre=(setarch "$(uname -m)" -R); fi
+  fi
   [ -f "$root/tests/fuzz/$t.dict" ] && args+=(-dict="$root/tests/fuzz/$t.dict")
   before=$(ls "$artifacts" | grep -c "^$t-" || true)
-  echo "== fuzz_$t for ${seconds}s (log: $log)"
+  echo "== fuzz_$t for $budget (log: $log)"
+  local start=$SECONDS
   # The outer timeout only guards against a fuzzer that stops honouring its own limit.
-  timeout --kill-after=10 $((seconds + 300)) \
-    "$build/tests/fuzz/fuzz_$t" "${args[@]}" "$corpus" >"$log" 2>&1 || rc=$?
+  timeout --kill-after=10 $((cap + 300)) \
+    "${pre[@]}" "$build/tests/fuzz/fuzz_$t" "${args[@]}" "$corpus" >"$log" 2>&1 || rc=$?
   after=$(ls "$artifacts" | grep -c "^$t-" || true)
   local runs cov found line
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -73,7 +102,7 @@ run_target() {
   cov=$( (grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" || true) | tail -1)
   found=$((after - before))
   if [ "$rc" -ne 0 ] && [ "$found" -eq 0 ]; then found=1; fi  # e.g. a crash outside an input
-  line="fuzz_$t: ${runs:-0} runs in ${seconds}s, ${cov:-no coverage line}, $found crash(es)"
+  line="fuzz_$t: ${runs:-0} runs in $((SECONDS - start))s, ${cov:-no coverage line}, $found crash(es)"
   if [ "$rc" -ne 0 ]; then
     line+=" (exit $rc)"
     {

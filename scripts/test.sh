@@ -17,12 +17,16 @@ echo "== build and test"
 
 if [ "${TRNSIM_SKIP_FUZZ:-0}" != 1 ]; then
   # libFuzzer on the parsers (assembler, .tbin loader, config loader, ONNX importer):
-  # a clang build, then TRNSIM_FUZZ_SECONDS (60) per target, two targets at a time.
-  # A fixed seed (TRNSIM_FUZZ_SEED, default 1) keeps the test command repeatable: a new
-  # finding must not turn main red at random. Exploratory campaigns run scripts/fuzz.sh
-  # with random seeds and longer budgets; what they find goes to tests/fuzz/regressions.
+  # a clang build, then a fixed number of inputs per target (about a minute each on
+  # these machines), two targets at a time. A fixed seed (TRNSIM_FUZZ_SEED, default 1),
+  # input budgets rather than a time budget, and ASLR off make it the same inputs on
+  # every run, so a commit that passes here passes in CI: a new finding must not turn
+  # main red at random. (A 60 s budget with seed 1 did: a slower or faster machine got
+  # further.) Exploratory campaigns run scripts/fuzz.sh with random seeds and longer
+  # budgets; what they find goes to tests/fuzz/regressions.
   echo "== parser fuzzing"
   TRNSIM_JOBS="$jobs" TRNSIM_FUZZ_SEED="${TRNSIM_FUZZ_SEED:-1}" \
+    TRNSIM_FUZZ_RUNS="${TRNSIM_FUZZ_RUNS:-asm=600000 tbin=1200000 config=6000 onnx=1800000}" \
     "$root/scripts/fuzz.sh" "${TRNSIM_FUZZ_SECONDS:-60}"
 fi
 

@@ -86,9 +86,11 @@ namespace {
 
 template <typename T>
 std::vector<T> raw_values(const std::string& raw, int64_t n, const std::string& what) {
-  if (static_cast<int64_t>(raw.size()) != n * static_cast<int64_t>(sizeof(T)))
+  // Compared in elements: n * sizeof(T) can overflow for a shape whose count fits int64.
+  if (raw.size() % sizeof(T) != 0 || raw.size() / sizeof(T) != static_cast<uint64_t>(n))
     throw ir::CompileError(what + ": raw_data holds " + std::to_string(raw.size()) +
-                           " bytes, expected " + std::to_string(n * sizeof(T)));
+                           " bytes, expected " + std::to_string(n) + " values of " +
+                           std::to_string(sizeof(T)) + " bytes");
   std::vector<T> v(n);
   if (n) std::memcpy(v.data(), raw.data(), n * sizeof(T));  // little-endian host, as ONNX stores
   return v;

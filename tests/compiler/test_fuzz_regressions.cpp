@@ -39,5 +39,13 @@ TEST(FuzzRegressions, NodeWithoutOutputs) {
                  {"node_without_outputs.onnx", "(op MaxPool)", "has no outputs"});
 }
 
+// A float initializer of shape [2^31, 2^31] with 4 bytes of raw_data: the element
+// count fits int64, but checking the byte size as count * 4 overflowed (UBSan).
+TEST(FuzzRegressions, InitializerRawSizeOverflow) {
+  expect_refused("initializer_raw_size_overflow.onnx",
+                 {"initializer_raw_size_overflow.onnx", "raw_data holds 4 bytes",
+                  "expected 4611686018427387904 values of 4 bytes"});
+}
+
 }  // namespace
 }  // namespace trnsim::frontend::testing
