@@ -157,8 +157,20 @@ OnnxModel compile_onnx_model(const std::string& path, const platform::platform_c
   o.dump = [&dumps](const std::string& pass, const std::string& text) {
     dumps << "# IR after " << pass << "\n" << text;
   };
-  compiler::PartitionedModel pm =
-      compiler::compile_partitioned(frontend::import_onnx_file(path), o, allow_fallback);
+  ir::Graph imported = frontend::import_onnx_file(path);  // its errors name the file
+  // Compiler errors name the node, value or kernel; the file is added here, keeping the
+  // type (callers count UnsupportedError as refused).
+  compiler::PartitionedModel pm = [&] {
+    try {
+      return compiler::compile_partitioned(std::move(imported), o, allow_fallback);
+    } catch (const ir::UnsupportedError& e) {
+      throw ir::UnsupportedError(path + ": " + e.what());
+    } catch (const ir::CompileError& e) {
+      throw ir::CompileError(path + ": " + e.what());
+    } catch (const tile::KernelError& e) {
+      throw tile::KernelError(path + ": " + e.what());
+    }
+  }();
   OnnxModel m;
   m.compile_stats = pm.stats;
   const std::map<std::string, std::string> names = lower::io_tensor_names(pm.graph);

@@ -10,6 +10,7 @@ compiler::Target target_from_config(const platform::platform_config& c) {
   t.sbuf_partition_bytes = l.sbuf_partition_bytes;
   t.psum_partition_bytes = l.psum_partition_bytes;
   t.psum_bank_bytes = l.psum_bank_bytes;
+  t.hbm_bytes = l.hbm_bytes;
   t.matmul_max_k = l.matmul_max_k;
   t.matmul_max_m = l.matmul_max_m;
   t.matmul_max_n = l.matmul_max_n;

@@ -312,7 +312,7 @@ isa::AccessPattern TileView::ap(const std::vector<int>* group) const {
 
 // ---------------------------------------------------------------- Builder
 
-Builder::Builder(std::string kernel_name) {
+Builder::Builder(std::string kernel_name, uint64_t hbm_bytes) : hbm_bytes_(hbm_bytes) {
   k_.name = std::move(kernel_name);
 }
 
@@ -328,9 +328,20 @@ HbmView Builder::add_tensor(const std::string& name, const std::vector<int64_t>&
   if (!ok) fail("tensor name '" + name + "' is not [A-Za-z_][A-Za-z0-9_.]*");
   if (k_.find_tensor(name) >= 0) fail("tensor '" + name + "' declared twice");
   if (shape.empty()) fail("tensor '" + name + "' needs at least one dimension");
-  for (int64_t d : shape)
+  uint64_t bytes = isa::dtype_size(t);
+  for (int64_t d : shape) {
     if (d < 1 || d > std::numeric_limits<uint32_t>::max())
       fail("tensor '" + name + "' has dimension " + std::to_string(d));
+    // Checked here so that no later stride or offset product can overflow.
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes) ||
+        bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail("tensor '" + name + "' " + shape_str(shape) + " " + std::string(isa::dtype_name(t)) +
+           " has more bytes than a 64-bit address can count");
+  }
+  if (hbm_bytes_ != 0 && bytes > hbm_bytes_)
+    fail("tensor '" + name + "' " + shape_str(shape) + " " + std::string(isa::dtype_name(t)) +
+         " needs " + std::to_string(bytes) + " bytes, more than the target's " +
+         std::to_string(hbm_bytes_) + " bytes of HBM");
   tile::Tensor tt;
   tt.name = name;
   tt.shape = shape;

@@ -130,7 +130,8 @@ struct TensorScalarOpts {
 
 class Builder {
  public:
-  explicit Builder(std::string kernel_name);
+  // hbm_bytes: the most HBM one tensor may take (the target's; 0: only overflow checked).
+  explicit Builder(std::string kernel_name, uint64_t hbm_bytes = 0);
 
   // ---- HBM tensors
   HbmView input(const std::string& name, const std::vector<int64_t>& shape, isa::DType t);
@@ -200,6 +201,7 @@ class Builder {
   void in_space(const char* what, const char* name, const TileView& v, isa::MemSpace space) const;
 
   tile::Kernel k_;
+  uint64_t hbm_bytes_ = 0;
   std::vector<uint32_t> pool_tiles_;  // tiles allocated per pool so far
 };
 

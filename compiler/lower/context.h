@@ -15,7 +15,8 @@
 namespace trnsim::lower {
 
 struct Ctx {
-  explicit Ctx(const std::string& name, const compiler::Target& t) : b(name), target(t) {}
+  explicit Ctx(const std::string& name, const compiler::Target& t)
+      : b(name, t.hbm_bytes), target(t) {}
   kernels::Builder b;
   const compiler::Target& target;
   std::map<const ir::Value*, kernels::HbmView> hbm;

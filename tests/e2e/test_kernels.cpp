@@ -533,6 +533,37 @@ TEST(KernelsBuilder, ClearErrors) {
             std::string::npos);
 }
 
+// A tensor larger than the target's HBM, or than 64-bit byte offsets can address, is
+// refused where it is declared (strides and offsets are products of its dims).
+TEST(KernelsBuilder, TensorsMustFitHbm) {
+  auto err = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const tile::KernelError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  Builder b("big", 1024);                                               // 1 KiB of HBM
+  EXPECT_EQ(err([&] { b.input("fits", {16, 16}, DType::fp32); }), "");  // 16*16*4 = 1024 B
+  EXPECT_EQ(err([&] { b.input("over", {257}, DType::fp32); }),
+            "kernel 'big': tensor 'over' [257] fp32 needs 1028 bytes, more than the target's "
+            "1024 bytes of HBM");
+  Builder u("huge");  // no HBM limit: only the overflow check
+  // 2^31 * 2^31 * 4 B = 2^64 B.
+  EXPECT_EQ(err([&] {
+              u.scratch("x", {int64_t{1} << 31, int64_t{1} << 31}, DType::fp32);
+            }),
+            "kernel 'huge': tensor 'x' [2147483648,2147483648] fp32 has more bytes than a 64-bit "
+            "address can count");
+  // 2^31 * 2^31 * 2 B = 2^63 B, one past int64.
+  EXPECT_NE(err([&] { u.scratch("y", {int64_t{1} << 31, int64_t{1} << 31}, DType::bf16); }), "");
+  EXPECT_EQ(err([&] {
+              u.scratch("z", {int64_t{1} << 31, (int64_t{1} << 30) - 1}, DType::bf16);
+            }),
+            "");
+}
+
 // ---- GEMM tensor-engine utilisation on trn2 --------------------------------------------
 
 // bf16 [1024,1024] @ [1024,1024] built with the builder, timing only on trn2. Ideal

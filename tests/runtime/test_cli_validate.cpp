@@ -150,5 +150,30 @@ np.save(d + '/x.npy', np.arange(32, dtype=np.float32).reshape(4, 8))
       << r.out;
 }
 
+// A model whose input alone is larger than the config's HBM is refused by the compiler
+// with the file, the tensor and both sizes, before any instruction is generated (it
+// used to lower 2^62 elements tile by tile).
+TEST(CliErrors, TensorLargerThanHbmNamesFileAndTensor) {
+  const auto dir = temp_dir("cli_huge_tensor");
+  std::string model;
+  if (!write_model(dir, "huge",
+                   R"(shape = [65536, 1 << 20]
+g = helper.make_graph([helper.make_node('Relu', ['x'], ['y'])], 'huge',
+                      [helper.make_tensor_value_info('x', TensorProto.FLOAT, shape)],
+                      [helper.make_tensor_value_info('y', TensorProto.FLOAT, shape)])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/huge.onnx')
+)",
+                   &model))
+    GTEST_SKIP() << "python3-onnx not available";
+  CmdResult r = run_cmd(trnsim_bin() + " run " + model + " -c trn2 --random-inputs");
+  EXPECT_EQ(r.code, 1) << r.out;
+  // 65536 * 2^20 * 4 B = 2^38 B = 274877906944 B; trn2 has 96 GiB = 103079215104 B.
+  EXPECT_NE(r.out.find(model + ": kernel 'huge': tensor 'x' [65536,1048576] fp32 needs "
+                               "274877906944 bytes, more than the target's 103079215104 "
+                               "bytes of HBM"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace trnsim::test
