@@ -13,6 +13,7 @@
 
 #include "models/cosim/rtl_config.h"
 #include "models/cosim/rtl_registry.h"
+#include "models/isa/file_io.h"
 #include "platform/config_schema.h"
 
 #ifndef TRNSIM_SOURCE_CONFIG_DIR
@@ -492,12 +493,10 @@ platform_config load_config(const std::string& name_or_path,
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
   const std::string path = is_path ? name_or_path : find_preset(name_or_path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open config file: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ConfigError(path + ": cannot read config file");
-  return parse_config(text.str(), path, overrides);
+  std::string text;
+  if (const std::string why = isa::read_file(path, text); !why.empty())
+    throw ConfigError(path + ": cannot open config file: " + why);
+  return parse_config(text, path, overrides);
 }
 
 std::string describe(const platform_config& cfg) {

@@ -12,6 +12,7 @@
 #include "compiler/compile.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/lower/lower.h"
+#include "models/isa/file_io.h"
 #include "runtime/target_from_config.h"
 
 namespace trnsim::runtime {
@@ -39,9 +40,9 @@ std::string header_field(const std::string& h, const std::string& key) {
 
 // An .npy file of integers, bools or floats, as doubles.
 std::vector<double> read_npy_numbers(const std::string& path, std::vector<int64_t>& shape) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw NpyError(path + ": cannot open");
-  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  if (const std::string why = isa::read_file(path, bytes); !why.empty())
+    throw NpyError(path + ": cannot open: " + why);
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
     throw NpyError(path + ": not an .npy file (bad magic)");
   const int major = static_cast<unsigned char>(bytes[6]);

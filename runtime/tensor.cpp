@@ -1,4 +1,5 @@
 #include "runtime/tensor.h"
+#include "models/isa/file_io.h"
 
 #include <bit>
 #include <cctype>
@@ -214,10 +215,9 @@ std::string python_shape(const std::vector<int64_t>& shape) {
 }  // namespace
 
 HostTensor read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  std::string buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) fail(path, "read error");
+  std::string buf;
+  if (const std::string why = isa::read_file(path, buf); !why.empty())
+    fail(path, "cannot open: " + why);
 
   if (buf.size() < kMagicLen || std::memcmp(buf.data(), kMagic, kMagicLen) != 0)
     fail(path, "not a .npy file (bad magic; expected \\x93NUMPY)");

@@ -17,6 +17,7 @@
 #include "compiler/interp/interpreter.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/ops.h"
+#include "models/isa/file_io.h"
 
 namespace trnsim::frontend {
 namespace {
@@ -893,11 +894,10 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& label,
 }
 
 ir::Graph import_onnx_file(const std::string& path, const ImportOptions& opts) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ir::CompileError(path + ": cannot open file");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return import_onnx_bytes(ss.str(), path, opts);
+  std::string bytes;
+  if (const std::string why = isa::read_file(path, bytes); !why.empty())
+    throw ir::CompileError(path + ": cannot open file: " + why);
+  return import_onnx_bytes(bytes, path, opts);
 }
 
 }  // namespace trnsim::frontend

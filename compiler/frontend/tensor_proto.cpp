@@ -8,6 +8,7 @@
 
 #include "compiler/ir/error.h"
 #include "models/isa/dtype.h"
+#include "models/isa/file_io.h"
 
 namespace trnsim::frontend {
 
@@ -232,12 +233,11 @@ void tensor_to_proto(const ir::Tensor& t, TP& p) {
 }
 
 ir::Tensor read_tensor_pb(const std::string& path, std::string* name) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ir::CompileError(path + ": cannot open file");
-  std::ostringstream ss;
-  ss << f.rdbuf();
+  std::string bytes;
+  if (const std::string why = isa::read_file(path, bytes); !why.empty())
+    throw ir::CompileError(path + ": cannot open file: " + why);
   TP p;
-  if (!p.ParseFromString(ss.str()))
+  if (!p.ParseFromString(bytes))
     throw ir::CompileError(path + ": not a serialized ONNX TensorProto");
   if (name) *name = p.name();
   return tensor_from_proto(p, path);

@@ -1,4 +1,5 @@
 #include "models/isa/assembler.h"
+#include "models/isa/file_io.h"
 
 #include <bit>
 #include <cctype>
@@ -845,12 +846,10 @@ Program assemble(std::string_view text, const std::string& file) {
 }
 
 Program assemble_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw AsmError(path, 0, 0, "cannot open the file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw AsmError(path, 0, 0, "cannot read the file");
-  return assemble(ss.str(), path);
+  std::string text;
+  if (const std::string why = read_file(path, text); !why.empty())
+    throw AsmError(path, 0, 0, "cannot open the file: " + why);
+  return assemble(text, path);
 }
 
 std::string disassemble(const Instruction& in, const Program* p) {

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "models/isa/assembler.h"
+#include "models/isa/file_io.h"
 
 // Layout (all little-endian; str = u32 length + bytes; AP = u8 space, u8 dtype,
 // u32 partition_start, u32 partition_count, i64 partition_stride, u64 offset,
@@ -376,23 +377,10 @@ Program decode_binary(const std::vector<uint8_t>& bytes, const std::string& name
 }
 
 Program load_program(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-  // One read of the whole file when its size is known (a regular file), else a
-  // stream (a pipe): a program can be hundreds of MB.
+  // One read of the whole file (a program can be hundreds of MB).
   std::vector<uint8_t> bytes;
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  if (size >= 0) {
-    f.seekg(0, std::ios::beg);
-    bytes.resize(size_t(size));
-    f.read(reinterpret_cast<char*>(bytes.data()), size);
-    if (f.gcount() != size) throw std::runtime_error(path + ": read error");
-  } else {
-    f.clear();
-    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  }
-  if (f.bad()) throw std::runtime_error(path + ": read error");
+  if (const std::string why = read_file(path, bytes); !why.empty())
+    throw std::runtime_error(path + ": cannot open: " + why);
   if (bytes.size() >= 4 && std::memcmp(bytes.data(), kMagic, 4) == 0)
     return decode_binary(bytes, path);
   return assemble(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),

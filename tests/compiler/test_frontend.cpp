@@ -134,7 +134,7 @@ TEST(Frontend, BadFiles) {
     import_onnx_file("/nonexistent/model.onnx");
     FAIL();
   } catch (const ir::CompileError& e) {
-    EXPECT_STREQ(e.what(), "/nonexistent/model.onnx: cannot open file");
+    EXPECT_STREQ(e.what(), "/nonexistent/model.onnx: cannot open file: No such file or directory");
   }
   std::string path = std::filesystem::temp_directory_path() / "trnsim_bad_model.onnx";
   std::ofstream(path) << "this is not a protobuf \xff\xff\xff";

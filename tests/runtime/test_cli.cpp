@@ -2,6 +2,9 @@
 // what is wrong and a non-zero exit; good runs print the report and write outputs.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <vector>
+
 #include "tests/runtime/cli_harness.h"
 
 using namespace trnsim::test;
@@ -107,6 +110,32 @@ TEST(Cli, MissingProgramFile) {
   auto r = run_cmd(trnsim_bin() + " run /nonexistent/p.tasm -c tiny");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("/nonexistent/p.tasm"), std::string::npos) << r.out;
+}
+
+// A directory where a file is expected: each loader says so (an input stream opens a
+// directory on Linux, and reading it gave std::bad_alloc).
+TEST(Cli, DirectoryInsteadOfAFile) {
+  const auto dir = temp_dir("cli_dirs");
+  for (const char* name : {"p.tasm", "p.tbin", "m.onnx", "c.yaml", "x.npy"})
+    std::filesystem::create_directories(dir / name);
+  const std::string d = dir.string() + "/";
+  struct Case {
+    std::string args, want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"run " + d + "p.tasm -c tiny", d + "p.tasm: cannot open: Is a directory"},
+           {"run " + d + "p.tbin -c tiny", d + "p.tbin: cannot open: Is a directory"},
+           {"run " + d + "m.onnx -c tiny", d + "m.onnx: cannot open file: Is a directory"},
+           {"run " + d + "p.tasm -c " + d + "c.yaml",
+            d + "c.yaml: cannot open config file: Is a directory"},
+           {"disasm " + d + "p.tbin", d + "p.tbin: cannot open: Is a directory"}}) {
+    auto r = run_cmd(trnsim_bin() + " " + c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.want), std::string::npos) << c.args << "\n" << r.out;
+  }
+  auto r = run_program("dir_input", kScale, "-c tiny --input x=" + d + "x.npy");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(d + "x.npy: cannot open: Is a directory"), std::string::npos) << r.out;
 }
 
 TEST(Cli, MalformedAssemblyNamesLineAndColumn) {
