@@ -178,8 +178,34 @@ std::vector<Access> accesses(const Kernel& k, const Op& op, DepMode mode) {
 using Key = std::tuple<int, int, int, int64_t>;
 constexpr uint32_t kGroup = 32;  // partitions per bucket
 
-std::vector<std::pair<Key, Scope>> keys(const Region& r, DepMode mode) {
-  if (r.hbm) return {{Key{0, r.obj, 0, 0}, Scope{}}};
+// HBM buckets: bands of `band` bytes of one tensor. A tensor stored as thousands of
+// disjoint pieces would otherwise keep them all in one bucket, and every store would
+// test every earlier piece (quadratic: a Relu over [2048, 65536] spent 2 s there).
+// The scope stays the whole tensor, so a write drops only entries it covers entirely,
+// exactly as with one bucket: the edges found are the same.
+constexpr int64_t kMaxBands = 1024;
+
+// Band size of tensor `t`: at least 128 rows (a tile's partitions, so a tile's
+// piece lands in one or two bands) and at most kMaxBands bands per tensor (so an
+// access over the whole tensor is filed kMaxBands times at most).
+int64_t hbm_band_bytes(const Tensor& t) {
+  const int64_t bytes = static_cast<int64_t>(t.bytes());
+  const int64_t row =
+      t.shape.empty() ? bytes : t.shape.back() * static_cast<int64_t>(isa::dtype_size(t.dtype));
+  const int64_t by_rows = std::min(bytes, 128 * row);
+  return std::max<int64_t>({by_rows, (bytes + kMaxBands - 1) / kMaxBands, 1});
+}
+
+std::vector<std::pair<Key, Scope>> keys(const Region& r, DepMode mode,
+                                        const std::vector<int64_t>& hbm_band) {
+  if (r.hbm) {
+    const int64_t band = hbm_band[r.obj];
+    std::vector<std::pair<Key, Scope>> ks;
+    for (int64_t b = std::max<int64_t>(r.b0, 0) / band; b <= std::max<int64_t>(r.b1 - 1, 0) / band;
+         ++b)
+      ks.push_back({Key{0, r.obj, 0, b}, Scope{}});
+    return ks;
+  }
   std::vector<std::pair<Key, Scope>> ks;
   const bool phys = mode == DepMode::physical;
   const int64_t g = !phys ? 0 : r.space == isa::MemSpace::psum ? 2048 : 1024;
@@ -222,6 +248,8 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
   g.preds.resize(n);
   g.succs.resize(n);
   std::map<Key, Bucket> buckets;
+  std::vector<int64_t> hbm_band;
+  for (const Tensor& t : k.tensors) hbm_band.push_back(hbm_band_bytes(t));
   std::vector<int> seen(n, -1);
   for (int j = 0; j < n; ++j) {
     const auto acc = accesses(k, k.ops[j], mode);
@@ -232,7 +260,7 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
       g.succs[i].push_back(j);
     };
     for (const Access& a : acc)
-      for (const auto& [key, sc] : keys(a.r, mode)) {
+      for (const auto& [key, sc] : keys(a.r, mode, hbm_band)) {
         auto it = buckets.find(key);
         if (it == buckets.end()) continue;
         for (const Entry& e : it->second.writers)
@@ -242,7 +270,7 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
             if (overlap(a.r, e.r)) add(e.op);
       }
     for (const Access& a : acc)
-      for (const auto& [key, sc] : keys(a.r, mode)) {
+      for (const auto& [key, sc] : keys(a.r, mode, hbm_band)) {
         Bucket& b = buckets[key];
         if (a.write) {
           auto gone = [&, &sc = sc](const Entry& e) { return e.op != j && covers(a.r, e.r, sc); };

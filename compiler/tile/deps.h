@@ -20,8 +20,10 @@ enum class DepMode { logical, physical };
 struct DepGraph {
   // By position in Kernel::ops. Not transitively reduced, but pruned: once a
   // later write overwrites an access within a bucket of memory (32 partitions x
-  // 1 KiB SBUF / 2 KiB PSUM; a whole tensor in HBM), later ops that conflict with
-  // it there are ordered after it through that write, so no edge is added.
+  // 1 KiB SBUF / 2 KiB PSUM; in HBM, entirely), later ops that conflict with it
+  // there are ordered after it through that write, so no edge is added. HBM
+  // accesses are filed in bands of their tensor (>= 128 rows, <= 1024 bands) so
+  // that thousands of disjoint pieces of one tensor are not all tested pairwise.
   std::vector<std::vector<int>> preds, succs;
   size_t edges() const;
 };
