@@ -303,7 +303,10 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
     launch.inputs[name] =
         onnx ? runtime::read_model_input(model, name, file) : runtime::read_npy(file);
   }
-  if (random_inputs) {
+  // Timing-only runs of a device program write no data, so random inputs would only
+  // cost host memory and time (gigabytes for a large model); host-fallback segments
+  // compute on the host and still need them.
+  if (random_inputs && (functional || model.partitioned)) {
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (const auto& d : prog.tensors) {
