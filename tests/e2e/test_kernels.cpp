@@ -479,15 +479,17 @@ TEST(KernelsBuilder, ViewsMapToAccessPatterns) {
             "sbuf[0:128, 0, fp32, [0,8], [1,64]]");
 }
 
+// The message of the KernelError `f` throws ("" when it throws none).
+std::string err(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const tile::KernelError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(KernelsBuilder, ClearErrors) {
-  auto err = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const tile::KernelError& e) {
-      return e.what();
-    }
-    return "";
-  };
   Builder b("errs");
   auto T6 = b.input("T6", {2, 2, 2, 2, 2, 2}, DType::fp32);
   auto p = b.pool("sb", MemSpace::sbuf, 1);
@@ -536,14 +538,6 @@ TEST(KernelsBuilder, ClearErrors) {
 // A tensor larger than the target's HBM, or than 64-bit byte offsets can address, is
 // refused where it is declared (strides and offsets are products of its dims).
 TEST(KernelsBuilder, TensorsMustFitHbm) {
-  auto err = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const tile::KernelError& e) {
-      return e.what();
-    }
-    return "";
-  };
   Builder b("big", 1024);                                               // 1 KiB of HBM
   EXPECT_EQ(err([&] { b.input("fits", {16, 16}, DType::fp32); }), "");  // 16*16*4 = 1024 B
   EXPECT_EQ(err([&] { b.input("over", {257}, DType::fp32); }),
