@@ -62,6 +62,8 @@ const char* kRunHelp =
     "  -c, --config NAME|PATH   preset (trn1, trn2, trn3, tiny) or YAML file [trn2]\n"
     "  --set KEY=VALUE          override a config key (repeatable)\n"
     "  --input NAME=FILE.npy    bind an input tensor (repeatable)\n"
+    "  --input-shape NAME=D0xD1...  concrete shape of an ONNX input with symbolic dims\n"
+    "                           (e.g. x=8x128; repeatable)\n"
     "  --random-inputs[=SEED]   fill inputs not given with seeded uniform [-1,1) values\n"
     "                           (ONNX integer inputs: integers in [0,10), bools 0/1;\n"
     "                           none when a --no-functional run reads no data)\n"
@@ -162,6 +164,29 @@ std::string drop_wait_or_usage(isa::Program& p, size_t n) {
   }
 }
 
+// --input-shape NAME=D0xD1... (or D0,D1,...): a concrete shape for an ONNX input whose
+// declared shape has symbolic dims.
+void take_input_shape(const std::string& v, frontend::ImportOptions& o) {
+  const auto eq = v.find('=');
+  const std::string usage = "--input-shape expects NAME=D0xD1... (e.g. x=8x128), got '" + v + "'";
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) throw UsageError(usage);
+  const std::string name = v.substr(0, eq);
+  if (o.input_shapes.count(name)) throw UsageError("--input-shape " + name + " given twice");
+  ir::Shape shape;
+  std::string dims = v.substr(eq + 1) + "x";
+  size_t start = 0;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] != 'x' && dims[i] != ',') continue;
+    const std::string d = dims.substr(start, i - start);
+    start = i + 1;
+    if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(d) < 1)
+      throw UsageError(usage + ": '" + d + "' is not a positive dimension");
+    shape.push_back(std::stoll(d));
+  }
+  o.input_shapes[name] = shape;
+}
+
 // `trnsim run`, and with `validate` set `trnsim validate` (ONNX models only:
 // simulated outputs against the reference interpreter, exit 1 when they differ).
 int cmd_run(std::vector<std::string> args, bool validate = false) {
@@ -170,6 +195,7 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   std::string trace_path, vcd_path, precision = "bf16";
   std::vector<std::string> sets, print_after;
   std::vector<std::pair<std::string, std::string>> inputs;
+  frontend::ImportOptions import;
   bool functional = true, random_inputs = false, fallback = true, keep_on_chip = true;
   bool check_races = validate, poison = validate, races_warn = false;
   long long drop_sync = -1;
@@ -201,6 +227,8 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
       if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
         throw UsageError("--input expects NAME=FILE.npy, got '" + v + "'");
       inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (take_value(args, i, "--input-shape", "", v)) {
+      take_input_shape(v, import);
     } else if (a == "--random-inputs") {
       random_inputs = true;
     } else if (take_value(args, i, "--random-inputs", "", v)) {
@@ -278,11 +306,14 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   // An ONNX model is compiled first; inputs not given get seeded random values.
   const bool onnx = runtime::is_onnx_path(program_path);
   if (onnx) random_inputs = true;
+  if (!onnx && !import.input_shapes.empty())
+    throw UsageError("--input-shape: '" + program_path +
+                     "' is a program, not an ONNX model; its shapes are fixed");
   // ONNX integer/bool inputs and outputs convert at the boundary (fp32 on the device).
   runtime::OnnxModel model;
   if (onnx) {
     model = runtime::compile_onnx_model(program_path, cfg, precision, print_after, std::cout,
-                                        fallback, keep_on_chip);
+                                        fallback, keep_on_chip, import);
     if (const std::string s = runtime::keep_on_chip_summary(model.compile_stats); !s.empty())
       std::cout << s << "\n";
   } else {
@@ -360,7 +391,8 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
     interp::RunOptions ro;
     ro.emulate_precision = precision != "fp32";
     const interp::TensorMap ref = interp::run(g, in, ro);
-    const interp::TensorMap ref32 = interp::run(frontend::import_onnx_file(program_path), in);
+    const interp::TensorMap ref32 =
+        interp::run(frontend::import_onnx_file(program_path, import), in);
     std::vector<runtime::OutputCheck> checks;
     for (const ir::Value* v : g.outputs()) {
       const ir::Tensor got =
@@ -443,6 +475,7 @@ const char* kCompileHelp =
     "  --set KEY=VALUE          override a config key (repeatable)\n"
     "  --precision P            matmul operand type bf16|fp32|fp8 [bf16]\n"
     "  --print-after PASS       print the IR after a graph or tile pass (or *; repeatable)\n"
+    "  --input-shape NAME=D0xD1...  concrete shape of an ONNX input with symbolic dims\n"
     "  --no-keep-on-chip        every intermediate goes through HBM (no keep_on_chip\n"
     "                           pass: SBUF forwarding with spills)\n"
     "  --drop-sync N            sync mutation: remove semaphore wait N (0-based, in\n"
@@ -451,6 +484,7 @@ const char* kCompileHelp =
 int cmd_compile(std::vector<std::string> args) {
   std::string model, out, config = "trn2", precision = "bf16", v;
   std::vector<std::string> sets, print_after;
+  frontend::ImportOptions import;
   long long drop_sync = -1;
   bool keep_on_chip = true;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -471,6 +505,8 @@ int cmd_compile(std::vector<std::string> args) {
       precision = v;
     } else if (take_value(args, i, "--print-after", "", v)) {
       print_after.push_back(v);
+    } else if (take_value(args, i, "--input-shape", "", v)) {
+      take_input_shape(v, import);
     } else if (!args[i].empty() && args[i][0] == '-') {
       throw UsageError("compile: unknown option '" + args[i] + "'");
     } else if (model.empty()) {
@@ -483,7 +519,7 @@ int cmd_compile(std::vector<std::string> args) {
   if (out.empty()) throw UsageError("compile: -o PROGRAM.tbin|.tasm is required");
   const platform::platform_config cfg = platform::load_config(config, sets);
   runtime::OnnxModel m = runtime::compile_onnx_model(model, cfg, precision, print_after, std::cout,
-                                                     false, keep_on_chip);
+                                                     false, keep_on_chip, import);
   isa::Program& p = m.program;
   if (const std::string s = runtime::keep_on_chip_summary(m.compile_stats); !s.empty())
     std::cout << s << "\n";

@@ -146,7 +146,8 @@ ir::ElemType OnnxModel::type_of(const std::string& tensor) const {
 OnnxModel compile_onnx_model(const std::string& path, const platform::platform_config& cfg,
                              const std::string& precision,
                              const std::vector<std::string>& print_after, std::ostream& dumps,
-                             bool allow_fallback, bool keep_on_chip) {
+                             bool allow_fallback, bool keep_on_chip,
+                             const frontend::ImportOptions& import) {
   compiler::CompileOnnxOptions o;
   o.keep_on_chip = keep_on_chip;
   const auto p = gpass::parse_precision(precision);
@@ -158,7 +159,7 @@ OnnxModel compile_onnx_model(const std::string& path, const platform::platform_c
   o.dump = [&dumps](const std::string& pass, const std::string& text) {
     dumps << "# IR after " << pass << "\n" << text;
   };
-  ir::Graph imported = frontend::import_onnx_file(path);  // its errors name the file
+  ir::Graph imported = frontend::import_onnx_file(path, import);  // its errors name the file
   // Compiler errors name the node, value or kernel; the file is added here, keeping the
   // type (callers count UnsupportedError as refused).
   compiler::PartitionedModel pm = [&] {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/ir/types.h"
 #include "compiler/partition.h"
 #include "models/isa/program.h"
@@ -50,7 +51,8 @@ struct OnnxModel {
 OnnxModel compile_onnx_model(const std::string& path, const platform::platform_config& cfg,
                              const std::string& precision,
                              const std::vector<std::string>& print_after, std::ostream& dumps,
-                             bool allow_fallback = true, bool keep_on_chip = true);
+                             bool allow_fallback = true, bool keep_on_chip = true,
+                             const frontend::ImportOptions& import = {});
 isa::Program compile_model(const std::string& path, const platform::platform_config& cfg,
                            const std::string& precision,
                            const std::vector<std::string>& print_after, std::ostream& dumps,

@@ -62,6 +62,18 @@ class Importer {
       Tensor t = tensor_from_proto(init, label_ + ": initializer '" + init.name() + "'");
       bind(init.name(), g_.add_constant(fresh(init.name()), std::move(t)));
     }
+    // A shape given for a name the graph does not take is a typo: say so first.
+    std::string inputs;
+    std::set<std::string> input_names;
+    for (const auto& in : gp.input()) {
+      input_names.insert(in.name());
+      if (!env_.count(in.name())) inputs += (inputs.empty() ? "'" : ", '") + in.name() + "'";
+    }
+    for (const auto& [name, shape] : opts_.input_shapes)
+      if (!input_names.count(name))
+        throw ir::CompileError(label_ + ": a shape is given for input '" + name +
+                               "', but the graph's inputs are " +
+                               (inputs.empty() ? std::string("none") : inputs));
     for (const auto& in : gp.input()) {
       if (env_.count(in.name())) continue;  // an initializer (IR v3 lists them as inputs)
       add_graph_input(in);
@@ -130,8 +142,8 @@ class Importer {
       if (!tt.has_shape())
         throw ir::UnsupportedError(
             what +
-            " has no declared shape (unknown rank); pass its concrete shape in "
-            "ImportOptions::input_shapes");
+            " has no declared shape (unknown rank); give its concrete shape (trnsim "
+            "--input-shape NAME=D0xD1..., ImportOptions::input_shapes in C++)");
       const auto& dims = tt.shape().dim();
       for (int d = 0; d < dims.size(); ++d) {
         if (!dims[d].has_dim_value() || dims[d].dim_value() < 0) {
@@ -139,8 +151,9 @@ class Importer {
               dims[d].has_dim_param() ? " ('" + dims[d].dim_param() + "')" : " (unknown)";
           throw ir::UnsupportedError(what + " has dynamic dim " + std::to_string(d) + sym + " in " +
                                      declared_shape(tt.shape()) +
-                                     "; only static shapes are supported: pass a concrete shape in "
-                                     "ImportOptions::input_shapes");
+                                     "; only static shapes are supported: give a concrete shape "
+                                     "(trnsim --input-shape NAME=D0xD1..., "
+                                     "ImportOptions::input_shapes in C++)");
         }
         shape.push_back(dims[d].dim_value());
       }

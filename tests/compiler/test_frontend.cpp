@@ -77,6 +77,11 @@ TEST(Frontend, DynamicShapesNeedConcreteShapes) {
   opts.input_shapes["x"] = {4, 5};
   expect_import_error<ir::CompileError>(
       b, {"given shape [4,5] does not match the declared shape [batch,3]"}, opts);
+  // A shape for a name that is not an input is a typo, not something to ignore.
+  opts.input_shapes.clear();
+  opts.input_shapes["X"] = {4, 3};
+  expect_import_error<ir::CompileError>(
+      b, {"m.onnx: a shape is given for input 'X', but the graph's inputs are 'x'"}, opts);
 }
 
 TEST(Frontend, UnsupportedOpsAreRefusedWithTheSupportedSet) {

@@ -150,6 +150,53 @@ np.save(d + '/x.npy', np.arange(32, dtype=np.float32).reshape(4, 8))
       << r.out;
 }
 
+// A model exported with a symbolic batch dim runs once --input-shape fixes it; without
+// it, or with a wrong name or dims, the error says what to give.
+TEST(CliInputShape, SymbolicDimsTakeAConcreteShape) {
+  const auto dir = temp_dir("cli_input_shape");
+  std::string model;
+  if (!write_model(dir, "dyn",
+                   R"(w = nh.from_array(np.full((16, 8), 0.5, dtype=np.float32), 'w')
+g = helper.make_graph([helper.make_node('MatMul', ['x', 'w'], ['y'])], 'dyn',
+                      [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['batch', 16])],
+                      [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['batch', 8])], [w])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/dyn.onnx')
+)",
+                   &model))
+    GTEST_SKIP() << "python3-onnx not available";
+  CmdResult r = run_cmd(trnsim_bin() + " run " + model + " -c tiny");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("input 'x' has dynamic dim 0 ('batch') in [batch,16]"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("--input-shape NAME=D0xD1..."), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " validate " + model + " -c tiny --input-shape x=32x16");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("validate: PASS (1 of 1 outputs"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " compile " + model + " -c tiny --input-shape x=4,16 -o " +
+              (dir / "dyn.tasm").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  std::stringstream tasm;
+  tasm << std::ifstream(dir / "dyn.tasm").rdbuf();
+  EXPECT_NE(tasm.str().find(".tensor x [4,16] fp32 input"), std::string::npos) << tasm.str();
+  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --input-shape X=32x16");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("a shape is given for input 'X', but the graph's inputs are 'x'"),
+            std::string::npos)
+      << r.out;
+  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --input-shape x=32x0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("'0' is not a positive dimension"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run " + (dir / "dyn.tasm").string() +
+              " -c tiny --input-shape x=4x16");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("is a program, not an ONNX model"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --input-shape x=32x17");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("the given shape [32,17] does not match the declared shape [batch,16]"),
+            std::string::npos)
+      << r.out;
+}
+
 // A model whose input alone is larger than the config's HBM is refused by the compiler
 // with the file, the tensor and both sizes, before any instruction is generated (it
 // used to lower 2^62 elements tile by tile).
