@@ -66,11 +66,16 @@ std::vector<double> read_npy_numbers(const std::string& path, std::vector<int64_
     if (i >= s.size()) break;
     size_t e = i;
     while (e < s.size() && std::isdigit(static_cast<unsigned char>(s[e]))) ++e;
+    if (e - i > 18)
+      throw NpyError(path + ": shape " + s + " has a dimension too large (over 18 digits)");
     shape.push_back(std::stoll(s.substr(i, e - i)));
     i = e;
   }
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 40))
+      throw NpyError(path + ": shape " + shape_string(shape) +
+                     " has more elements than fit in memory");
   size_t size = 0;
   if (descr == "<i8" || descr == "<f8")
     size = 8;

@@ -197,6 +197,45 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d +
       << r.out;
 }
 
+// Integer inputs of an ONNX model are read as numbers (not device floats): a header
+// whose shape overflows is an error naming the file, not undefined behaviour.
+TEST(CliErrors, IntegerInputNpyWithAnOverflowingShape) {
+  const auto dir = temp_dir("cli_int_npy");
+  std::string model;
+  if (!write_model(dir, "gather",
+                   R"(g = helper.make_graph(
+    [helper.make_node('Gather', ['data', 'idx'], ['y'], axis=0)], 'gather',
+    [helper.make_tensor_value_info('data', TensorProto.FLOAT, [10, 3]),
+     helper.make_tensor_value_info('idx', TensorProto.INT64, [4])],
+    [helper.make_tensor_value_info('y', TensorProto.FLOAT, [4, 3])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/gather.onnx')
+np.save(d + '/idx.npy', np.array([1, 2, 3, 9], dtype=np.int64))
+def bad(name, shape):
+    h = "{'descr': '<i8', 'fortran_order': False, 'shape': %s, }" % shape
+    h += ' ' * (118 - len(h)) + chr(10)
+    open(d + '/' + name, 'wb').write(b'\x93NUMPY\x01\x00' + len(h).to_bytes(2, 'little') +
+                                     h.encode() + bytes(32))
+bad('wrap.npy', '(1000000000000, 1000000000000)')  # 10^24 elements: past int64
+bad('long.npy', '(99999999999999999999999,)')
+)",
+                   &model))
+    GTEST_SKIP() << "python3-onnx not available";
+  const std::string run = trnsim_bin() + " run " + model + " -c tiny --input idx=";
+  CmdResult r = run_cmd(run + (dir / "idx.npy").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = run_cmd(run + (dir / "wrap.npy").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("wrap.npy: shape [1000000000000,1000000000000] has more elements than fit "
+                       "in memory"),
+            std::string::npos)
+      << r.out;
+  r = run_cmd(run + (dir / "long.npy").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("long.npy: shape (99999999999999999999999,) has a dimension too large"),
+            std::string::npos)
+      << r.out;
+}
+
 // A model whose input alone is larger than the config's HBM is refused by the compiler
 // with the file, the tensor and both sizes, before any instruction is generated (it
 // used to lower 2^62 elements tile by tile).
