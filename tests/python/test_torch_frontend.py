@@ -238,6 +238,13 @@ class Errors(unittest.TestCase):
         with self.assertRaisesRegex(trnsim.TrnsimError, "no.such.key: unknown key"):
             tt.run(model, (x,), set=["no.such.key=1"])
 
+    def test_not_a_module_or_tensor(self):
+        model, (x,) = small_mlp()
+        with self.assertRaisesRegex(TypeError, "module is a int; give a torch.nn.Module"):
+            tt.run(42, (x,))
+        with self.assertRaisesRegex(TypeError, "example input 0 is a str"):
+            tt.run(model, ("abc",))
+
     def test_missing_binary(self):
         model, (x,) = small_mlp()
         with mock.patch.dict(os.environ, {"TRNSIM_BIN": "/nonexistent/trnsim"}):

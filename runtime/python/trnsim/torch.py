@@ -125,6 +125,9 @@ def run(module, example_inputs, config="trn2", precision="bf16", trace=None, sta
     Returns (outputs, Report): outputs have the structure, shapes and dtypes of the
     module's eager outputs. Raises TrnsimError (the CLI's message) or ExportError.
     """
+    if not callable(module):
+        raise TypeError(f"run: module is a {type(module).__name__}; give a torch.nn.Module "
+                        "(or a function of tensors)")
     inputs = _as_tuple(example_inputs)
     # Every submodule's mode is restored afterwards (a mix of train/eval stays a mix).
     modes = [(m, m.training) for m in module.modules()] if isinstance(
