@@ -137,6 +137,24 @@ std::string file_safe(const std::string& name) {
   return s.empty() ? "_" : s;
 }
 
+// A file the command writes when it ends, checked before it starts (a simulation or
+// compile can take hours): its directory must exist and be writable, and the path
+// must not be a directory.
+void check_output_file(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw std::runtime_error(option + " " + path + ": is a directory, not a file");
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec))
+    throw std::runtime_error(option + " " + path + ": directory " + dir.string() +
+                             " does not exist");
+  if (access(dir.c_str(), W_OK) != 0)
+    throw std::runtime_error(option + " " + path + ": directory " + dir.string() +
+                             " is not writable");
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error(path + ": cannot open for writing");
@@ -302,6 +320,14 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   if (validate && !runtime::is_onnx_path(program_path))
     throw UsageError("validate: '" + program_path + "' is not an ONNX model (.onnx)");
   if (validate && !functional) throw UsageError("validate: --no-functional computes no outputs");
+  for (const auto& [option, path] : {std::pair{"--stats", &stats_path},
+                                     {"--stats-text", &stats_text_path},
+                                     {"--trace", &trace_path},
+                                     {"--vcd", &vcd_path}})
+    if (!path->empty()) check_output_file(option, *path);
+  if (!out_dir.empty() && std::filesystem::exists(out_dir) &&
+      !std::filesystem::is_directory(out_dir))
+    throw std::runtime_error("--output-dir " + out_dir + ": exists and is not a directory");
   const platform::platform_config cfg = platform::load_config(config, sets);
   // An ONNX model is compiled first; inputs not given get seeded random values.
   const bool onnx = runtime::is_onnx_path(program_path);
@@ -517,6 +543,7 @@ int cmd_compile(std::vector<std::string> args) {
   }
   if (model.empty()) throw UsageError("compile: no model given\n" + std::string(kCompileHelp));
   if (out.empty()) throw UsageError("compile: -o PROGRAM.tbin|.tasm is required");
+  check_output_file("-o", out);
   const platform::platform_config cfg = platform::load_config(config, sets);
   runtime::OnnxModel m = runtime::compile_onnx_model(model, cfg, precision, print_after, std::cout,
                                                      false, keep_on_chip, import);

@@ -138,6 +138,31 @@ TEST(Cli, DirectoryInsteadOfAFile) {
   EXPECT_NE(r.out.find(d + "x.npy: cannot open: Is a directory"), std::string::npos) << r.out;
 }
 
+// Output files are checked before the run, which can take hours, not when it ends.
+TEST(Cli, OutputPathsAreCheckedBeforeTheRun) {
+  const auto dir = temp_dir("cli_outputs");
+  std::filesystem::create_directories(dir / "adir");
+  write_text(dir / "afile", "x");
+  const std::string d = dir.string() + "/";
+  struct Case {
+    std::string opt, want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--stats " + d + "no/s.json",
+            "--stats " + d + "no/s.json: directory " + d + "no does not exist"},
+           {"--trace " + d + "adir", "--trace " + d + "adir: is a directory, not a file"},
+           {"--vcd " + d + "no/v.vcd", "--vcd " + d + "no/v.vcd: directory"},
+           {"--stats-text " + d + "adir", "--stats-text " + d + "adir: is a directory"},
+           {"--output-dir " + d + "afile", "--output-dir " + d +
+                                               "afile: exists and is not a "
+                                               "directory"}}) {
+    auto r = run_program("outputs", kScale, "-c tiny --random-inputs " + c.opt);
+    EXPECT_EQ(r.code, 1) << c.opt << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.want), std::string::npos) << c.opt << "\n" << r.out;
+    EXPECT_EQ(r.out.find("simulated time"), std::string::npos) << "ran first:\n" << r.out;
+  }
+}
+
 TEST(Cli, MalformedAssemblyNamesLineAndColumn) {
   auto r = run_program("bad_asm", replace(kScale, "op0=mul", "op0=multiply"));
   EXPECT_EQ(r.code, 1);
