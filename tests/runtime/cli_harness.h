@@ -1,6 +1,7 @@
 // Runs the trnsim binary in a child process and captures its exit code and output.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -24,6 +25,14 @@ inline CmdResult run_cmd(const std::string& cmd) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
   int st = pclose(p);
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+// Runs `cmd`, expects exit `code` and `want` in its output; returns the result.
+inline CmdResult expect_exit(const std::string& cmd, int code, const std::string& want) {
+  CmdResult r = run_cmd(cmd);
+  EXPECT_EQ(r.code, code) << cmd << "\n" << r.out;
+  EXPECT_NE(r.out.find(want), std::string::npos) << cmd << "\n" << r.out;
   return r;
 }
 

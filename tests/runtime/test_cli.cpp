@@ -128,11 +128,8 @@ TEST(Cli, DirectoryInsteadOfAFile) {
            {"run " + d + "m.onnx -c tiny", d + "m.onnx: cannot open file: Is a directory"},
            {"run " + d + "p.tasm -c " + d + "c.yaml",
             d + "c.yaml: cannot open config file: Is a directory"},
-           {"disasm " + d + "p.tbin", d + "p.tbin: cannot open: Is a directory"}}) {
-    auto r = run_cmd(trnsim_bin() + " " + c.args);
-    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.out;
-    EXPECT_NE(r.out.find(c.want), std::string::npos) << c.args << "\n" << r.out;
-  }
+           {"disasm " + d + "p.tbin", d + "p.tbin: cannot open: Is a directory"}})
+    expect_exit(trnsim_bin() + " " + c.args, 1, c.want);
   auto r = run_program("dir_input", kScale, "-c tiny --input x=" + d + "x.npy");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find(d + "x.npy: cannot open: Is a directory"), std::string::npos) << r.out;

@@ -164,37 +164,25 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d +
 )",
                    &model))
     GTEST_SKIP() << "python3-onnx not available";
-  CmdResult r = run_cmd(trnsim_bin() + " run " + model + " -c tiny");
-  EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("input 'x' has dynamic dim 0 ('batch') in [batch,16]"), std::string::npos)
-      << r.out;
+  const std::string run = trnsim_bin() + " run " + model + " -c tiny";
+  CmdResult r = expect_exit(run, 1, "input 'x' has dynamic dim 0 ('batch') in [batch,16]");
   EXPECT_NE(r.out.find("--input-shape NAME=D0xD1..."), std::string::npos) << r.out;
-  r = run_cmd(trnsim_bin() + " validate " + model + " -c tiny --input-shape x=32x16");
-  EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("validate: PASS (1 of 1 outputs"), std::string::npos) << r.out;
-  r = run_cmd(trnsim_bin() + " compile " + model + " -c tiny --input-shape x=4,16 -o " +
-              (dir / "dyn.tasm").string());
-  EXPECT_EQ(r.code, 0) << r.out;
+  expect_exit(trnsim_bin() + " validate " + model + " -c tiny --input-shape x=32x16", 0,
+              "validate: PASS (1 of 1 outputs");
+  expect_exit(trnsim_bin() + " compile " + model + " -c tiny --input-shape x=4,16 -o " +
+                  (dir / "dyn.tasm").string(),
+              0, "program:");
   std::stringstream tasm;
   tasm << std::ifstream(dir / "dyn.tasm").rdbuf();
   EXPECT_NE(tasm.str().find(".tensor x [4,16] fp32 input"), std::string::npos) << tasm.str();
-  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --input-shape X=32x16");
-  EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("a shape is given for input 'X', but the graph's inputs are 'x'"),
-            std::string::npos)
-      << r.out;
-  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --input-shape x=32x0");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("'0' is not a positive dimension"), std::string::npos) << r.out;
-  r = run_cmd(trnsim_bin() + " run " + (dir / "dyn.tasm").string() +
-              " -c tiny --input-shape x=4x16");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("is a program, not an ONNX model"), std::string::npos) << r.out;
-  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --input-shape x=32x17");
-  EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("the given shape [32,17] does not match the declared shape [batch,16]"),
-            std::string::npos)
-      << r.out;
+  expect_exit(run + " --input-shape X=32x16", 1,
+              "a shape is given for input 'X', but the graph's inputs are 'x'");
+  expect_exit(run + " --input-shape x=32x0", 2, "'0' is not a positive dimension");
+  expect_exit(
+      trnsim_bin() + " run " + (dir / "dyn.tasm").string() + " -c tiny --input-shape x=4x16", 2,
+      "is a program, not an ONNX model");
+  expect_exit(run + " --input-shape x=32x17", 1,
+              "the given shape [32,17] does not match the declared shape [batch,16]");
 }
 
 // Integer inputs of an ONNX model are read as numbers (not device floats): a header
@@ -221,19 +209,12 @@ bad('long.npy', '(99999999999999999999999,)')
                    &model))
     GTEST_SKIP() << "python3-onnx not available";
   const std::string run = trnsim_bin() + " run " + model + " -c tiny --input idx=";
-  CmdResult r = run_cmd(run + (dir / "idx.npy").string());
-  EXPECT_EQ(r.code, 0) << r.out;
-  r = run_cmd(run + (dir / "wrap.npy").string());
-  EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("wrap.npy: shape [1000000000000,1000000000000] has more elements than fit "
-                       "in memory"),
-            std::string::npos)
-      << r.out;
-  r = run_cmd(run + (dir / "long.npy").string());
-  EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("long.npy: shape (99999999999999999999999,) has a dimension too large"),
-            std::string::npos)
-      << r.out;
+  expect_exit(run + (dir / "idx.npy").string(), 0, "simulated time");
+  expect_exit(run + (dir / "wrap.npy").string(), 1,
+              "wrap.npy: shape [1000000000000,1000000000000] has more elements than fit in "
+              "memory");
+  expect_exit(run + (dir / "long.npy").string(), 1,
+              "long.npy: shape (99999999999999999999999,) has a dimension too large");
 }
 
 // A model whose input alone is larger than the config's HBM is refused by the compiler
