@@ -13,7 +13,8 @@
 # protobuf's hash tables are seeded from addresses (ASLR), which moves the coverage
 # the fuzzer steers by. TRNSIM_FUZZ_RUNS="asm=N tbin=N ..." gives targets a budget in
 # inputs instead (SECONDS then only caps each at 4x), and a seeded run switches ASLR
-# off (setarch -R, where the kernel lets it): the same inputs on every machine.
+# off (setarch -R, where the kernel lets it): the same inputs on every run, whatever
+# the machine's speed, from the same checkout path (the path still moves addresses).
 # `ctest --test-dir build-fuzz/tests/fuzz` runs each target once over its corpus.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -26,15 +27,12 @@ case "$seconds" in
 esac
 all=(asm tbin config onnx)
 for kv in ${TRNSIM_FUZZ_RUNS:-}; do
-  case "$kv" in
-    asm=[0-9]* | tbin=[0-9]* | config=[0-9]* | onnx=[0-9]*)
-      case "${kv#*=}" in *[!0-9]*) bad=1 ;; *) bad=0 ;; esac ;;
-    *) bad=1 ;;
+  case "${kv%%=*}" in asm | tbin | config | onnx) n="${kv#*=}" ;; *) n="" ;; esac
+  case "$n" in
+    '' | *[!0-9]*)
+      echo "fuzz.sh: TRNSIM_FUZZ_RUNS entry '$kv' is not TARGET=COUNT (targets: ${all[*]})" >&2
+      exit 2 ;;
   esac
-  if [ "$bad" = 1 ]; then
-    echo "fuzz.sh: TRNSIM_FUZZ_RUNS entry '$kv' is not TARGET=COUNT (targets: ${all[*]})" >&2
-    exit 2
-  fi
 done
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")

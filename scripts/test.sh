@@ -20,9 +20,9 @@ if [ "${TRNSIM_SKIP_FUZZ:-0}" != 1 ]; then
   # a clang build, then a fixed number of inputs per target (about a minute each on
   # these machines), two targets at a time. A fixed seed (TRNSIM_FUZZ_SEED, default 1),
   # input budgets rather than a time budget, and ASLR off make it the same inputs on
-  # every run, so a commit that passes here passes in CI: a new finding must not turn
-  # main red at random. (A 60 s budget with seed 1 did: a slower or faster machine got
-  # further.) Exploratory campaigns run scripts/fuzz.sh with random seeds and longer
+  # every run from the same checkout path, however fast the machine: a new finding must
+  # not turn main red at random. (A 60 s budget with seed 1 did: a slower or faster
+  # machine got further.) Exploratory campaigns run scripts/fuzz.sh with random seeds and longer
   # budgets; what they find goes to tests/fuzz/regressions.
   echo "== parser fuzzing"
   TRNSIM_JOBS="$jobs" TRNSIM_FUZZ_SEED="${TRNSIM_FUZZ_SEED:-1}" \
