@@ -243,12 +243,10 @@ class Runner(unittest.TestCase):
             pidfile = Path(d) / "child"
             stub.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pidfile}\nwait\n")
             stub.chmod(0o755)
-            t0 = time.monotonic()
             o = runner.run_validate(str(stub), "m.onnx", [], timeout=1.0)
             self.assertEqual(o.cls, "timeout")
-            self.assertLess(time.monotonic() - t0, 30)
             child = int(pidfile.read_text())
-            for _ in range(50):  # the grandchild went with the group
+            for _ in range(600):  # the grandchild went with the group (a hang guard only)
                 try:
                     os.kill(child, 0)
                 except ProcessLookupError:
@@ -366,14 +364,12 @@ class Regressions(unittest.TestCase):
 
 class Short(unittest.TestCase):
     def test_short_run(self):
-        t0 = time.monotonic()
         r = subprocess.run([sys.executable, "-m", "trnsim.fuzz", "--seeds", "40", "--start", "3000",
                             "--no-shrink", "-q"], capture_output=True, text=True, timeout=300,
                            env=dict(os.environ, PYTHONPATH=str(PYDIR)))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"fuzz: 40 cases in [\d.]+ s \([\d.]+ cases/s\): \d+ passed, "
                                    r"\d+ inexact, 0 refused, 0 failed")
-        self.assertLess(time.monotonic() - t0, 60)
 
 
 if __name__ == "__main__":
