@@ -54,30 +54,15 @@ void check_ops(Graph g, const Check& ck) {
       inputs[v->name] = random_tensor(v->shape(), seed++);
     }
   }
+  const ir::Graph original = g.clone();
+  const interp::TensorMap want = reference_outputs(original, inputs, ck.p);
   compiler::CompileOnnxResult r = compiler::compile_graph(std::move(g), o);
   if (!ck.expect_op.empty()) {
     bool found = false;
     for (const auto& np : r.graph.nodes()) found |= np->op == ck.expect_op;
     EXPECT_TRUE(found) << "compiled graph has no " << ck.expect_op;
   }
-  interp::RunOptions ro;
-  ro.emulate_precision = ck.p != Precision::fp32;
-  const interp::TensorMap want = interp::run(r.graph, inputs, ro);
-  runtime::Device dev(cfg);
-  runtime::Launch l{&r.program, {}, 0};
-  for (const auto& [name, t] : inputs) {
-    std::vector<int64_t> shape = t.shape();
-    if (shape.empty()) shape = {1};
-    l.inputs[name] = runtime::HostTensor::from_float(shape, isa::DType::fp32, t.floats());
-  }
-  runtime::RunReport rep = dev.run({l});
-  std::printf("[lowering] %zu instructions, %.0f ns simulated\n",
-              static_cast<size_t>(rep.instructions), rep.simulated_ns);
-  for (const auto& [name, w] : want) {
-    auto it = rep.launches.at(0).outputs.find(name);
-    ASSERT_NE(it, rep.launches.at(0).outputs.end()) << name;
-    expect_close(name, it->second.to_float(), as_floats(w), ck.rtol, ck.atol);
-  }
+  expect_outputs_close(original, want, run_on_tiny(cfg, r.program, inputs), ck.rtol, ck.atol);
 }
 
 Value* node(Graph& g, const std::string& op, std::vector<Value*> ins,
