@@ -7,14 +7,13 @@
 // the packaged outputs (|got - want| <= atol + rtol * |want|, rtol 1e-3, atol 1e-5;
 // integer and bool outputs exactly).
 //
-// Each suite's passing set is checked in: a listed case that fails or is refused
-// fails the test; newly passing cases are reported. Graph inputs the compiler needs
-// at compile time (a Reshape shape, Slice starts, Clip bounds given as inputs) are
-// specialised to each data set's values (ImportOptions::constant_inputs); such
-// passes say so in the verbose output. TRNSIM_UPDATE_CONFORMANCE=1 rewrites the
-// lists, TRNSIM_CONFORMANCE_FILTER (substring) limits the cases,
-// TRNSIM_CONFORMANCE_VERBOSE=1 prints each result, TRNSIM_ONNX_TESTDATA overrides
-// the data folder.
+// Each suite's expected state of every case (pass or refused) is checked in: a wrong
+// answer, a case that changes state either way, and a case on no list fail the test. Graph inputs
+// the compiler needs at compile time (a Reshape shape, Slice starts, Clip bounds given as inputs)
+// are specialised to each data set's values (ImportOptions::constant_inputs); such passes say so in
+// the verbose output. TRNSIM_UPDATE_CONFORMANCE=1 rewrites the lists, TRNSIM_CONFORMANCE_FILTER
+// (substring) limits the cases, TRNSIM_CONFORMANCE_VERBOSE=1 prints each result,
+// TRNSIM_ONNX_TESTDATA overrides the data folder.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -224,28 +223,61 @@ inline CaseResult run_case(const fs::path& dir, const std::string& id, const Exe
   return r;
 }
 
-inline std::set<std::string> read_list(const fs::path& list_path) {
-  std::set<std::string> s;
+// The expected state of every case, one per line: "pass ID", "refused ID", or
+// "deviates ID # why" for a case whose packaged data we knowingly do not follow (the
+// reason is required; such a case must keep failing, or the list is out of date).
+struct Expected {
+  Status status;
+  std::string why;
+};
+
+inline std::map<std::string, Expected> read_expectations(const fs::path& list_path) {
+  std::map<std::string, Expected> m;
   std::ifstream f(list_path);
   std::string line;
+  int n = 0;
   while (std::getline(f, line)) {
+    ++n;
     if (line.empty() || line[0] == '#') continue;
-    s.insert(line);
+    std::string why;
+    if (size_t h = line.find(" # "); h != std::string::npos) {
+      why = line.substr(h + 3);
+      line.resize(h);
+    }
+    const size_t sp = line.find(' ');
+    const std::string st = line.substr(0, sp),
+                      id = sp == std::string::npos ? "" : line.substr(sp + 1);
+    const bool ok = !id.empty() && (st == "pass" || st == "refused" || st == "deviates") &&
+                    (st == "deviates") == !why.empty();
+    if (!ok)
+      ADD_FAILURE() << list_path << ":" << n
+                    << ": expected 'pass ID', 'refused ID' or 'deviates ID # why', got '" << line
+                    << "'";
+    else
+      m[id] = {st == "pass"      ? Status::kPass
+               : st == "refused" ? Status::kRefused
+                                 : Status::kFail,
+               why};
   }
-  return s;
+  return m;
+}
+
+inline const char* status_name(Status s) {
+  return s == Status::kPass ? "pass" : s == Status::kFail ? "deviates" : "refused";
 }
 
 // Runs every case (through `run_one`), prints the counts per folder and in total, and
-// checks the passing list at `list_path` (or rewrites it when
-// TRNSIM_UPDATE_CONFORMANCE=1). `refusal_marker` is the text a refusal for an op
-// the stage cannot handle must contain (the supported set follows it).
+// checks every case's state against `list_path` (or rewrites it when
+// TRNSIM_UPDATE_CONFORMANCE=1).
 using CaseRunner = std::function<CaseResult(const fs::path& dir, const std::string& id)>;
 
 inline void run_suite(const std::string& label, const fs::path& list_path,
                       const std::string& regenerate, const CaseRunner& run_one) {
   const fs::path root = env_or("TRNSIM_ONNX_TESTDATA", "/usr/share/libonnx-testdata/data");
-  if (!fs::is_directory(root / "node"))
+  if (!fs::is_directory(root / "node")) {
+    if (env_or("CI", "") == "true") FAIL() << root << " not found (libonnx-testdata)";
     GTEST_SKIP() << root << " not found (install libonnx-testdata)";
+  }
   const std::string filter = env_or("TRNSIM_CONFORMANCE_FILTER", "");
   const bool verbose = env_or("TRNSIM_CONFORMANCE_VERBOSE", "") == "1";
   const bool update = env_or("TRNSIM_UPDATE_CONFORMANCE", "") == "1";
@@ -273,11 +305,9 @@ inline void run_suite(const std::string& label, const fs::path& list_path,
   }
 
   int passed = 0, failed = 0, refused = 0;
-  std::set<std::string> passing;
   for (const auto& r : results) {
     if (r.status == Status::kPass) {
       ++passed;
-      passing.insert(r.id);
     } else if (r.status == Status::kFail) {
       ++failed;
     } else {
@@ -308,35 +338,60 @@ inline void run_suite(const std::string& label, const fs::path& list_path,
         std::cout << "FAIL " << r.id << ": " << r.detail << "\n";
   }
 
-  if (!filter.empty()) return;  // a partial run says nothing about the list
-  if (update) {
-    std::ofstream f(list_path);
-    f << "# Conformance cases that pass (" << label << ").\n# Regenerate: " << regenerate << "\n";
-    for (const auto& id : passing) f << id << "\n";
-    std::cout << "wrote " << passing.size() << " cases to " << list_path << "\n";
+  if (!filter.empty()) {
+    // A partial run says nothing about the list, but a wrong answer is still one.
+    for (const auto& r : results)
+      if (r.status == Status::kFail) ADD_FAILURE() << "wrong: " << r.id << ": " << r.detail;
     return;
   }
-  std::set<std::string> expected = read_list(list_path);
+  if (update) {
+    // Keeps the reasons of listed deviations; a new wrong answer is not listed (it
+    // fails until it is fixed, refused, or listed by hand with its reason).
+    std::map<std::string, Expected> old;
+    if (fs::exists(list_path)) old = read_expectations(list_path);
+    std::ofstream f(list_path);
+    f << "# Expected state of every conformance case (" << label << "):\n"
+      << "# pass, refused, or deviates (# why: we knowingly differ from the packaged data).\n"
+      << "# A case that changes state, or is on no line, fails the suite.\n"
+      << "# Regenerate: " << regenerate << "\n";
+    std::vector<const CaseResult*> sorted;
+    for (const auto& r : results) sorted.push_back(&r);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const CaseResult* a, const CaseResult* b) { return a->id < b->id; });
+    for (const CaseResult* r : sorted) {
+      auto o = old.find(r->id);
+      if (r->status != Status::kFail)
+        f << status_name(r->status) << " " << r->id << "\n";
+      else if (o != old.end() && o->second.status == Status::kFail)
+        f << "deviates " << r->id << " # " << o->second.why << "\n";
+      else
+        ADD_FAILURE() << "wrong: " << r->id << ": " << r->detail;
+    }
+    std::cout << "wrote " << sorted.size() << " cases to " << list_path << "\n";
+    return;
+  }
+  const std::map<std::string, Expected> expected = read_expectations(list_path);
   ASSERT_FALSE(expected.empty()) << list_path << " is missing or empty";
-  std::map<std::string, const CaseResult*> by_id;
-  for (const auto& r : results) by_id[r.id] = &r;
-  for (const auto& id : expected) {
-    auto it = by_id.find(id);
-    if (it == by_id.end()) {
-      ADD_FAILURE() << "regression: " << id << " is listed but no longer in the test data";
-    } else if (it->second->status != Status::kPass) {
-      ADD_FAILURE() << "regression: " << id << " "
-                    << (it->second->status == Status::kFail ? "fails" : "is refused") << ": "
-                    << it->second->detail;
+  std::set<std::string> seen;
+  for (const auto& r : results) {
+    seen.insert(r.id);
+    auto it = expected.find(r.id);
+    if (it == expected.end()) {
+      ADD_FAILURE() << r.id << " (" << (r.status == Status::kFail ? "wrong" : status_name(r.status))
+                    << ") is on no line of " << list_path
+                    << (r.status == Status::kFail ? ": " + r.detail
+                                                  : ": add it (TRNSIM_UPDATE_CONFORMANCE=1)");
+    } else if (it->second.status != r.status) {
+      const bool better = r.status == Status::kPass;
+      ADD_FAILURE() << (better ? "improvement" : "regression") << ": " << r.id << " was "
+                    << status_name(it->second.status) << ", now "
+                    << (r.status == Status::kFail ? "wrong" : status_name(r.status))
+                    << (r.detail.empty() ? "" : ": " + r.detail)
+                    << (better ? " (update the list: TRNSIM_UPDATE_CONFORMANCE=1)" : "");
     }
   }
-  int fresh = 0;
-  for (const auto& id : passing)
-    if (!expected.count(id)) {
-      if (fresh++ == 0)
-        std::cout << "newly passing (update the list with TRNSIM_UPDATE_CONFORMANCE=1):\n";
-      std::cout << "  " << id << "\n";
-    }
+  for (const auto& [id, e] : expected)
+    if (!seen.count(id)) ADD_FAILURE() << id << " is listed but no longer in the test data";
 }
 
 }  // namespace trnsim::conformance

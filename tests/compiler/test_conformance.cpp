@@ -1,5 +1,5 @@
 // Interpreter-level conformance (tests/compiler/onnx_conformance.h): the reference
-// interpreter against the ONNX test data; passing list conformance_interp_passing.txt.
+// interpreter against the ONNX test data; expected states conformance_interp.txt.
 #include <filesystem>
 
 #include "compiler/interp/interpreter.h"
@@ -13,7 +13,7 @@ TEST(ConformanceInterp, OnnxTestData) {
     return interp::run(g, feed);
   };
   run_suite("reference interpreter",
-            fs::path(TRNSIM_SOURCE_DIR) / "tests/compiler/conformance_interp_passing.txt",
+            fs::path(TRNSIM_SOURCE_DIR) / "tests/compiler/conformance_interp.txt",
             "TRNSIM_UPDATE_CONFORMANCE=1 ./test_compiler --gtest_filter='ConformanceInterp*'",
             [&](const fs::path& dir, const std::string& id) { return run_case(dir, id, interp); });
 }

@@ -1,7 +1,7 @@
 // Simulator-level conformance (tests/compiler/onnx_conformance.h): every case of the
 // ONNX test data whose ops all lower is compiled at fp32 precision for trn2,
 // simulated, and its outputs compared with the packaged ones; cases the front end
-// or the lowering refuses must say why. Passing list: conformance_sim_passing.txt.
+// or the lowering refuses must say why. Expected states: conformance_sim.txt.
 //
 // Each case runs in a forked child: a crash or a hang (the child stops itself after
 // kCaseSeconds) fails that case only, and every child elaborates its own SystemC
@@ -122,7 +122,7 @@ CaseResult run_in_child(const platform::platform_config& cfg, const fs::path& di
 TEST(ConformanceSim, OnnxTestData) {
   const platform::platform_config cfg = platform::load_config("trn2");
   run_suite("compiled and simulated on trn2, fp32",
-            fs::path(TRNSIM_SOURCE_DIR) / "tests/e2e/conformance_sim_passing.txt",
+            fs::path(TRNSIM_SOURCE_DIR) / "tests/e2e/conformance_sim.txt",
             "TRNSIM_UPDATE_CONFORMANCE=1 ./test_e2e --gtest_filter='ConformanceSim*'",
             [&](const fs::path& dir, const std::string& id) { return run_in_child(cfg, dir, id); });
 }
