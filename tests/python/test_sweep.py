@@ -460,6 +460,15 @@ class Identity(unittest.TestCase):
         self.assertNotEqual(k, identity.compile_key(base, "h", "bf16", "0.2.0"))
         with self.assertRaisesRegex(ConfigError, "hbm.size"):
             t.get(["hbm.size=0B"])
+        # A binary without --target is not a refused config (which would give each point
+        # a compile of its own): it is an error saying so.
+        with tempfile.TemporaryDirectory() as d:
+            old = Path(d) / "trnsim"
+            old.write_text("#!/bin/sh\necho \"trnsim: info: unknown argument '--target'\" >&2\n"
+                           "exit 2\n")
+            old.chmod(0o755)
+            with self.assertRaisesRegex(ConfigError, "has no `info --target`"):
+                identity.Targets(str(old), "tiny").get([])
 
 
 def _covering_points(resolver, keys):

@@ -83,12 +83,20 @@ class Targets:
                 cmd += ["--set", s]
             try:
                 out = _check_output(cmd, "trnsim info --target")
+            except ConfigError as e:
+                if "unknown argument '--target'" in str(e):
+                    # Not a refused config: a binary that cannot say what it compiles.
+                    raise ConfigError(f"{self.binary} has no `info --target` (an older "
+                                      "trnsim): rebuild it or point TRNSIM_BIN at a newer "
+                                      "one") from e
+                out = e
+            if isinstance(out, ConfigError):
+                hit = out
+            else:
                 try:
                     hit = canonical_json(json.loads(out))
                 except ValueError as e:
                     hit = ConfigError(f"trnsim info --target printed no JSON ({e})")
-            except ConfigError as e:
-                hit = e
             self._memo[key] = hit
         if isinstance(hit, Exception):
             raise hit

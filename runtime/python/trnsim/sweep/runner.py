@@ -133,6 +133,8 @@ class Plan:
         try:
             return self.targets.get(sets)
         except ConfigError as e:
+            if "no `info --target`" in str(e):
+                raise
             return f"refused: {e}"
 
     def compile_key(self, p):
