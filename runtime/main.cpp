@@ -32,6 +32,7 @@
 #include "runtime/fallback.h"
 #include "runtime/onnx_program.h"
 #include "runtime/report.h"
+#include "runtime/target_from_config.h"
 #include "runtime/validate.h"
 
 namespace {
@@ -106,9 +107,11 @@ const char* kValidateHelp =
     "  --core, --poison=0xNN, --races)\n";
 
 const char* kInfoHelp =
-    "usage: trnsim info [-c CONFIG] [--set KEY=VALUE]... [--keys]\n"
+    "usage: trnsim info [-c CONFIG] [--set KEY=VALUE]... [--keys | --target]\n"
     "  prints the platform's resources and peak figures, then every config key;\n"
-    "  --keys prints the schema (key, type, unit, description) instead\n";
+    "  --keys prints the schema (key, type, unit, description) instead;\n"
+    "  --target prints what the compiler is given of the config (one JSON object):\n"
+    "  two configs with the same target compile a model to the same program\n";
 
 // Pulls "--flag value" or "--flag=value" from args.
 bool take_value(std::vector<std::string>& args, size_t& i, const std::string& flag,
@@ -568,7 +571,7 @@ int cmd_compile(std::vector<std::string> args) {
 int cmd_info(std::vector<std::string> args) {
   std::string config = "trn2", v;
   std::vector<std::string> sets;
-  bool keys = false;
+  bool keys = false, target = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-h" || args[i] == "--help") {
       std::cout << kInfoHelp;
@@ -579,15 +582,22 @@ int cmd_info(std::vector<std::string> args) {
       sets.push_back(v);
     } else if (args[i] == "--keys") {
       keys = true;
+    } else if (args[i] == "--target") {
+      target = true;
     } else {
       throw UsageError("info: unknown argument '" + args[i] + "'");
     }
   }
+  if (keys && target) throw UsageError("info: give --keys or --target, not both");
   if (keys) {
     std::cout << platform::schema_table();
     return 0;
   }
   const auto cfg = platform::load_config(config, sets);
+  if (target) {
+    std::cout << runtime::target_json(runtime::target_from_config(cfg)) << "\n";
+    return 0;
+  }
   std::cout << runtime::format_platform(cfg) << "\n" << platform::describe(cfg);
   return 0;
 }

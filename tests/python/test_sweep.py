@@ -3,13 +3,15 @@
 Most tests drive the sweep against a stub simulator (written below, selected with
 TRNSIM_BIN) that answers `info` through the real binary but fakes `compile` and `run`:
 the value of hbm.latency picks its behaviour (100ns ok, 101ns fail, 102ns hang with a
-grandchild, 103ns crash, 104ns crash once then ok, 105ns slow ok, 106ns config error),
-and every stub process records its pid so the tests can check none survives.
+grandchild, 103ns crash, 104ns crash once then ok, 105ns slow ok or, with STUB_GATE, held
+at a gate, 106ns config error), and every stub process records its pid so the tests can
+check none survives. Tests wait for events (files, processes), never for a time.
 Run: PYTHONPATH=runtime/python TRNSIM_BIN=build/runtime/trnsim python3 tests/python/test_sweep.py
 Exit 77 (skipped) when the real binary, yaml or numpy are missing.
 """
 
 import csv
+import hashlib
 import importlib.util
 import json
 import os
@@ -34,7 +36,8 @@ require(("yaml", "numpy"), REAL_BIN)
 
 from trnsim.sweep import identity  # noqa: E402
 from trnsim.sweep.config import Resolver, Schema, parse_value  # noqa: E402
-from trnsim.sweep.spec import Spec, SpecError, constraints, expand_settings  # noqa: E402
+from trnsim.sweep.spec import (Spec, SpecError, constraints, expand_settings,  # noqa: E402
+                               load_spec)
 
 STUB = r'''#!/usr/bin/python3
 import json, os, signal, subprocess, sys, time
@@ -75,7 +78,24 @@ if mode == 104:
     if not os.path.exists(marker):
         open(marker, "w").close()
         os.kill(os.getpid(), signal.SIGABRT)
-if mode == 105:
+if mode == 105 and os.environ.get("STUB_GATE"):
+    # The first STUB_FREE runs finish; later ones mark themselves blocked and wait for
+    # STUB_GATE/open (or to be killed), so a test acts mid-sweep on an event, not a clock.
+    gate = os.environ["STUB_GATE"]
+    n = 0
+    while True:
+        try:
+            os.close(os.open(os.path.join(gate, f"run-{n}"), os.O_CREAT | os.O_EXCL))
+            break
+        except FileExistsError:
+            n += 1
+    if n >= int(os.environ.get("STUB_FREE", "0")):
+        open(os.path.join(gate, f"blocked-{os.getpid()}"), "w").close()
+        for _ in range(15000):  # at most 300 s: never an orphan for long
+            if os.path.exists(os.path.join(gate, "open")):
+                break
+            time.sleep(0.02)
+elif mode == 105:
     time.sleep(float(os.environ.get("STUB_SLOW", "0.3")))
 if mode == 106:
     sys.stderr.write("trnsim: error: --set hbm.latency: must be a stub value\n"); sys.exit(1)
@@ -103,10 +123,74 @@ def _alive(pid):
         return False
 
 
+def wait_for(cond, cap=120.0):
+    """Polls cond() until it holds and returns its last value; the cap only ends a hang
+    (the caller asserts the condition, never the time it took)."""
+    deadline = time.monotonic() + cap
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return cond()
+
+
 def read_rows(outdir):
-    with open(os.path.join(outdir, "results.csv")) as f:
-        assert f.readline().startswith("# trnsim-sweep results schema 1")
+    """results.csv as csv.DictReader reads any CSV file (no line skipped)."""
+    with open(os.path.join(outdir, "results.csv"), newline="") as f:
         return list(csv.DictReader(f))
+
+
+def optional(module):
+    """skipIf for an optional package; under CI=true a missing package fails instead."""
+    missing = importlib.util.find_spec(module) is None
+    if missing and os.environ.get("CI") == "true":
+        raise RuntimeError(f"CI=true: python3-{module} is required")
+    return unittest.skipIf(missing, f"python3-{module} missing")
+
+
+def small_onnx(path):
+    """A small model touching the tensor, vector and scalar engines and DMA splits:
+    x[64,256] @ w[256,96] + b, relu, / 3, exp, tanh."""
+    import onnx
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((256, 96)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(96).astype(np.float32), "b"),
+             numpy_helper.from_array(np.array(3.0, np.float32), "three")]
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["mm"]),
+         helper.make_node("Add", ["mm", "b"], ["biased"]),
+         helper.make_node("Relu", ["biased"], ["r"]),
+         helper.make_node("Div", ["r", "three"], ["d"]),
+         helper.make_node("Exp", ["d"], ["e"]),
+         helper.make_node("Tanh", ["e"], ["output"])], "small",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 256])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [64, 96])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def _candidates(vtype, base, choices):
+    """Other values for a key of type vtype whose base value is `base` (None: unset)."""
+    if vtype == "bool":
+        return [not base] if base is not None else [True, False]
+    if vtype == "choice":
+        return [c for c in choices if c != base]
+    if vtype in ("count", "cycles"):
+        b = base or 0
+        out = [b * 2, b // 2, b + 1, b - 1, 1, 2]
+    elif vtype == "size":
+        b = base or 0
+        out = [b * 2, b // 2, 64 * 1024, 4096]  # small enough that a model may not fit
+    elif vtype == "ratio":
+        b = base or 0.0
+        out = [b / 2, min(1.0, b * 2), 0.0, 1.0]
+    else:  # frequency, bandwidth, time: positive floats in SI units
+        b = base or 0.0
+        out = [b * 2, b / 2] if b else [1e-9, 1e-6, 1e9]
+    seen = []
+    for v in out:
+        if v != base and v not in seen and v >= 0:
+            seen.append(v)
+    return seen
 
 
 class StubBase(unittest.TestCase):
@@ -219,6 +303,122 @@ class Expansion(unittest.TestCase):
             constraints(spec, self.schema)
 
 
+class SpecErrors(unittest.TestCase):
+    """Bad spec files: refused up front with the file, the key (or line) and the fix."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.schema = Schema.from_binary(REAL_BIN)
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="sweep-spec-")
+        self.dir = Path(self.tmp.name)
+        (self.dir / "m.onnx").write_bytes(b"unused: specs here never reach a compile")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, body, name="spec.yaml"):
+        path = self.dir / name
+        data = body if isinstance(body, bytes) else \
+            ("base: tiny\nworkloads: [m.onnx]\n" + textwrap.dedent(body)).encode()
+        path.write_bytes(data)
+        return str(path)
+
+    def refused(self, body, *patterns, expand=True):
+        path = self.write(body)
+        with self.assertRaises(SpecError) as cm:
+            spec = load_spec(path)
+            if expand:
+                expand_settings(spec, self.schema)
+        msg = str(cm.exception)
+        self.assertTrue(msg.startswith(path + ": "), msg)
+        for pat in patterns:
+            self.assertRegex(msg, pat)
+        return msg
+
+    def test_specs_of_millions_of_points_are_refused_before_expanding(self):
+        # `step: 3` meant `steps: 3`: 3 B/s apart is ~933 billion bandwidths.
+        self.refused("axes:\n  hbm.bandwidth: {range: [400GB/s, 3.2TB/s], step: 3}\n",
+                     r"933,333,333,334 points", r"hbm\.bandwidth 933,333,333,334 values",
+                     r"--max-points 100,000", r"`step:` for `steps:`")
+        self.refused("axes:\n  hbm.bandwidth: {range: [400GB/s, 3.2TB/s], steps: 100000000}\n"
+                     "  core.dma.engines: [2, 4]\n", r"200,000,000 points")
+        self.refused("strategy: random\nsamples: 100000000\naxes:\n  core.dma.engines: [2, 4]\n",
+                     r"100,000,000 points", r"samples: 100,000,000")
+        # Both methods of an optuna search get the budget.
+        self.refused("strategy: optuna\nsamples: 60000\naxes:\n  core.dma.engines: [2, 4]\n",
+                     r"120,000 points")
+        # Workloads and precisions multiply: 400 x 2 x 2 x 3 x 50 = 240,000.
+        self.refused(b"base: tiny\nworkloads: [m.onnx, {onnx: m.onnx, name: other}]\n"
+                     b"precision: [bf16, fp8]\naxes:\n"
+                     b"  hbm.latency: {range: [100ns, 499ns], step: 1ns}\n"
+                     b"  core.dma.engines: [1, 2, 4]\n"
+                     b"  hbm.channels_per_stack: {range: [1, 50], step: 1}\n", r"240,000 points")
+        # The limit is a flag: 8 points pass --max-points 8 and not 7.
+        spec = self.write("axes:\n  core.dma.engines: [1, 2, 4, 8]\n  hbm.channels_per_stack: "
+                          "[1, 2]\n")
+        self.assertEqual(len(expand_settings(load_spec(spec, max_points=8), self.schema)), 8)
+        with self.assertRaisesRegex(SpecError, r"8 points.*--max-points 7"):
+            expand_settings(load_spec(spec, max_points=7), self.schema)
+        env = dict(os.environ, PYTHONPATH=str(PYDIR), TRNSIM_BIN=REAL_BIN)
+        big = self.write("axes:\n  hbm.bandwidth: {range: [400GB/s, 3.2TB/s], step: 3}\n",
+                         name="big.yaml")
+        # The subprocess timeout only guards against a hang (the bug allocated forever).
+        p = subprocess.run([PY, "-m", "trnsim.sweep", big, "-o", str(self.dir / "out")],
+                           env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f"{big}: the spec expands to 933,333,333,334 points", p.stderr)
+        self.assertFalse((self.dir / "out" / "points").exists())
+        p = subprocess.run([PY, "-m", "trnsim.sweep", spec, "-o", str(self.dir / "out"),
+                            "--max-points", "7", "--dry-run"],
+                           env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--max-points 7", p.stderr)
+
+    def test_duplicate_keys_name_key_and_lines(self):
+        self.refused("axes:\n  hbm.bandwidth: [1TB/s]\n  core.dma.engines: [2]\n"
+                     "  hbm.bandwidth: [2TB/s]\n",
+                     r"line 6: duplicate key 'hbm\.bandwidth' \(first at line 4\)")
+        self.refused("seed: 1\nstrategy: random\nsamples: 2\nseed: 2\naxes: {core.dma.engines: "
+                     "[2]}\n", r"line 6: duplicate key 'seed' \(first at line 3\)")
+
+    def test_key_in_axes_and_zip(self):
+        self.refused("axes:\n  core.tensor.rows: [64, 128]\n"
+                     "zip:\n  - {core.tensor.rows: [32, 64], core.tensor.cols: [32, 64]}\n",
+                     r"zip\[0\]: key 'core\.tensor\.rows' is also in axes", expand=False)
+        self.refused("zip:\n  - {core.tensor.rows: [32, 64], core.tensor.cols: [32, 64]}\n"
+                     "  - {core.tensor.cols: [1, 2], hbm.latency: [1us, 2us]}\n",
+                     r"zip\[1\]: key 'core\.tensor\.cols' is also in zip\[0\]", expand=False)
+
+    def test_second_document_binary_file_negative_seed(self):
+        self.refused("axes: {core.dma.engines: [2]}\n---\naxes: {core.dma.engines: [4]}\n",
+                     r"line 4: a second YAML document", expand=False)
+        self.refused(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe",
+                     r"not a YAML text file \(byte 0x89 at offset 0", expand=False)
+        self.refused("strategy: random\nsamples: 2\nseed: -1\naxes: {core.dma.engines: [2]}\n",
+                     r"seed: expected a non-negative integer, got -1")
+        self.refused("strategy: lhs\nsamples: 2\nseed: true\naxes: {core.dma.engines: [2]}\n",
+                     r"seed: expected a non-negative integer")
+
+    def test_range_keys_that_do_not_apply(self):
+        self.refused("axes:\n  core.dma.engines: {values: [2, 4], step: 2}\n",
+                     r"core\.dma\.engines: 'step' does not apply to a values: list")
+        self.refused("axes:\n  core.dma.engines: {range: [2, 8], steps: 4, step: 2}\n",
+                     r"core\.dma\.engines: give steps: N .* or step: S .*, not both")
+        self.refused("strategy: random\nsamples: 4\naxes:\n"
+                     "  hbm.bandwidth: {range: [100GB/s, 1TB/s], steps: 4}\n",
+                     r"hbm\.bandwidth: 'steps' applies to strategy grid only")
+        self.refused("axes:\n  hbm.bandwidth: {range: [100GB/s, 1TB/s], step: 100GB/s, "
+                     "scale: log}\n", r"'scale: log' with 'step'")
+        self.refused("axes:\n  core.dma.engines: {range: [2, 8], step: 0}\n",
+                     r"core\.dma\.engines: step: expected a positive spacing")
+        self.refused("axes:\n  core.dma.engines: {range: [2, 8], steps: true}\n",
+                     r"steps: expected a positive integer")
+        self.refused("axes:\n  core.dma.engines: {range: [2, 8], setps: 4}\n",
+                     r"unknown range key 'setps'")
+
+
 class Identity(unittest.TestCase):
     def test_canonical_values_and_ids(self):
         self.assertEqual(parse_value("count", 1.0), parse_value("count", 1))
@@ -243,17 +443,141 @@ class Identity(unittest.TestCase):
         # Stable across processes and runs (a fixed golden id would pin the hash scheme).
         self.assertEqual(len(ida), 64)
 
-    def test_compile_key_ignores_runtime_only_keys(self):
-        r = Resolver(REAL_BIN, "tiny")
-        s = r.schema
-        base = r.resolve({})
-        lat = r.resolve({"hbm.latency": s.parse("hbm.latency", "500ns")})
-        sbuf = r.resolve({"core.sbuf.partition_size": s.parse("core.sbuf.partition_size",
-                                                              "32KiB")})
-        k = identity.compile_key(base, "h", "bf16")
-        self.assertEqual(k, identity.compile_key(lat, "h", "bf16"))
-        self.assertNotEqual(k, identity.compile_key(sbuf, "h", "bf16"))
-        self.assertNotEqual(k, identity.compile_key(base, "h", "fp8"))
+    def test_compile_key_follows_the_compiler_target(self):
+        from trnsim.sweep.config import ConfigError
+        t = identity.Targets(REAL_BIN, "tiny")
+        base = t.get([])
+        self.assertEqual(json.loads(base)["sbuf_partition_bytes"], 64 * 1024)
+        self.assertEqual(base, t.get(["hbm.latency=500ns"]))  # the simulator's only
+        for s in ("core.sbuf.partition_size=32768B", "hbm.size=1048576B",
+                  "core.tensor.fp8_double_row=false", "core.dma.engines=4"):
+            self.assertNotEqual(base, t.get([s]), s)
+        k = identity.compile_key(base, "h", "bf16", "0.1.0")
+        self.assertEqual(k, identity.compile_key(t.get(["hbm.latency=500ns"]), "h", "bf16",
+                                                 "0.1.0"))
+        self.assertNotEqual(k, identity.compile_key(base, "h", "fp8", "0.1.0"))
+        self.assertNotEqual(k, identity.compile_key(base, "i", "bf16", "0.1.0"))
+        self.assertNotEqual(k, identity.compile_key(base, "h", "bf16", "0.2.0"))
+        with self.assertRaisesRegex(ConfigError, "hbm.size"):
+            t.get(["hbm.size=0B"])
+        # A binary without --target is not a refused config (which would give each point
+        # a compile of its own): it is an error saying so.
+        with tempfile.TemporaryDirectory() as d:
+            old = Path(d) / "trnsim"
+            old.write_text("#!/bin/sh\necho \"trnsim: info: unknown argument '--target'\" >&2\n"
+                           "exit 2\n")
+            old.chmod(0o755)
+            with self.assertRaisesRegex(ConfigError, "has no `info --target`"):
+                identity.Targets(str(old), "tiny").get([])
+
+
+def _covering_points(resolver, keys):
+    """Config changes covering `keys`: for each, points {key: other value, ...} that
+    the simulator accepts and that change the resolved config. A key tied to others
+    (partitions that must be equal, a tile size that must divide the array) takes the
+    keys the refusal names along, at the same value. Returns (points, keys uncovered)."""
+    from trnsim.sweep.config import ConfigError
+    schema = resolver.schema
+    base = resolver.resolve({})
+    points, uncovered = [], []
+    for key in keys:
+        vtype = schema.vtype(key)
+        n = len(points)
+        for v in _candidates(vtype, base.get(key), schema.choices.get(key, [])):
+            point = {key: v}
+            for _ in range(6):
+                try:
+                    if resolver.resolve({k: schema.parse(k, x) for k, x in point.items()}) \
+                            != base:
+                        points.append(point)
+                    break
+                except ConfigError as e:
+                    named = [k for k in schema.types if k not in point and k in str(e)
+                             and schema.vtype(k) == vtype]
+                    if not named:
+                        break  # not a valid value
+                    point = dict(point, **{k: v for k in named})
+        if len(points) == n:
+            uncovered.append(key)
+    return points, uncovered
+
+
+@optional("onnx")
+class CompileIdentity(unittest.TestCase):
+    """For every config key, other valid values each compile a small model: points that
+    share a compile-cache key (the key a sweep looks the program up by) must compile to
+    the same program, or fail alike."""
+    PRECISIONS = ("bf16", "fp8", "fp32")
+    maxDiff = None
+
+    def check_plan(self, d, model, base, points):
+        """Compiles every point sharing a compile key with another; returns ({(settings,
+        precision): compile key}, compiles, the keys whose points compiled differently)."""
+        from collections import defaultdict
+        from types import SimpleNamespace
+        from trnsim.sweep.runner import Plan
+        d.mkdir(exist_ok=True)
+        spec = Spec({"base": base, "workloads": [{"onnx": str(model)}],
+                     "precision": list(self.PRECISIONS), "points": points},
+                    str(d / "spec.yaml"))
+        plan = Plan(spec, str(d / "out"), REAL_BIN)
+        opts = SimpleNamespace(cache_dir=str(d / "cache"), timeout=None, mem_bytes=None)
+        groups, keys = defaultdict(list), {}
+        for p in plan.points:
+            self.assertIsNone(p.error)
+            t = plan.task(p, opts)
+            groups[t["compile_key"]].append((t, p.settings))
+            keys[(json.dumps(p.settings), p.precision)] = t["compile_key"]
+        compiles, wrong = 0, []
+        for key, ts in groups.items():
+            if len(ts) < 2:
+                continue  # one point per key cannot share a stale program
+            outcomes = {}
+            for t, settings in ts:
+                out = d / "p.tbin"
+                cmd = [REAL_BIN, "compile", t["workload"]["path"], "-c", t["base"],
+                       "--precision", t["precision"], "-o", str(out)]
+                for x in t["compile_sets"]:
+                    cmd += ["--set", x]
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+                compiles += 1
+                if r.returncode == 0:
+                    outcome = hashlib.sha256(out.read_bytes()).hexdigest()
+                    out.unlink()
+                else:
+                    outcome = "failed: " + r.stderr.strip()
+                outcomes.setdefault(outcome, []).append(f"{t['precision']} {settings}")
+            if len(outcomes) > 1:
+                wrong.append(f"compile key {key[:12]}: " + " | ".join(
+                    f"{o[:70]}: {', '.join(pts[:6])}" for o, pts in outcomes.items()))
+        print(f"{base}: {len(plan.points)} points, {len(groups)} compile keys, {compiles} "
+              "compiles", file=sys.stderr)
+        return keys, compiles, wrong
+
+    def test_same_compile_key_same_program_for_every_key(self):
+        with tempfile.TemporaryDirectory(prefix="sweep-identity-") as d:
+            d = Path(d)
+            small_onnx(d / "small.onnx")
+            resolver = Resolver(REAL_BIN, "tiny")
+            keys = [k for k, t in sorted(resolver.schema.types.items()) if t != "section"]
+            points, uncovered = _covering_points(resolver, keys)
+            # Keys that cannot change alone on tiny (the RTL matmul block) from tiny_rtl.
+            rtl = str(REPO / "configs" / "tiny_rtl.yaml")
+            rtl_points, uncovered = _covering_points(Resolver(REAL_BIN, rtl), uncovered)
+            self.assertEqual(uncovered, [], "keys with no other valid value to try")
+            key, compiles, wrong = self.check_plan(
+                d / "tiny", d / "small.onnx", "tiny", [{"hbm.latency": "100ns"}] + points)
+            # A runtime-only key shares the base's program: the cache still does its job.
+            for prec in self.PRECISIONS:
+                self.assertEqual(key[(json.dumps({"hbm.latency": 1e-7}), prec)],
+                                 key[(json.dumps({"hbm.latency": 2e-7}), prec)])
+            if rtl_points:
+                _, more, wrong_rtl = self.check_plan(d / "rtl", d / "small.onnx", rtl,
+                                                     rtl_points)
+                compiles += more
+                wrong += wrong_rtl
+            self.assertEqual(wrong, [], "points sharing a compile key compiled differently")
+            self.assertGreater(compiles, len(self.PRECISIONS) * 10)
 
 
 class StubSweeps(StubBase):
@@ -270,7 +594,9 @@ class StubSweeps(StubBase):
     def test_keep_going_failure_classes_and_no_orphans(self):
         spec = self.spec("axes:\n  hbm.latency: [100ns, 101ns, 102ns, 103ns, 104ns, 106ns]\n"
                          "  hbm.channels_per_stack: [1, 2]\n")
-        p = self.sweep(spec, "-j", "2", "--timeout", "1.5", check=1)
+        # The 102ns stubs hang until killed; --timeout is generous so that no other stub,
+        # however loaded the machine, comes near it.
+        p = self.sweep(spec, "-j", "2", "--timeout", "20", check=1, timeout=300)
         rows = read_rows(self.dir / "out")
         self.assertEqual(len(rows), 12)
         by = {}
@@ -295,7 +621,8 @@ class StubSweeps(StubBase):
         self.assertEqual(len(list(self.pids.iterdir())), before)
         self.assertIn("config error (never retried)", p.stdout)
         self.assertIn("finished (cached)", p.stdout)
-        p = self.sweep(spec, "--retry-failed", "--timeout", "1.5", check=1)
+        p = self.sweep(spec, "-j", "2", "--retry-failed", "--timeout", "20", check=1,
+                       timeout=300)
         self.assertIn("ran 6 points", p.stdout)
         self.assertEqual(self.survivors(), [])
 
@@ -330,26 +657,30 @@ class StubSweeps(StubBase):
         self.assertEqual(len(self.compiles.read_text().splitlines()), 3)
 
     def test_sigkill_midway_then_resume(self):
-        # 16 slow points (0.4 s each) on 2 workers: kill the runner after about a third.
+        # 16 points on 2 workers: 5 finish, the next two are held at the gate, then the
+        # runner is killed with SIGKILL.
         spec = self.spec("axes:\n  hbm.latency: [105ns]\n"
                          "  hbm.bandwidth: {range: [100GB/s, 1.6TB/s], steps: 16}\n")
-        env = dict(self.env, STUB_SLOW="0.4")
+        gate = self.dir / "gate"
+        gate.mkdir()
+        env = dict(self.env, STUB_GATE=str(gate), STUB_FREE="5")
         out = self.dir / "out"
         proc = subprocess.Popen([PY, "-m", "trnsim.sweep", spec, "-o", str(out), "-j", "2"],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            done = list(out.glob("points/*/status.json")) if out.exists() else []
-            if len(done) >= 5:
-                break
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        time.sleep(0.3)  # the kernel delivers the parent-death signals
-        self.assertEqual(self.survivors(), [], "a stub outlived the killed runner")
+        try:
+            done = lambda: len(list(out.glob("points/*/status.json")))  # noqa: E731
+            held = lambda: len(list(gate.glob("blocked-*")))  # noqa: E731
+            self.assertTrue(wait_for(lambda: done() == 5 and held() == 2
+                                     or proc.poll() is not None),
+                            "the sweep did not reach 5 finished and 2 held points")
+            self.assertIsNone(proc.poll(), "the runner exited before it was killed")
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        # The kernel kills the workers and their stubs (parent-death signals).
+        self.assertTrue(wait_for(lambda: not self.survivors()), "a stub outlived the runner")
         finished_before = len(list(out.glob("points/*/status.json")))
-        self.assertTrue(5 <= finished_before < 16, finished_before)
-        self.env["STUB_SLOW"] = "0.05"
+        self.assertEqual(finished_before, 5)
         p = self.sweep(spec, "-j", "2", check=0)
         self.assertIn(f"{finished_before} cached", p.stdout)
         rows = read_rows(out)
@@ -362,6 +693,31 @@ class StubSweeps(StubBase):
         self.assertEqual(json.loads(lines[0])["version"], 1)
         self.assertEqual(len([json.loads(l) for l in lines[1:]]), 16)
         self.assertEqual(self.survivors(), [])
+
+    def test_results_csv_is_plain_csv(self):
+        # Any CSV reader takes results.csv as it is: the header row first, one row a point.
+        spec = self.spec("axes:\n  hbm.bandwidth: [100GB/s, 200GB/s]\n"
+                         "  hbm.channels_per_stack: [1, 2]\n")
+        self.sweep(spec, "-j", "2", check=0)
+        path = self.dir / "out" / "results.csv"
+        with open(self.dir / "out" / "results.jsonl") as f:
+            head = json.loads(f.readline())
+        self.assertEqual(head["schema"], "trnsim-sweep-results")
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        self.assertEqual(rows[0], head["columns"])
+        with open(path, newline="") as f:
+            dict_rows = list(csv.DictReader(f))
+        self.assertEqual(len(dict_rows), 4)
+        self.assertEqual({r["status"] for r in dict_rows}, {"ok"})
+        self.assertEqual(sorted(float(r["p.hbm.bandwidth"]) for r in dict_rows),
+                         [1e11, 1e11, 2e11, 2e11])
+        if importlib.util.find_spec("pandas") is not None:
+            import pandas
+            df = pandas.read_csv(path)
+            self.assertEqual(list(df.columns), head["columns"])
+            self.assertEqual(len(df), 4)
+            self.assertEqual(sorted(df["p.hbm.bandwidth"]), [1e11, 1e11, 2e11, 2e11])
 
     def test_plot_writes_pngs(self):
         spec = self.spec("axes:\n  hbm.bandwidth: [100GB/s, 200GB/s, 400GB/s]\n"
@@ -386,62 +742,158 @@ class StubSweeps(StubBase):
         self.assertIn("--y nope: not a column", bad.stderr)
 
 
-@unittest.skipIf(importlib.util.find_spec("distributed") is None, "python3-distributed missing")
+def _dask_command(tool):
+    """Debian's dask-scheduler / dask-worker scripts (python3-distributed)."""
+    import shutil
+    exe = shutil.which(tool, path="/usr/bin:/bin")
+    return [exe] if exe else [PY, "-m", f"distributed.cli.{tool.replace('-', '_')}"]
+
+
+class Cluster:
+    """dask-scheduler and `workers` dask-worker processes on 127.0.0.1, each a separate
+    process in a clean environment: no PYTHONPATH, so the sweep has to ship trnsim."""
+
+    def __init__(self, folder, workers=2, extra_env=None):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.env = {"PATH": "/usr/bin:/bin", "HOME": str(self.folder), "LANG": "C.UTF-8",
+                    **(extra_env or {})}
+        self.n = workers
+        self.sched_file = self.folder / "scheduler.json"
+        self.scheduler = None
+        self.workers = []
+
+    def __enter__(self):
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self):
+        common = ["--dashboard-address", "127.0.0.1:0"]
+        self.scheduler = subprocess.Popen(
+            _dask_command("dask-scheduler") + ["--host", "127.0.0.1", "--port", "0",
+                                               "--scheduler-file", str(self.sched_file),
+                                               *common],
+            env=self.env, cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_for(lambda: self.sched_file.exists() or self.scheduler.poll() is not None):
+            raise AssertionError("the Dask scheduler wrote no scheduler file")
+        if self.scheduler.poll() is not None:
+            raise AssertionError(f"dask-scheduler exited with {self.scheduler.returncode}")
+        for i in range(self.n):
+            (self.folder / f"worker{i}").mkdir(exist_ok=True)
+            self.workers.append(subprocess.Popen(
+                _dask_command("dask-worker") + ["--scheduler-file", str(self.sched_file),
+                                                "--nthreads", "1", "--no-nanny", "--host",
+                                                "127.0.0.1", "--local-directory",
+                                                str(self.folder / f"worker{i}"), *common],
+                env=self.env, cwd=self.folder, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL))
+
+    def __exit__(self, *exc):
+        # Workers first, then the scheduler; every wait is bounded, then SIGKILL.
+        for p in self.workers + ([self.scheduler] if self.scheduler else []):
+            if p.poll() is None:
+                p.terminate()
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        return False
+
+
+@optional("distributed")
 class Dask(StubBase):
+    def dask_env(self, **extra):
+        # What the stub needs on the workers; no PYTHONPATH.
+        return dict({k: self.env[k] for k in ("STUB_REAL", "STUB_PIDS", "STUB_COMPILES")},
+                    **extra)
+
     def test_local_and_dask_tables_equal_with_a_worker_killed(self):
         spec = self.spec("axes:\n  hbm.latency: [105ns]\n"
                          "  hbm.bandwidth: {range: [100GB/s, 1.2TB/s], steps: 12}\n")
-        self.env["STUB_SLOW"] = "0.25"
+        self.env["STUB_SLOW"] = "0.01"
         self.sweep(spec, "-j", "2", out="local", check=0)
-        sched_file = self.dir / "scheduler.json"
-        procs = []
-        common = ["--dashboard-address", "127.0.0.1:0"]
-        try:
-            sched = subprocess.Popen(
-                [PY, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
-                 "0", "--scheduler-file", str(sched_file), *common], env=self.env,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + 30
-            while not sched_file.exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            self.assertTrue(sched_file.exists(), "the scheduler did not start")
-            for i in range(2):
-                procs.append(subprocess.Popen(
-                    [PY, "-m", "distributed.cli.dask_worker", "--scheduler-file",
-                     str(sched_file), "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1",
-                     *common], env=self.env, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL))
+        gate = self.dir / "gate"
+        gate.mkdir()
+        out = self.dir / "dask"
+        with Cluster(self.dir / "cluster", 2,
+                     self.dask_env(STUB_GATE=str(gate), STUB_FREE="3")) as c:
             runner = subprocess.Popen(
-                [PY, "-m", "trnsim.sweep", spec, "-o", str(self.dir / "dask"), "--executor",
-                 "dask", "--scheduler", str(sched_file)], env=self.env,
+                [PY, "-m", "trnsim.sweep", spec, "-o", str(out), "--executor", "dask",
+                 "--scheduler", str(c.sched_file)], env=self.env,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            out = self.dir / "dask"
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and runner.poll() is None:
-                if len(list(out.glob("points/*/status.json"))) >= 3:
-                    break
-                time.sleep(0.05)
-            procs[0].kill()  # one worker dies mid-run; its stub dies with it
-            procs[0].wait()
-            stdout, stderr = runner.communicate(timeout=90)
+            try:
+                # 3 points done and one held on each worker: kill one worker mid-point
+                # (its stub dies with it), then let the rest go.
+                done = lambda: len(list(out.glob("points/*/status.json")))  # noqa: E731
+                held = lambda: len(list(gate.glob("blocked-*")))  # noqa: E731
+                reached = wait_for(lambda: done() == 3 and held() == 2
+                                   or runner.poll() is not None)
+                c.workers[0].kill()
+                c.workers[0].wait()
+                (gate / "open").touch()
+                stdout, stderr = runner.communicate(timeout=300)
+            finally:
+                if runner.poll() is None:
+                    runner.kill()
+                    runner.wait()
+            self.assertTrue(reached, "the sweep never had 3 points done and 2 held")
             self.assertEqual(runner.returncode, 0, stdout + stderr)
-        finally:
-            for p in procs:  # workers first, then the scheduler
-                p.terminate()
-            for p in procs:
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-            sched.terminate()
-            sched.wait(10)
-        local, dask = read_rows(self.dir / "local"), read_rows(self.dir / "dask")
+        local, dask = read_rows(self.dir / "local"), read_rows(out)
         volatile = {"host_seconds", "m.sim_host_seconds", "attempts", "compile"}
         strip = lambda rows: [{k: v for k, v in r.items() if k not in volatile} for r in rows]  # noqa: E731
         self.assertEqual(len(dask), 12)
         self.assertEqual({r["status"] for r in dask}, {"ok"})
         self.assertEqual(strip(local), strip(dask))
-        self.assertEqual(self.survivors(), [])
+        self.assertTrue(wait_for(lambda: not self.survivors()), "a stub outlived the run")
+
+
+@optional("distributed")
+@optional("onnx")
+class DaskReal(unittest.TestCase):
+    """A real sweep (the trnsim binary, a small ONNX model) on a loopback cluster whose
+    workers were started without trnsim on their path."""
+
+    def test_workers_get_trnsim_and_a_bad_binary_is_named(self):
+        with tempfile.TemporaryDirectory(prefix="sweep-dask-") as d:
+            d = Path(d)
+            small_onnx(d / "small.onnx")
+            spec = d / "spec.yaml"
+            spec.write_text("base: tiny\nworkloads: [small.onnx]\nprecision: bf16\n"
+                            "axes:\n  hbm.bandwidth: [100GB/s, 400GB/s]\n"
+                            "  core.dma.engines: [4, 16]\n")
+            env = dict(os.environ, PYTHONPATH=str(PYDIR), TRNSIM_BIN=REAL_BIN)
+            sweep = [PY, "-m", "trnsim.sweep", str(spec), "--executor", "dask"]
+            with Cluster(d / "cluster", 2) as c:
+                # A binary the workers do not have: refused before any point runs, naming
+                # the worker and the path.
+                p = subprocess.run(sweep + ["-o", str(d / "bad"), "--scheduler",
+                                            str(c.sched_file), "--worker-binary",
+                                            "/nonexistent/trnsim"],
+                                   env=env, capture_output=True, text=True, timeout=300)
+                self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+                self.assertRegex(p.stderr, r"worker tcp://127\.0\.0\.1:\d+ .*no simulator "
+                                           r"binary at /nonexistent/trnsim")
+                self.assertFalse(list((d / "bad").glob("points/*/status.json")))
+                p = subprocess.run(sweep + ["-o", str(d / "out"), "--scheduler",
+                                            str(c.sched_file)],
+                                   env=env, capture_output=True, text=True, timeout=600)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            rows = read_rows(d / "out")
+            self.assertEqual(len(rows), 4)
+            self.assertEqual({r["status"] for r in rows}, {"ok"}, rows)
+            self.assertTrue(all(float(r["m.simulated_ns"]) > 0 for r in rows))
+            # The same sweep on local processes gives the same simulated times.
+            p = subprocess.run([PY, "-m", "trnsim.sweep", str(spec), "-o", str(d / "local"),
+                                "-j", "2"], env=env, capture_output=True, text=True,
+                               timeout=600)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            ns = lambda rows: [r["m.simulated_ns"] for r in rows]  # noqa: E731
+            self.assertEqual(ns(read_rows(d / "local")), ns(rows))
 
 
 @unittest.skipIf(importlib.util.find_spec("torch") is None, "python3-torch missing")

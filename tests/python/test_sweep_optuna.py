@@ -24,7 +24,7 @@ from skip_unless import require  # noqa: E402
 
 require(("optuna",))
 
-from test_sweep import PY, PYDIR, REAL_BIN, StubBase, read_rows  # noqa: E402
+from test_sweep import PY, PYDIR, REAL_BIN, StubBase, read_rows, wait_for  # noqa: E402
 
 from trnsim.sweep.config import Schema  # noqa: E402
 from trnsim.sweep.optuna_search import (hypervolume, objectives,  # noqa: E402
@@ -223,26 +223,30 @@ class OptunaStub(StubBase):
         self.assertEqual(strip(read_rows(self.dir / "a")), strip(a))
 
     def test_killed_search_resumes_on_the_same_points(self):
-        # hbm.latency 105ns: each stub run sleeps STUB_SLOW s. Kill the runner with SIGKILL
-        # once 4 of the 10 points finished; the rerun replays the seeded search from the
+        # hbm.latency 105ns at a gate: 4 of the 10 points finish, the next is held; then
+        # the runner is killed with SIGKILL. The rerun replays the seeded search from the
         # cache and ends with the points of an uninterrupted run.
         import signal
-        import time
         spec = self.spec("strategy: optuna\nsamples: 5\nseed: 2\naxes:\n  hbm.latency: [105ns]\n"
                          "  hbm.bandwidth: {range: [100GB/s, 1.6TB/s], scale: log}\n")
         out = self.dir / "out"
+        gate = self.dir / "gate"
+        gate.mkdir()
         proc = subprocess.Popen([PY, "-m", "trnsim.sweep", spec, "-o", str(out), "-j", "2"],
-                                env=dict(self.env, STUB_SLOW="0.4"), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and proc.poll() is None:
-            if len(list(out.glob("points/*/status.json"))) >= 4:
-                break
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+                                env=dict(self.env, STUB_GATE=str(gate), STUB_FREE="4"),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            done = lambda: len(list(out.glob("points/*/status.json")))  # noqa: E731
+            self.assertTrue(wait_for(lambda: done() == 4 and any(gate.glob("blocked-*"))
+                                     or proc.poll() is not None),
+                            "the search did not reach 4 finished points and a held one")
+            self.assertIsNone(proc.poll(), "the runner exited before it was killed")
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        self.assertTrue(wait_for(lambda: not self.survivors()), "a stub outlived the runner")
         finished = len(list(out.glob("points/*/status.json")))
-        self.assertTrue(4 <= finished < 10, finished)
+        self.assertEqual(finished, 4)
         self.env["STUB_SLOW"] = "0.01"
         p = self.sweep(spec, "-j", "2", check=0)
         self.assertIn(f"{finished} cached", p.stdout)

@@ -10,17 +10,20 @@ import os
 import sys
 
 from trnsim.sweep.config import ConfigError, parse_value
-from trnsim.sweep.spec import SpecError, load_spec
+from trnsim.sweep.spec import DEFAULT_MAX_POINTS, SpecError, load_spec
 from trnsim.sweep.workloads import WorkloadError
 
 EPILOG = """\
 Points run in OUTDIR/points/ID/ (config.yaml, point.json, log.txt, stats.json,
 status.json); OUTDIR/results.csv and results.jsonl hold one row per point. A rerun
 skips finished points; compiled programs are cached in OUTDIR/cache/ by (workload,
-precision, the config keys the compiler reads). Spec format: trnsim/sweep/spec.py;
+precision, trnsim version, `trnsim info --target` of the config). results.csv is plain
+CSV; results.jsonl's first line holds the schema version. Spec format: trnsim/sweep/spec.py;
 examples: configs/sweeps/. Plots: trnsim plot OUTDIR. `strategy: optuna` runs an
 adaptive search beside a random baseline of the same budget (optuna_search.py) and
-writes OUTDIR/pareto_optuna.csv, pareto_random.csv and search.json.
+writes OUTDIR/pareto_optuna.csv, pareto_random.csv and search.json. --executor dask
+ships trnsim to the workers and checks each (binary, shared folder) before the first
+point; README.md "Sweeps on a Dask cluster" says how to start one.
 """
 
 
@@ -35,6 +38,11 @@ def parser():
     ap.add_argument("--executor", choices=("local", "dask"), default="local")
     ap.add_argument("--scheduler", metavar="ADDRESS_OR_FILE",
                     help="Dask scheduler address (tcp://127.0.0.1:8786) or scheduler JSON file")
+    ap.add_argument("--max-points", type=int, default=DEFAULT_MAX_POINTS, metavar="N",
+                    help="refuse a spec of more points (configs x workloads x precisions; "
+                    f"optuna: both methods' budgets) [{DEFAULT_MAX_POINTS}]")
+    ap.add_argument("--worker-binary", metavar="PATH",
+                    help="the trnsim binary's absolute path on the Dask workers [the runner's]")
     ap.add_argument("--dry-run", action="store_true", help="print the expanded points and count")
     ap.add_argument("--explain", action="store_true", help="say why each point runs or is skipped")
     ap.add_argument("--retry-failed", action="store_true",
@@ -67,17 +75,23 @@ def main(argv=None):
     if args.jobs < 1:
         err.write("trnsim sweep: -j must be >= 1\n")
         return 2
+    if args.max_points < 1:
+        err.write("trnsim sweep: --max-points must be >= 1\n")
+        return 2
     if args.executor == "dask" and not args.scheduler:
         err.write("trnsim sweep: --executor dask needs --scheduler ADDRESS_OR_FILE\n")
         return 2
+    if args.worker_binary and args.executor != "dask":
+        err.write("trnsim sweep: --worker-binary is for --executor dask\n")
+        return 2
     lock = None
     try:
-        binary = find_binary()
-        spec = load_spec(args.spec)
+        binary = os.path.abspath(find_binary())  # workers may run in another directory
+        spec = load_spec(args.spec, args.max_points)
         if not args.dry_run:
             lock = OutdirLock(args.output)
-        executor = (DaskExecutor(args.scheduler) if args.executor == "dask"
-                    else LocalExecutor(args.jobs))
+        executor = (DaskExecutor(args.scheduler, args.worker_binary)
+                    if args.executor == "dask" else LocalExecutor(args.jobs))
         if spec.strategy == "optuna":
             from trnsim.sweep.optuna_search import main as search_main
             return search_main(spec, args, binary, executor)

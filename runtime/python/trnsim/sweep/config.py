@@ -36,6 +36,12 @@ def canon_float(x):
 
 def parse_value(vtype, value, key="value"):
     """A spec or config value (str/int/float/bool) -> canonical Python value."""
+    if vtype == "choice":
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{key}: expected one of its choices (a word), got {value!r}")
+        return value.strip()
+    if vtype == "section":
+        raise ConfigError(f"{key}: a config section (a map of keys), not one value to set")
     if vtype == "bool":
         if isinstance(value, bool):
             return value
@@ -88,6 +94,8 @@ def parse_value(vtype, value, key="value"):
 
 def to_cli(vtype, canon):
     """A canonical value as `--set` text the simulator parses back exactly."""
+    if vtype == "choice":
+        return canon
     if vtype == "bool":
         return "true" if canon else "false"
     if vtype in INT_TYPES:
@@ -100,6 +108,8 @@ def to_cli(vtype, canon):
 
 def human(vtype, canon):
     """Short display text for plots and dry runs (820GB/s, 24MiB, 2.4GHz)."""
+    if vtype == "choice":
+        return canon
     if vtype == "bool":
         return "true" if canon else "false"
     if vtype in ("count", "cycles"):
@@ -121,22 +131,29 @@ def human(vtype, canon):
 
 
 class Schema:
-    """Key -> value type, from `trnsim info --keys`."""
+    """Key -> value type (and the choices of a `choice` key), from `trnsim info --keys`."""
 
-    def __init__(self, types):
+    def __init__(self, types, choices=None):
         self.types = dict(types)
+        self.choices = dict(choices or {})
 
     @classmethod
     def from_binary(cls, binary):
         out = _check_output([binary, "info", "--keys"], "trnsim info --keys")
-        types = {}
-        for line in out.splitlines()[1:]:
+        lines = out.splitlines()
+        # Columns by the header's word offsets (a check such as "> 0" holds a space).
+        head = lines[0] if lines else ""
+        check_at, desc_at = head.find("check"), head.find("description")
+        types, choices = {}, {}
+        for line in lines[1:]:
             parts = line.split()
             if len(parts) >= 2 and "." in parts[0]:
                 types[parts[0]] = parts[1]
+                if parts[1] == "choice" and 0 <= check_at < desc_at:
+                    choices[parts[0]] = line[check_at:desc_at].strip().split("|")
         if not types:
             raise ConfigError(f"{binary} info --keys printed no config keys")
-        return cls(types)
+        return cls(types, choices)
 
     def __contains__(self, key):
         return key in self.types
@@ -153,7 +170,10 @@ class Schema:
                               "`trnsim info --keys` lists them")
 
     def parse(self, key, value):
-        return parse_value(self.types[key], value, key)
+        v = parse_value(self.types[key], value, key)
+        if key in self.choices and v not in self.choices[key]:
+            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(self.choices[key])}")
+        return v
 
     def cli(self, key, canon):
         return to_cli(self.types[key], canon)

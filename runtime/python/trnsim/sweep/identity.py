@@ -3,7 +3,9 @@
 A point's id is the SHA-256 of (canonical resolved config, workload content hash,
 precision, timing-only flag, trnsim version): key order, `1` vs `1.0` and unit
 spellings cannot change it because every value is canonical before hashing
-(config.py). The compile-cache key covers only what the compiler reads.
+(config.py). The compile-cache key covers what the compiler is given: the workload, the
+precision and the config as the compiler sees it (`trnsim info --target`: the runtime's
+compiler::Target, every field), so no hand-kept list of keys can fall behind the code.
 """
 
 import hashlib
@@ -12,21 +14,9 @@ import os
 import re
 from pathlib import Path
 
-_REPO = Path(__file__).resolve().parents[4]
+from trnsim.sweep.config import ConfigError, _check_output
 
-# The config keys trnsim's compiler reads: runtime/target_from_config.cpp and the
-# isa::Limits it takes from platform_config::limits(). Keep in step with both.
-COMPILER_KEYS = (
-    "core.sbuf.partitions", "core.sbuf.partition_size", "core.psum.partitions",
-    "core.psum.partition_size", "core.psum.bank_size", "core.tensor.max_moving_free",
-    "core.semaphores", "core.dma.engines", "core.dma.queues_per_engine",
-    "core.dma.bandwidth", "core.dma.fixed_cost", "core.dma.descriptor_cost",
-    "hbm.bandwidth",
-    *(f"core.{e}.{f}" for e in ("tensor", "vector", "scalar", "gpsimd", "sync")
-      for f in ("clock", "min_ii", "overhead")),
-    "core.tensor.fp32_slowdown", "core.vector.reciprocal_slowdown", "core.vector.perf_modes",
-    "core.scalar.func_switch_cost", "core.gpsimd.start_cost",
-)
+_REPO = Path(__file__).resolve().parents[4]
 
 
 def trnsim_version():
@@ -74,10 +64,50 @@ def point_id(resolved, workload_hash, precision, timing_only, version, pins=None
     return hashlib.sha256(canonical_json(ing).encode()).hexdigest()
 
 
-def compile_key(compile_config, workload_hash, precision):
-    """Same key, same program: the workload, precision and the compiler-read keys."""
-    keys = {k: compile_config[k] for k in COMPILER_KEYS if k in compile_config}
-    blob = canonical_json({"workload": workload_hash, "precision": precision, "keys": keys})
+class Targets:
+    """What the compiler is given of (base, overrides): `trnsim info -c BASE --set k=v ...
+    --target`, canonical JSON text, one call per distinct override set."""
+
+    def __init__(self, binary, base):
+        self.binary, self.base = binary, base
+        self._memo = {}
+
+    def get(self, sets):
+        """sets: `k=v` texts as `--set` takes them. Raises ConfigError (the simulator's
+        message) when it refuses the config."""
+        key = tuple(sorted(sets))
+        hit = self._memo.get(key)
+        if hit is None:
+            cmd = [self.binary, "info", "-c", self.base, "--target"]
+            for s in key:
+                cmd += ["--set", s]
+            try:
+                out = _check_output(cmd, "trnsim info --target")
+            except ConfigError as e:
+                if "unknown argument '--target'" in str(e):
+                    # Not a refused config: a binary that cannot say what it compiles.
+                    raise ConfigError(f"{self.binary} has no `info --target` (an older "
+                                      "trnsim): rebuild it or point TRNSIM_BIN at a newer "
+                                      "one") from e
+                out = e
+            if isinstance(out, ConfigError):
+                hit = out
+            else:
+                try:
+                    hit = canonical_json(json.loads(out))
+                except ValueError as e:
+                    hit = ConfigError(f"trnsim info --target printed no JSON ({e})")
+            self._memo[key] = hit
+        if isinstance(hit, Exception):
+            raise hit
+        return hit
+
+
+def compile_key(target, workload_hash, precision, version):
+    """Same key, same program: the workload, the precision, the compiler's target (JSON
+    from Targets.get) and the trnsim version (a newer compiler may emit another program)."""
+    blob = canonical_json({"workload": workload_hash, "precision": precision,
+                           "target": json.loads(target), "version": version})
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -2,9 +2,10 @@
 (config x workload x precision), rebuilt from the point folders and written
 atomically, so they are never torn and hold each point exactly once.
 
-Schema 1. CSV: a first line `# trnsim-sweep results schema 1`, then a header row.
-JSONL: a first line {"schema": "trnsim-sweep-results", "version": 1, "columns": [...]},
-then one object per row. Columns: index, id, workload, precision, timing_only, then
+Schema 1. CSV: plain CSV (a header row, then the rows), as csv.DictReader or
+pandas.read_csv read it. JSONL: a first line {"schema": "trnsim-sweep-results",
+"version": 1, "columns": [...]}, then one object per row; that line is where the schema
+version lives. Columns: index, id, workload, precision, timing_only, then
 `p.<config key>` for each swept key (SI base units: Hz, B/s, bytes, s, fraction),
 status (ok | failed | pending), class (failure class), message, attempts, compile
 (hit | miss | none), host_seconds (runner wall time of the point), version, cost (the
@@ -103,7 +104,6 @@ def build_rows(plan, version):
 
 def write_tables(outdir, cols, rows):
     buf = io.StringIO()
-    buf.write(f"# trnsim-sweep results schema {SCHEMA_VERSION}\n")
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
@@ -130,9 +130,6 @@ def read_jsonl(outdir):
 
 
 def read_csv(outdir):
-    path = os.path.join(outdir, "results.csv")
-    with open(path) as f:
-        first = f.readline()
-        if not first.startswith("# trnsim-sweep results schema"):
-            raise ValueError(f"{path}: no schema line")
+    """The rows of OUTDIR/results.csv as dicts of strings."""
+    with open(os.path.join(outdir, "results.csv"), newline="") as f:
         return list(csv.DictReader(f))

@@ -51,11 +51,7 @@ class Plan:
             self.base = self.resolver.resolve({})
         except ConfigError as e:
             raise SpecError(f"{spec.path}: base '{spec.base}': {e}") from e
-        for k in spec.compile_pin:
-            spec_ok = k in identity.COMPILER_KEYS
-            if not spec_ok:
-                self.warnings.append(f"compile_pin: '{k}' is not read by the compiler; "
-                                     "pinning it changes nothing")
+        self.targets = identity.Targets(binary, spec.base)
         try:
             self.cost = CostModel(spec.cost)
         except ValueError as e:
@@ -117,29 +113,58 @@ class Plan:
             resolved_for_id = ident
         else:
             resolved_for_id = resolved
-        pins = {k: self.base[k] for k in self.spec.compile_pin
-                if resolved is not None and k in identity.COMPILER_KEYS
-                and resolved.get(k) != self.base[k]}
+        pin = set(self.spec.compile_pin)
+        p.compile_sets = [x for x, k in zip(p.sets, sorted(s)) if k not in pin]
+        pins = {}
+        if resolved is not None and p.compile_sets != p.sets and \
+                self._target(p.compile_sets) != self._target(p.sets):
+            # Compiled for another config than simulated: another program, another point.
+            pins = {k: self.base[k] for k in pin if resolved.get(k) != self.base[k]}
         p.id = identity.point_id(resolved_for_id, w["hash"], prec, self.spec.timing_only,
                                  self.version, pins)
         p.dir = os.path.join(self.outdir, "points", p.id[:16])
         p.cost = self.cost(resolved) if resolved is not None else None
-        pin = set(self.spec.compile_pin)
-        p.compile_sets = [x for x, k in zip(p.sets, sorted(s)) if k not in pin]
-        if resolved is not None:
-            ccfg = dict(resolved)
-            for k in pin:
-                ccfg[k] = self.base[k]
-            p.compile_key = identity.compile_key(ccfg, w["hash"], prec)
-        else:
-            p.compile_key = None
+        p.compile_key = None  # compile_key(p), when the point runs
         return p
+
+    def _target(self, sets):
+        """The compiler's target for base + sets, or the refusal's text (also a value
+        that compares unequal to every target)."""
+        try:
+            return self.targets.get(sets)
+        except ConfigError as e:
+            if "no `info --target`" in str(e):
+                raise
+            return f"refused: {e}"
+
+    def compile_key(self, p):
+        """Same key, same program (identity.compile_key); a compile config the simulator
+        refuses gets a key of its own and fails in the compile step with its message."""
+        if p.compile_key is None:
+            target = self._target(p.compile_sets)
+            if target.startswith("refused: "):
+                target = identity.canonical_json({"base": self.spec.base,
+                                                  "sets": sorted(p.compile_sets)})
+            p.compile_key = identity.compile_key(target, p.workload["hash"], p.precision,
+                                                 self.version)
+        return p.compile_key
 
     def check_knobs(self, settings):
         self._dead_knobs(settings)
 
     def _dead_knobs(self, settings):
-        """A swept key whose every value resolves to the base config is a dead knob."""
+        """A swept key whose every value resolves to the base config is a dead knob; a
+        pinned key none of whose values changes the compiler's target pins nothing."""
+        for k in self.spec.compile_pin:
+            values = []
+            for s in settings:
+                if k in s and s[k] not in values:
+                    values.append(s[k])
+            if values and all(self._target([f"{k}={self.schema.cli(k, v)}"]) ==
+                              self._target([]) for v in values):
+                self.warnings.append(f"compile_pin: '{k}' does not change what the compiler "
+                                     "is given (trnsim info --target); pinning it changes "
+                                     "nothing")
         for k in self.spec.keys():
             if k in self.spec.compile_pin and not any(k in s for s in settings):
                 continue
@@ -171,10 +196,11 @@ class Plan:
                   "version": self.version, "base": self.spec.base,
                   "settings": {k: v for k, v in sorted(p.settings.items())},
                   "config_hash": identity.config_hash(p.resolved) if p.resolved else None,
-                  "compile_key": p.compile_key}
+                  "compile_key": self.compile_key(p)}
         cfg_text = yaml.safe_dump(p.resolved or {}, sort_keys=True)
         return {"id": p.id, "dir": p.dir, "binary": self.binary, "base": self.spec.base,
-                "sets": p.sets, "compile_sets": p.compile_sets, "compile_key": p.compile_key,
+                "sets": p.sets, "compile_sets": p.compile_sets,
+                "compile_key": self.compile_key(p),
                 "cache_dir": opts.cache_dir or os.path.join(self.outdir, "cache"),
                 "precision": p.precision, "timing_only": self.spec.timing_only,
                 "workload": {"name": p.workload["name"], "path": p.workload["path"]},

@@ -8,14 +8,16 @@
     timing_only: true               # --no-functional
     strategy: grid                  # grid | random | lhs (Latin hypercube) | optuna
     samples: 16                     # random / lhs: number of points; optuna: the budget
-    seed: 0                         # random / lhs / optuna
+    seed: 0                         # random / lhs / optuna (a non-negative integer)
     optuna: {batch: 2, startup: 4}  # optuna only (optuna_search.py): configs per round,
                                     # random-start trials
     axes:                           # config key -> values
       core.tensor.rows: [64, 128]                        # a list
       hbm.bandwidth: {range: [400GB/s, 3.2TB/s], steps: 4, scale: log}   # grid over a range
-    zip:                            # groups whose values vary together (one grid axis each)
-      - {core.tensor.rows: [32, 64], core.tensor.cols: [32, 64]}
+      core.sbuf.partition_size: {range: [48KiB, 192KiB], step: 16KiB}    # every 16KiB
+    zip:                            # groups whose values vary together (one grid axis each;
+                                    # a key is on one axis only)
+      - {core.dma.engines: [2, 4], core.dma.queues_per_engine: [4, 8]}
     points:                         # explicit points (added after the grid / samples)
       - {core.dma.engines: 4, hbm.bandwidth: 1TB/s}
     constraints:                    # Python-like expressions over resolved keys; units allowed
@@ -24,7 +26,11 @@
                                     # program reused across them: "same binary, other chip")
     cost: {pe: 1.0, sram_mib: 0.5, hbm_tbps: 20.0}       # cost proxy weights (cost.py)
 
-Values use the config's units. Unknown keys anywhere are errors that name the key.
+Values use the config's units. Unknown keys anywhere are errors that name the key, as
+are duplicate keys, a key both in `axes:` and a `zip:` group, and range keys that do not
+apply (`steps:` outside a grid, `step:` beside `steps:` or `values:`). A spec that expands
+to more than `max_points` points (`trnsim sweep --max-points`, default 100000) is refused
+before anything runs: `step: 3` on a bandwidth range (3 B/s apart) is a typo, not a sweep.
 """
 
 import ast
@@ -43,6 +49,7 @@ TOP_KEYS = {"base", "workloads", "precision", "timing_only", "strategy", "sample
             "description", "optuna"}
 WORKLOAD_KEYS = {"example", "onnx", "name", "args"}
 RANGE_KEYS = {"range", "steps", "scale", "step", "values"}
+DEFAULT_MAX_POINTS = 100000
 STRATEGIES = ("grid", "random", "lhs", "optuna")
 OPTUNA_KEYS = {"batch", "startup"}
 PRECISIONS = ("bf16", "fp32", "fp8")
@@ -53,8 +60,9 @@ class SpecError(ValueError):
 
 
 class Spec:
-    def __init__(self, data, path="<spec>"):
+    def __init__(self, data, path="<spec>", max_points=DEFAULT_MAX_POINTS):
         self.path = path
+        self.max_points = max_points
         self.dir = os.path.dirname(os.path.abspath(path)) if path != "<spec>" else os.getcwd()
         if not isinstance(data, dict):
             raise SpecError(f"{path}: the spec must be a YAML mapping")
@@ -95,8 +103,8 @@ class Spec:
                                 f"integer {what}")
         elif self.samples is not None:
             raise SpecError(f"{path}: samples: only for strategy random, lhs or optuna")
-        if not isinstance(self.seed, int):
-            raise SpecError(f"{path}: seed: expected an integer")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise SpecError(f"{path}: seed: expected a non-negative integer, got {self.seed!r}")
         self.workloads = self._workloads(data.get("workloads"))
         self.axes = self._mapping(data.get("axes") or {}, "axes")
         self.zips = data.get("zip") or []
@@ -114,8 +122,38 @@ class Spec:
             raise SpecError(f"{path}: cost: expected a map of weights")
         if not (self.axes or self.zips or self.points):
             raise SpecError(f"{path}: nothing to sweep: give axes, zip or points")
+        self._check_zip_keys()
         self.optuna = self._optuna(data.get("optuna"))
+        if self.strategy != "grid":
+            # Both methods of a search get the budget; the baseline alone is `samples`.
+            n = self.samples * (2 if self.strategy == "optuna" else 1)
+            self.check_size((n + len(self.points)) * self.per_config(),
+                            f"samples: {self.samples:,}"
+                            + (" configs per method, 2 methods" if self.strategy == "optuna"
+                               else " configs"))
 
+    def per_config(self):
+        """Points per config: workloads x precisions."""
+        return len(self.workloads) * len(self.precisions)
+
+    def check_size(self, total, detail):
+        """Refuses a spec of more than max_points points, before any is made."""
+        if self.max_points is not None and total > self.max_points:
+            raise SpecError(
+                f"{self.path}: the spec expands to {total:,} points ({detail}; x "
+                f"{len(self.workloads)} workloads x {len(self.precisions)} precisions), more "
+                f"than --max-points {self.max_points:,}: a typo (`step:` for `steps:`, a "
+                "stray zero in `samples:`)? Raise --max-points to run it as it is")
+
+    def _check_zip_keys(self):
+        """A key on two axes (axes: and a zip group, or two groups) has no one value."""
+        where = {k: "axes" for k in self.axes}
+        for i, z in enumerate(self.zips):
+            for k in z:
+                if k in where:
+                    raise SpecError(f"{self.path}: zip[{i}]: key '{k}' is also in {where[k]}; "
+                                    "a key can vary along one axis only")
+                where[k] = f"zip[{i}]"
     def _optuna(self, opts):
         """The optuna: options, checked; {} for other strategies."""
         path = self.path
@@ -203,26 +241,86 @@ class Spec:
                     raise SpecError(str(e)) from e
 
 
-def load_spec(path):
+class _SpecLoader(yaml.SafeLoader):
+    """safe_load that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # `<<: *anchor` merges; its keys may be overridden
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    if key in seen:
+                        raise _Duplicate(f"line {line}: duplicate key '{key}' (first at line "
+                                         f"{seen[key]}); PyYAML would keep only the last")
+                    seen[key] = line
+                except TypeError:
+                    continue  # an unhashable key: the base class reports it
+        return super().construct_mapping(node, deep)
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def load_spec(path, max_points=DEFAULT_MAX_POINTS):
+    """Reads and checks a spec file; every error names the file (and line or key)."""
     try:
-        with open(path) as f:
-            data = yaml.safe_load(f)
+        with open(path, "rb") as f:
+            raw = f.read()
     except OSError as e:
         raise SpecError(f"{path}: cannot read the spec: {e.strerror}") from e
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path}: not a YAML text file (byte 0x{raw[e.start]:02x} at offset "
+                        f"{e.start} is not UTF-8)") from e
+    try:
+        starts = [e for e in yaml.parse(text, Loader=_SpecLoader)
+                  if isinstance(e, yaml.DocumentStartEvent)]
+        if len(starts) > 1:
+            raise SpecError(f"{path}: line {starts[1].start_mark.line + 1}: a second YAML "
+                            "document ('---'); a spec is one document")
+        data = yaml.load(text, Loader=_SpecLoader)
+    except _Duplicate as e:
+        raise SpecError(f"{path}: {e}") from None
     except yaml.YAMLError as e:
         raise SpecError(f"{path}: invalid YAML: {e}") from e
-    return Spec(data, path)
+    return Spec(data, path, max_points)
 
 
 # ---- value lists and ranges ----------------------------------------------------------
 
-def _range_bounds(schema, key, r, where):
-    if not isinstance(r, dict):
-        raise SpecError(f"{where}: {key}: expected a list of values or a {{range: ...}} map")
+def _check_range_keys(key, r, where, grid):
+    """Every key of a {range: ...} / {values: ...} map is known and applies here."""
     for k in r:
         if k not in RANGE_KEYS:
             raise SpecError(f"{where}: {key}: unknown range key '{k}' (known: "
                             f"{', '.join(sorted(RANGE_KEYS))})")
+    if "values" in r:
+        extra = sorted(k for k in r if k != "values")
+        if extra:
+            raise SpecError(f"{where}: {key}: '{extra[0]}' does not apply to a values: list "
+                            "(give values: [...] alone, or a range: with steps:/step:)")
+        return
+    if "steps" in r and "step" in r:
+        raise SpecError(f"{where}: {key}: give steps: N (that many points) or step: S (the "
+                        "spacing), not both")
+    if "steps" in r and not grid:
+        raise SpecError(f"{where}: {key}: 'steps' applies to strategy grid only (random, lhs "
+                        "and optuna draw from the range; step: S snaps the draws)")
+    if grid and "step" in r and r.get("scale") == "log":
+        raise SpecError(f"{where}: {key}: 'scale: log' with 'step' (a grid by step is linear; "
+                        "give steps: N for a log grid)")
+
+
+def _range_bounds(schema, key, r, where, grid=False):
+    if not isinstance(r, dict):
+        raise SpecError(f"{where}: {key}: expected a list of values or a {{range: ...}} map")
+    _check_range_keys(key, r, where, grid)
     if "values" in r:
         return None
     rng = r.get("range")
@@ -237,12 +335,44 @@ def _range_bounds(schema, key, r, where):
         raise SpecError(f"{where}: {key}: a boolean key takes a list, not a range")
     if hi < lo:
         raise SpecError(f"{where}: {key}: range [{rng[0]}, {rng[1]}] is empty")
+    if step is not None and step <= 0:
+        raise SpecError(f"{where}: {key}: step: expected a positive spacing, got {r['step']!r}")
     scale = r.get("scale", "linear")
     if scale not in ("linear", "log"):
         raise SpecError(f"{where}: {key}: scale: 'linear' or 'log', got {scale!r}")
     if scale == "log" and lo <= 0:
         raise SpecError(f"{where}: {key}: a log scale needs a positive low end")
     return lo, hi, scale, step
+
+
+def _step_count(lo, hi, step):
+    return int(math.floor((hi - lo) / step + 1e-9)) + 1
+
+
+def _steps(v, key, where):
+    steps = v.get("steps")
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool)
+                              or steps < 1):
+        raise SpecError(f"{where}: {key}: steps: expected a positive integer, got {steps!r}")
+    return steps
+
+
+def axis_len(schema, key, v, where):
+    """How many values axis_values gives at most, without making them."""
+    if isinstance(v, list):
+        return len(v)
+    if isinstance(v, dict) and "values" in v:
+        _check_range_keys(key, v, where, True)
+        return axis_len(schema, key, v["values"], where)
+    if not isinstance(v, dict):
+        return 1
+    lo, hi, _, step = _range_bounds(schema, key, v, where, grid=True)
+    steps = _steps(v, key, where)
+    if steps is not None:
+        return steps
+    if not step:
+        raise SpecError(f"{where}: {key}: a grid range needs steps: N or step: S")
+    return _step_count(lo, hi, step)
 
 
 def _snap(schema, key, x, lo, hi, step):
@@ -265,19 +395,17 @@ def axis_values(schema, key, v, where):
         except ConfigError as e:
             raise SpecError(f"{where}: {e}") from e
     if isinstance(v, dict) and "values" in v:
+        _check_range_keys(key, v, where, True)
         return axis_values(schema, key, v["values"], where)
     if not isinstance(v, dict):
         return axis_values(schema, key, [v], where)
-    lo, hi, scale, step = _range_bounds(schema, key, v, where)
-    steps = v.get("steps")
+    lo, hi, scale, step = _range_bounds(schema, key, v, where, grid=True)
+    steps = _steps(v, key, where)
     if steps is None:
         if not step:
             raise SpecError(f"{where}: {key}: a grid range needs steps: N or step: S")
-        n = int(math.floor((hi - lo) / step + 1e-9)) + 1
-        xs = [lo + i * step for i in range(n)]
+        xs = [lo + i * step for i in range(_step_count(lo, hi, step))]
     else:
-        if not isinstance(steps, int) or steps < 1:
-            raise SpecError(f"{where}: {key}: steps: expected a positive integer")
         if steps == 1:
             xs = [lo]
         elif scale == "log":
@@ -407,6 +535,7 @@ def expand_settings(spec, schema, samples=None):
     spec.check_keys(schema)
     points = []
     if spec.strategy == "grid":
+        _check_grid_size(spec, schema)
         axes = []  # each: list of {key: value} dicts
         for k, v in spec.axes.items():
             axes.append([{k: x} for x in axis_values(schema, k, v, f"{where}: axes")])
@@ -446,6 +575,21 @@ def expand_settings(spec, schema, samples=None):
             seen.add(key)
             out.append(p)
     return out
+
+
+def _check_grid_size(spec, schema):
+    """Refuses a grid of more than spec.max_points points before making any value."""
+    where = spec.path
+    lens = [(k, axis_len(schema, k, v, f"{where}: axes")) for k, v in spec.axes.items()]
+    for i, z in enumerate(spec.zips):
+        zl = [axis_len(schema, k, v, f"{where}: zip[{i}]") for k, v in z.items()]
+        lens.append((f"zip[{i}] ({', '.join(z)})", max(zl) if zl else 0))
+    configs = math.prod(n for _, n in lens) if lens else 0
+    big = sorted(lens, key=lambda kn: -kn[1])[:4]
+    detail = "grid: " + " x ".join(f"{k} {n:,} values" for k, n in big) + \
+        (" x ..." if len(lens) > len(big) else "") + \
+        (f", plus {len(spec.points)} points" if spec.points else "")
+    spec.check_size((configs + len(spec.points)) * spec.per_config(), detail)
 
 
 def constraints(spec, schema):
