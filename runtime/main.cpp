@@ -699,13 +699,23 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = args[0];
   args.erase(args.begin());
+  // What a command prints is its result too (disasm's program, run's report): a
+  // failed write to standard output (a full disk) is an error, not exit 0.
+  const auto flushed = [](int status) {
+    std::cout.flush();
+    errno = 0;
+    if (std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout) return status;
+    std::cerr << "trnsim: error: standard output: write failed"
+              << (errno ? std::string(": ") + std::strerror(errno) : std::string()) << "\n";
+    return 1;
+  };
   try {
-    if (cmd == "run") return cmd_run(args);
-    if (cmd == "validate") return cmd_run(args, true);
-    if (cmd == "compile") return cmd_compile(args);
-    if (cmd == "asm") return cmd_asm(args, true);
-    if (cmd == "disasm") return cmd_asm(args, false);
-    if (cmd == "info") return cmd_info(args);
+    if (cmd == "run") return flushed(cmd_run(args));
+    if (cmd == "validate") return flushed(cmd_run(args, true));
+    if (cmd == "compile") return flushed(cmd_compile(args));
+    if (cmd == "asm") return flushed(cmd_asm(args, true));
+    if (cmd == "disasm") return flushed(cmd_asm(args, false));
+    if (cmd == "info") return flushed(cmd_info(args));
     if (cmd == "sweep" || cmd == "plot" || cmd == "fuzz") return exec_python(cmd, args);
     throw UsageError("unknown command '" + cmd + "'\n" + kMainHelp);
   } catch (const UsageError& e) {

@@ -264,6 +264,10 @@ TEST(CliWrites, FullDiskIsAnErrorNamingTheFile) {
     expect_exit(run + opt + " /dev/full", 1, full);
   expect_exit(trnsim_bin() + " disasm " + prog + " -o /dev/full", 1, full);
   expect_exit(trnsim_bin() + " asm " + prog + " -o /dev/full", 1, full);
+  // What goes to standard output: disasm's program, run's report.
+  const std::string out_full = "trnsim: error: standard output: write failed";
+  expect_exit("(" + trnsim_bin() + " disasm " + prog + " >/dev/full)", 1, out_full);
+  expect_exit("(" + run + ">/dev/full)", 1, out_full);
   // Output files: y.npy, then outputs.json, links to /dev/full.
   std::filesystem::create_directories(dir / "out");
   std::filesystem::create_symlink("/dev/full", dir / "out" / "y.npy");
