@@ -105,6 +105,8 @@ const char* kValidateHelp =
     "  output is within tolerance, 1 otherwise. The reference emulates the precision\n"
     "  (matmul operands rounded as the compiler casts them); the error against the\n"
     "  plain fp32 model is shown beside it.\n"
+    "  Inputs as for run: --input NAME=FILE.npy for each (ONNX or tensor name), or\n"
+    "  --random-inputs[=SEED] for those not given.\n"
     "  --rtol X, --atol X       tolerance [fp32: 1e-4, 1e-5; bf16: 1e-2, 1e-2; fp8: 5e-2]\n"
     "  Races and poisoned reads are checked (see 'trnsim run --help'); a finding fails\n"
     "  the validation. --no-check-races and --no-poison turn the checks off.\n"
