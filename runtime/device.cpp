@@ -30,10 +30,11 @@ double pct(double part, double whole) {
 }
 
 void write_text_file(const std::string& path, const std::function<void(std::ostream&)>& body) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw RunError(path + ": cannot open for writing");
-  body(f);
-  if (!f) throw RunError(path + ": write failed");
+  try {
+    write_file(path, body);
+  } catch (const std::runtime_error& e) {
+    throw RunError(e.what());
+  }
 }
 }  // namespace
 

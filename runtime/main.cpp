@@ -25,6 +25,7 @@
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/lower/lower.h"
+#include "models/common/stats.h"
 #include "models/isa/assembler.h"
 #include "models/isa/binary.h"
 #include "platform/config.h"
@@ -62,19 +63,25 @@ const char* kRunHelp =
     "usage: trnsim run PROGRAM [options]\n"
     "  -c, --config NAME|PATH   preset (trn1, trn2, trn3, tiny) or YAML file [trn2]\n"
     "  --set KEY=VALUE          override a config key (repeatable)\n"
-    "  --input NAME=FILE.npy    bind an input tensor (repeatable)\n"
+    "  --input NAME=FILE.npy    bind an input tensor (repeatable). For .onnx, NAME is the\n"
+    "                           input's name as the model spells it (0, input.1,\n"
+    "                           onnx::MatMul_0) or its program tensor name (t_0,\n"
+    "                           onnx__MatMul_0); names are checked before compiling\n"
     "  --input-shape NAME=D0xD1...  concrete shape of an ONNX input with symbolic dims\n"
     "                           (e.g. x=8x128; repeatable)\n"
     "  --random-inputs[=SEED]   fill inputs not given with seeded uniform [-1,1) values\n"
     "                           (ONNX integer inputs: integers in [0,10), bools 0/1;\n"
-    "                           none when a --no-functional run reads no data)\n"
-    "  --output-dir DIR         write each output tensor as DIR/NAME.npy\n"
+    "                           none when a --no-functional run reads no data). Without\n"
+    "                           it every input must be given (the error lists them)\n"
+    "  --output-dir DIR         write each output as DIR/TENSOR.npy (file-safe program\n"
+    "                           tensor name; ONNX scalars as 0-d arrays) and\n"
+    "                           DIR/outputs.json: output name -> {file, shape, dtype}\n"
     "  --stats FILE.json        write the stats tree as JSON\n"
     "  --stats-text FILE        write the stats tree as text\n"
     "  --trace FILE.json        write a Chrome trace (open in ui.perfetto.dev): one track\n"
     "                           per engine and DMA queue, one slice per instruction\n"
     "  --vcd FILE.vcd           write the semaphore values as a VCD waveform\n"
-    "  --core N                 run on core N [0]\n"
+    "  --core N                 run on core N (0 .. cores-1 of the config) [0]\n"
     "  --precision P            for .onnx: matmul operand type bf16|fp32|fp8 [bf16]\n"
     "  --print-after PASS       for .onnx: print the IR after a graph/tile pass (or *)\n"
     "  --no-functional          timing only: no data moved or computed\n"
@@ -99,6 +106,8 @@ const char* kValidateHelp =
     "  output is within tolerance, 1 otherwise. The reference emulates the precision\n"
     "  (matmul operands rounded as the compiler casts them); the error against the\n"
     "  plain fp32 model is shown beside it.\n"
+    "  Inputs as for run: --input NAME=FILE.npy for each (ONNX or tensor name), or\n"
+    "  --random-inputs[=SEED] for those not given.\n"
     "  --rtol X, --atol X       tolerance [fp32: 1e-4, 1e-5; bf16: 1e-2, 1e-2; fp8: 5e-2]\n"
     "  Races and poisoned reads are checked (see 'trnsim run --help'); a finding fails\n"
     "  the validation. --no-check-races and --no-poison turn the checks off.\n"
@@ -141,13 +150,19 @@ std::string file_safe(const std::string& name) {
 }
 
 // A file the command writes when it ends, checked before it starts (a simulation or
-// compile can take hours): its directory must exist and be writable, and the path
-// must not be a directory.
+// compile can take hours): an existing file must be writable (a device such as
+// /dev/full too: its write errors are reported when they happen); otherwise its
+// directory must exist and be writable. The path must not be a directory.
 void check_output_file(const std::string& option, const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw std::runtime_error(option + " " + path + ": is a directory, not a file");
+  if (fs::exists(path, ec)) {
+    if (access(path.c_str(), W_OK) != 0)
+      throw std::runtime_error(option + " " + path + ": is not writable");
+    return;
+  }
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   if (!fs::is_directory(dir, ec))
@@ -156,13 +171,6 @@ void check_output_file(const std::string& option, const std::string& path) {
   if (access(dir.c_str(), W_OK) != 0)
     throw std::runtime_error(option + " " + path + ": directory " + dir.string() +
                              " is not writable");
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(path + ": cannot open for writing");
-  f << text;
-  if (!f) throw std::runtime_error(path + ": write failed");
 }
 
 long long parse_index(const std::string& flag, const std::string& v) {
@@ -177,12 +185,36 @@ long long parse_index(const std::string& flag, const std::string& v) {
   return n;
 }
 
-std::string drop_wait_or_usage(isa::Program& p, size_t n) {
-  try {
-    return isa::drop_wait(p, n);
-  } catch (const std::out_of_range& e) {
-    throw UsageError(e.what());
+// --drop-sync N: removes wait N of `p` and says which; N past the program's waits
+// is a usage error naming the option.
+std::string drop_sync_wait(isa::Program& p, long long n) {
+  const size_t waits = p.wait_count();
+  if (n < 0 || size_t(n) >= waits)
+    throw UsageError(
+        "--drop-sync " + std::to_string(n) + ": program '" + p.name + "' has " +
+        (waits ? std::to_string(waits) + " semaphore waits (0.." + std::to_string(waits - 1) + ")"
+               : std::string("no semaphore waits")));
+  return isa::drop_wait(p, size_t(n));
+}
+
+// numpy's name for the dtype write_npy stores `t` as (bf16/fp8 widen to float32).
+std::string npy_dtype(isa::DType t) {
+  switch (t) {
+    case isa::DType::fp16:
+      return "float16";
+    case isa::DType::int32:
+      return "int32";
+    case isa::DType::uint8:
+      return "uint8";
+    default:
+      return "float32";
   }
+}
+
+std::string json_shape(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 // --input-shape NAME=D0xD1... (or D0,D1,...): a concrete shape for an ONNX input whose
@@ -222,7 +254,7 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   long long drop_sync = -1;
   uint8_t poison_byte = 0xff;
   uint64_t seed = 0;
-  uint32_t core = 0;
+  long long core = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
@@ -274,11 +306,7 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
     } else if (take_value(args, i, "--print-after", "", v)) {
       print_after.push_back(v);
     } else if (take_value(args, i, "--core", "", v)) {
-      try {
-        core = static_cast<uint32_t>(std::stoul(v));
-      } catch (...) {
-        throw UsageError("--core: '" + v + "' is not a core number");
-      }
+      core = parse_index("--core", v);
     } else if (a == "--no-functional") {
       functional = false;
     } else if (a == "--no-fallback") {
@@ -332,42 +360,64 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
       !std::filesystem::is_directory(out_dir))
     throw std::runtime_error("--output-dir " + out_dir + ": exists and is not a directory");
   const platform::platform_config cfg = platform::load_config(config, sets);
-  // An ONNX model is compiled first; inputs not given get seeded random values.
+  if (core >= cfg.cores)
+    throw UsageError("--core " + std::to_string(core) + ": platform '" + cfg.name + "' has " +
+                     std::to_string(cfg.cores) + " core(s) (0.." + std::to_string(cfg.cores - 1) +
+                     ")");
   const bool onnx = runtime::is_onnx_path(program_path);
-  if (onnx) random_inputs = true;
   if (!onnx && !import.input_shapes.empty())
     throw UsageError("--input-shape: '" + program_path +
                      "' is a program, not an ONNX model; its shapes are fixed");
+  runtime::Launch launch;
+  launch.core = uint32_t(core);
   // ONNX integer/bool inputs and outputs convert at the boundary (fp32 on the device).
   runtime::OnnxModel model;
   if (onnx) {
-    model = runtime::compile_onnx_model(program_path, cfg, precision, print_after, std::cout,
-                                        fallback, keep_on_chip, import);
+    // The inputs are bound before compiling (a large model compiles for minutes): by
+    // the ONNX name, else the program tensor name; every input is given unless
+    // --random-inputs (or a timing-only run, which reads no data).
+    ir::Graph imported = frontend::import_onnx_file(program_path, import);
+    const std::vector<runtime::ModelIo> model_in = runtime::model_inputs(imported);
+    for (const auto& [name, file] : inputs) {
+      const runtime::ModelIo* in = runtime::find_input(model_in, name);
+      if (!in)
+        throw UsageError("--input " + name + ": " + program_path + " has no input '" + name +
+                         "'; its inputs: " + runtime::describe_inputs(model_in));
+      if (launch.inputs.count(in->tensor))
+        throw UsageError("--input " + name + ": input '" + in->name + "' given twice");
+      launch.inputs[in->tensor] = runtime::read_model_input(*in, file);
+    }
+    std::vector<runtime::ModelIo> missing;
+    for (const runtime::ModelIo& in : model_in)
+      if (!launch.inputs.count(in.tensor)) missing.push_back(in);
+    if (!missing.empty() && functional && !random_inputs)
+      throw UsageError("missing input(s) of " + program_path + ": " +
+                       runtime::describe_inputs(missing) +
+                       "; give each as --input NAME=FILE.npy, or --random-inputs[=SEED]");
+    model = runtime::compile_onnx_graph(std::move(imported), program_path, cfg, precision,
+                                        print_after, std::cout, fallback, keep_on_chip);
     if (const std::string s = runtime::keep_on_chip_summary(model.compile_stats); !s.empty())
       std::cout << s << "\n";
   } else {
     model.program = isa::load_program(program_path);
+    for (const auto& [name, file] : inputs) {
+      if (launch.inputs.count(name)) throw UsageError("--input " + name + " given twice");
+      launch.inputs[name] = runtime::read_npy(file);
+    }
   }
   if (drop_sync >= 0) {
     if (model.partitioned)
       throw UsageError("--drop-sync: the model runs partly on the host; add --no-fallback");
-    std::cout << "drop-sync " << drop_sync << " of " << model.program.wait_count() << ": removed "
-              << drop_wait_or_usage(model.program, size_t(drop_sync)) << "\n";
+    const size_t waits = model.program.wait_count();
+    const std::string gone = drop_sync_wait(model.program, drop_sync);
+    std::cout << "drop-sync " << drop_sync << " of " << waits << ": removed " << gone << "\n";
   }
   const isa::Program& prog = model.program;
-
-  runtime::Launch launch;
   launch.program = &prog;
-  launch.core = core;
-  for (const auto& [name, file] : inputs) {
-    if (launch.inputs.count(name)) throw UsageError("--input " + name + " given twice");
-    launch.inputs[name] =
-        onnx ? runtime::read_model_input(model, name, file) : runtime::read_npy(file);
-  }
   // Timing-only runs of a device program write no data, so random inputs would only
   // cost host memory and time (gigabytes for a large model); host-fallback segments
-  // compute on the host and still need them.
-  if (random_inputs && (functional || model.partitioned)) {
+  // compute on the host and still need values, which do not change the timing.
+  if (functional ? random_inputs : model.partitioned != nullptr) {
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (const auto& d : prog.tensors) {
@@ -396,6 +446,12 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
                                      : dev.run({launch});
   std::cout << runtime::format_report(prog, cfg, rep);
   if (model.partitioned) std::cout << rep.stats_text;
+  // The model's outputs in ONNX order, as the device holds them (outputs that are
+  // inputs or constants included).
+  const std::vector<runtime::HostTensor> onnx_outputs =
+      onnx && functional
+          ? runtime::model_output_values(model, launch.inputs, rep.launches.at(0).outputs)
+          : std::vector<runtime::HostTensor>{};
   int status = 0;
   // The access checks' findings, then one line; in validate after the outputs.
   const bool checked = opts.check_races || opts.poison;
@@ -423,9 +479,9 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
     const interp::TensorMap ref32 =
         interp::run(frontend::import_onnx_file(program_path, import), in);
     std::vector<runtime::OutputCheck> checks;
-    for (const ir::Value* v : g.outputs()) {
-      const ir::Tensor got =
-          runtime::from_device(rep.launches.at(0).outputs.at(io.at(v->name)), v->type);
+    for (size_t k = 0; k < g.outputs().size(); ++k) {
+      const ir::Value* v = g.outputs()[k];
+      const ir::Tensor got = runtime::from_device(onnx_outputs.at(k), v->type);
       auto f = ref32.find(v->name);
       checks.push_back(runtime::check_output(v->name, got, ref.at(v->name),
                                              f != ref32.end() ? f->second : ref.at(v->name), rtol,
@@ -449,19 +505,41 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   }
 
   if (!out_dir.empty()) {
+    // One .npy per output, named by its program tensor (file-safe), and
+    // outputs.json mapping each output's name (as the ONNX file spells it) to its file.
     std::filesystem::create_directories(out_dir);
-    for (const auto& [name, t] : rep.launches[0].outputs) {
-      const std::string path =
-          (std::filesystem::path(out_dir) / (file_safe(name) + ".npy")).string();
-      if (onnx)
-        runtime::write_model_output(model, name, path, t);
-      else
-        runtime::write_npy(path, t);
-      std::cout << "wrote " << path << "\n";
+    std::string json = "{";
+    auto write = [&](const std::string& name, const std::string& tensor,
+                     const std::vector<int64_t>& shape, const auto& write_npy_file) {
+      const std::string file = file_safe(tensor) + ".npy";
+      const std::string path = (std::filesystem::path(out_dir) / file).string();
+      const std::string dtype = write_npy_file(path);
+      json += std::string(json.size() > 1 ? "," : "") + "\n  \"" + stats::json_escape(name) +
+              "\": {\"file\": \"" + stats::json_escape(file) +
+              "\", \"shape\": " + json_shape(shape) + ", \"dtype\": \"" + dtype + "\"}";
+      std::cout << "wrote " << path << " (output '" << name << "' " << runtime::shape_string(shape)
+                << " " << dtype << ")\n";
+    };
+    if (onnx) {
+      for (size_t k = 0; k < onnx_outputs.size(); ++k) {
+        const runtime::ModelIo& o = model.outputs[k];
+        write(o.name, o.tensor, o.type.shape, [&](const std::string& path) {
+          return runtime::write_model_output(o, path, onnx_outputs[k]);
+        });
+      }
+    } else {
+      for (const auto& [name, t] : rep.launches.at(0).outputs)
+        write(name, name, t.shape, [&](const std::string& path) {
+          runtime::write_npy(path, t);
+          return npy_dtype(t.dtype);
+        });
     }
+    const std::string path = (std::filesystem::path(out_dir) / "outputs.json").string();
+    runtime::write_file(path, json + "\n}\n");
+    std::cout << "wrote " << path << "\n";
   }
-  if (!stats_path.empty()) write_file(stats_path, rep.stats_json);
-  if (!stats_text_path.empty()) write_file(stats_text_path, rep.stats_text);
+  if (!stats_path.empty()) runtime::write_file(stats_path, rep.stats_json);
+  if (!stats_text_path.empty()) runtime::write_file(stats_text_path, rep.stats_text);
   if (!trace_path.empty()) std::cout << "wrote " << trace_path << "\n";
   if (!vcd_path.empty()) std::cout << "wrote " << vcd_path << "\n";
   return status;
@@ -489,11 +567,11 @@ int cmd_asm(std::vector<std::string> args, bool to_binary) {
   if (to_binary) {
     if (out.empty()) throw UsageError("asm: -o OUT.tbin is required");
     const auto bytes = isa::encode_binary(p);
-    write_file(out, std::string(bytes.begin(), bytes.end()));
+    runtime::write_file(out, std::string(bytes.begin(), bytes.end()));
   } else if (out.empty()) {
     std::cout << isa::disassemble(p);
   } else {
-    write_file(out, isa::disassemble(p));
+    runtime::write_file(out, isa::disassemble(p));
   }
   return 0;
 }
@@ -556,13 +634,12 @@ int cmd_compile(std::vector<std::string> args) {
   std::cout << "program: " << p.instruction_count() << " instructions, " << p.wait_count()
             << " semaphore waits\n";
   if (drop_sync >= 0)
-    std::cout << "drop-sync " << drop_sync << ": removed "
-              << drop_wait_or_usage(p, size_t(drop_sync)) << "\n";
+    std::cout << "drop-sync " << drop_sync << ": removed " << drop_sync_wait(p, drop_sync) << "\n";
   if (out.size() >= 5 && out.substr(out.size() - 5) == ".tasm") {
-    write_file(out, isa::disassemble(p));
+    runtime::write_file(out, isa::disassemble(p));
   } else {
     const auto bytes = isa::encode_binary(p);
-    write_file(out, std::string(bytes.begin(), bytes.end()));
+    runtime::write_file(out, std::string(bytes.begin(), bytes.end()));
   }
   std::cout << "wrote " << out << "\n";
   return 0;
@@ -634,13 +711,23 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = args[0];
   args.erase(args.begin());
+  // What a command prints is its result too (disasm's program, run's report): a
+  // failed write to standard output (a full disk) is an error, not exit 0.
+  const auto flushed = [](int status) {
+    std::cout.flush();
+    errno = 0;
+    if (std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout) return status;
+    std::cerr << "trnsim: error: standard output: write failed"
+              << (errno ? std::string(": ") + std::strerror(errno) : std::string()) << "\n";
+    return 1;
+  };
   try {
-    if (cmd == "run") return cmd_run(args);
-    if (cmd == "validate") return cmd_run(args, true);
-    if (cmd == "compile") return cmd_compile(args);
-    if (cmd == "asm") return cmd_asm(args, true);
-    if (cmd == "disasm") return cmd_asm(args, false);
-    if (cmd == "info") return cmd_info(args);
+    if (cmd == "run") return flushed(cmd_run(args));
+    if (cmd == "validate") return flushed(cmd_run(args, true));
+    if (cmd == "compile") return flushed(cmd_compile(args));
+    if (cmd == "asm") return flushed(cmd_asm(args, true));
+    if (cmd == "disasm") return flushed(cmd_asm(args, false));
+    if (cmd == "info") return flushed(cmd_info(args));
     if (cmd == "sweep" || cmd == "plot" || cmd == "fuzz") return exec_python(cmd, args);
     throw UsageError("unknown command '" + cmd + "'\n" + kMainHelp);
   } catch (const UsageError& e) {

@@ -127,10 +127,7 @@ void write_npy_raw(const std::string& path, const std::string& descr,
   out += static_cast<char>(h.size() & 0xff);
   out += static_cast<char>(h.size() >> 8);
   out += h + data;
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(path + ": cannot open for writing");
-  f << out;
-  if (!f) throw std::runtime_error(path + ": write failed");
+  write_file(path, out);
 }
 
 }  // namespace
@@ -148,11 +145,51 @@ ir::ElemType OnnxModel::type_of(const std::string& tensor) const {
   return it == io_types.end() ? ir::ElemType::fp32 : it->second;
 }
 
+std::vector<int64_t> ModelIo::device_shape() const {
+  return type.shape.empty() ? std::vector<int64_t>{1} : type.shape;
+}
+
+std::vector<ModelIo> model_inputs(const ir::Graph& g) {
+  const std::map<std::string, std::string> names = lower::io_tensor_names(g);
+  std::vector<ModelIo> r;
+  for (const ir::Value* v : g.inputs()) r.push_back({v->name, names.at(v->name), v->type, true});
+  return r;
+}
+
+const ModelIo* find_input(const std::vector<ModelIo>& inputs, const std::string& given) {
+  for (const ModelIo& in : inputs)
+    if (in.name == given) return &in;
+  for (const ModelIo& in : inputs)
+    if (in.tensor == given) return &in;
+  return nullptr;
+}
+
+std::string describe_inputs(const std::vector<ModelIo>& inputs) {
+  if (inputs.empty()) return "(none)";
+  std::string s;
+  for (const ModelIo& in : inputs) {
+    s += (s.empty() ? "'" : ", '") + in.name + "'";
+    if (in.tensor != in.name) s += " (tensor " + in.tensor + ")";
+    s += " " + in.type.str();
+  }
+  return s;
+}
+
 OnnxModel compile_onnx_model(const std::string& path, const platform::platform_config& cfg,
                              const std::string& precision,
                              const std::vector<std::string>& print_after, std::ostream& dumps,
                              bool allow_fallback, bool keep_on_chip,
                              const frontend::ImportOptions& import) {
+  if (!gpass::parse_precision(precision))
+    throw std::invalid_argument("--precision: '" + precision + "' is not one of bf16, fp32, fp8");
+  return compile_onnx_graph(frontend::import_onnx_file(path, import),  // its errors name the file
+                            path, cfg, precision, print_after, dumps, allow_fallback, keep_on_chip);
+}
+
+OnnxModel compile_onnx_graph(ir::Graph imported, const std::string& path,
+                             const platform::platform_config& cfg, const std::string& precision,
+                             const std::vector<std::string>& print_after, std::ostream& dumps,
+                             bool allow_fallback, bool keep_on_chip) {
   compiler::CompileOnnxOptions o;
   o.keep_on_chip = keep_on_chip;
   const auto p = gpass::parse_precision(precision);
@@ -164,7 +201,6 @@ OnnxModel compile_onnx_model(const std::string& path, const platform::platform_c
   o.dump = [&dumps](const std::string& pass, const std::string& text) {
     dumps << "# IR after " << pass << "\n" << text;
   };
-  ir::Graph imported = frontend::import_onnx_file(path, import);  // its errors name the file
   // Compiler errors name the node, value or kernel; the file is added here, keeping the
   // type (callers count UnsupportedError as refused).
   compiler::PartitionedModel pm = [&] {
@@ -183,14 +219,17 @@ OnnxModel compile_onnx_model(const std::string& path, const platform::platform_c
   const std::map<std::string, std::string> names = lower::io_tensor_names(pm.graph);
   for (const ir::Value* v : pm.graph.inputs()) m.io_types[names.at(v->name)] = v->elem();
   for (const ir::Value* v : pm.graph.outputs()) m.io_types[names.at(v->name)] = v->elem();
+  m.inputs = model_inputs(pm.graph);
+  for (const ir::Value* v : pm.graph.outputs())
+    m.outputs.push_back({v->name, names.at(v->name), v->type, v->is_graph_input});
   m.graph = std::make_shared<const ir::Graph>(pm.graph.clone());
   if (pm.segments.size() == 1 && pm.segments[0].on_device) {
     m.program = std::move(pm.segments[0].program);
     return m;
   }
-  // Several segments: the program only declares the model's inputs and outputs (as
-  // the device holds them), so binding, random inputs and output files work as for
-  // one program.
+  // Several segments (or none: every output a constant or an input): the program
+  // only declares the model's inputs and outputs (as the device holds them), so
+  // binding, random inputs and output files work as for one program.
   m.program.name = pm.graph.name.empty() ? "model" : pm.graph.name;
   auto declare = [&](const ir::Value* v, isa::TensorRole role) {
     for (const isa::TensorDecl& d : m.program.tensors)
@@ -234,32 +273,35 @@ isa::Program compile_model(const std::string& path, const platform::platform_con
   return std::move(m.program);
 }
 
-// ONNX scalars live on the device as [1]: a 0-d array binds to them.
-static HostTensor scalar_as_row(const OnnxModel& m, const std::string& tensor, HostTensor h) {
-  const isa::TensorDecl* d = m.program.find_tensor(tensor);
-  if (h.shape.empty() && d && d->shape == std::vector<int64_t>{1}) h.shape = {1};
-  return h;
-}
-
-HostTensor read_model_input(const OnnxModel& m, const std::string& tensor,
-                            const std::string& path) {
-  const ir::ElemType t = m.type_of(tensor);
-  if (!non_float(t)) return scalar_as_row(m, tensor, read_npy(path));
-  std::vector<int64_t> shape;
-  const std::vector<double> v = read_npy_numbers(path, shape);
-  std::vector<float> f(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (t == ir::ElemType::boolean) {
-      f[i] = v[i] != 0 ? 1.0f : 0.0f;
-      continue;
+HostTensor read_model_input(const ModelIo& in, const std::string& path) {
+  const ir::ElemType t = in.type.elem;
+  HostTensor h;
+  if (!non_float(t)) {
+    h = read_npy(path);
+  } else {
+    std::vector<int64_t> shape;
+    const std::vector<double> v = read_npy_numbers(path, shape);
+    std::vector<float> f(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (t == ir::ElemType::boolean) {
+        f[i] = v[i] != 0 ? 1.0f : 0.0f;
+        continue;
+      }
+      if (std::fabs(v[i]) > 16777216.0)
+        throw NpyError(path + ": element " + std::to_string(i) + " (" + std::to_string(v[i]) +
+                       ") of " + std::string(ir::elem_type_name(t)) + " input '" + in.name +
+                       "' is beyond 2^24, which the device's fp32 cannot hold exactly");
+      f[i] = static_cast<float>(std::trunc(v[i]));
     }
-    if (std::fabs(v[i]) > 16777216.0)
-      throw NpyError(path + ": element " + std::to_string(i) + " (" + std::to_string(v[i]) +
-                     ") of " + std::string(ir::elem_type_name(t)) + " input '" + tensor +
-                     "' is beyond 2^24, which the device's fp32 cannot hold exactly");
-    f[i] = static_cast<float>(std::trunc(v[i]));
+    h = HostTensor::from_float(shape, isa::DType::fp32, f);
   }
-  return scalar_as_row(m, tensor, HostTensor::from_float(shape, isa::DType::fp32, f));
+  // A scalar may come as a 0-d or a one-element 1-d array.
+  const bool scalar_row = in.type.shape.empty() && h.shape == std::vector<int64_t>{1};
+  if (h.shape != in.type.shape && !scalar_row)
+    throw NpyError(path + ": shape " + shape_string(h.shape) + ", but input '" + in.name + "' is " +
+                   in.type.str());
+  h.shape = in.device_shape();  // ONNX scalars live on the device as [1]
+  return h;
 }
 
 std::optional<HostTensor> random_model_input(const OnnxModel& m, const isa::TensorDecl& d,
@@ -272,37 +314,38 @@ std::optional<HostTensor> random_model_input(const OnnxModel& m, const isa::Tens
   return HostTensor::from_float(d.shape, isa::DType::fp32, vals);
 }
 
-void write_model_output(const OnnxModel& m, const std::string& tensor, const std::string& path,
-                        const HostTensor& t) {
-  const ir::ElemType e = m.type_of(tensor);
+std::string write_model_output(const ModelIo& out, const std::string& path, const HostTensor& t) {
+  const ir::ElemType e = out.type.elem;
   if (!non_float(e)) {
-    write_npy(path, t);
-    return;
+    HostTensor h = t;
+    h.shape = out.type.shape;  // a scalar is 0-d, not the device's [1]
+    write_npy(path, h);
+    return h.dtype == isa::DType::fp16 ? "float16" : "float32";
   }
   // numpy's name and size of the type; host and .npy are both little-endian.
-  std::string descr = "<i8";
+  std::string descr = "<i8", dtype = "int64";
   size_t size = 8;
   switch (e) {
     case ir::ElemType::boolean:
-      descr = "|b1", size = 1;
+      descr = "|b1", dtype = "bool", size = 1;
       break;
     case ir::ElemType::int8:
-      descr = "|i1", size = 1;
+      descr = "|i1", dtype = "int8", size = 1;
       break;
     case ir::ElemType::uint8:
-      descr = "|u1", size = 1;
+      descr = "|u1", dtype = "uint8", size = 1;
       break;
     case ir::ElemType::int16:
-      descr = "<i2", size = 2;
+      descr = "<i2", dtype = "int16", size = 2;
       break;
     case ir::ElemType::uint16:
-      descr = "<u2", size = 2;
+      descr = "<u2", dtype = "uint16", size = 2;
       break;
     case ir::ElemType::int32:
-      descr = "<i4", size = 4;
+      descr = "<i4", dtype = "int32", size = 4;
       break;
     case ir::ElemType::uint32:
-      descr = "<u4", size = 4;
+      descr = "<u4", dtype = "uint32", size = 4;
       break;
     default:
       break;
@@ -315,7 +358,23 @@ void write_model_output(const OnnxModel& m, const std::string& tensor, const std
     std::memcpy(b, &i, 8);
     data.append(b, size);
   }
-  write_npy_raw(path, descr, t.shape, data);
+  write_npy_raw(path, descr, out.type.shape, data);
+  return dtype;
+}
+
+std::vector<HostTensor> model_output_values(const OnnxModel& m,
+                                            const std::map<std::string, HostTensor>& inputs,
+                                            const std::map<std::string, HostTensor>& outputs) {
+  std::vector<HostTensor> r;
+  for (const ModelIo& o : m.outputs) {
+    const auto& from = o.is_input ? inputs : outputs;
+    auto it = from.find(o.tensor);
+    if (it == from.end())
+      throw std::runtime_error("output '" + o.name + "' (tensor " + o.tensor +
+                               ") was not produced by the run");
+    r.push_back(it->second);
+  }
+  return r;
 }
 
 }  // namespace trnsim::runtime

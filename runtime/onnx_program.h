@@ -28,6 +28,32 @@ namespace trnsim::runtime {
 // True for a path ending in ".onnx" (any case).
 bool is_onnx_path(const std::string& path);
 
+// One input or output of a model: its name as the ONNX file spells it ("0",
+// "input.1", "onnx::MatMul_0"), the program tensor that holds it on the device
+// (lower::io_tensor_names: letters, digits, '_' and '.' only, e.g. "t_0",
+// "onnx__MatMul_0") and its ONNX type and shape.
+struct ModelIo {
+  std::string name;
+  std::string tensor;
+  ir::TensorType type;
+  // An output that is also a graph input: no program tensor of its own (the
+  // run hands the input back).
+  bool is_input = false;
+  // The shape the device holds it in ([1] for an ONNX scalar).
+  std::vector<int64_t> device_shape() const;
+};
+
+// The inputs of an imported graph, in ONNX order, before compiling: the names
+// `--input` may use are checked against these.
+std::vector<ModelIo> model_inputs(const ir::Graph& imported);
+
+// The input `given` names: the ONNX name exactly, else the program tensor name;
+// nullptr when it is neither.
+const ModelIo* find_input(const std::vector<ModelIo>& inputs, const std::string& given);
+
+// "'x' [64,96] fp32, '0' (tensor t_0) [] int64": the names a command line may give.
+std::string describe_inputs(const std::vector<ModelIo>& inputs);
+
 // A compiled model and the ONNX element types of its inputs and outputs, by
 // program tensor name.
 struct OnnxModel {
@@ -38,6 +64,7 @@ struct OnnxModel {
   std::shared_ptr<const ir::Graph> graph;  // after the graph pipeline (what was lowered)
   std::map<std::string, ir::ElemType> io_types;
   std::map<std::string, double> compile_stats;  // tile pass figures (compiler/partition.h)
+  std::vector<ModelIo> inputs, outputs;         // in ONNX order
   // The ONNX type of a program input/output (fp32 when unknown).
   ir::ElemType type_of(const std::string& tensor) const;
 };
@@ -53,6 +80,11 @@ OnnxModel compile_onnx_model(const std::string& path, const platform::platform_c
                              const std::vector<std::string>& print_after, std::ostream& dumps,
                              bool allow_fallback = true, bool keep_on_chip = true,
                              const frontend::ImportOptions& import = {});
+// The same for a graph imported from `path` already (frontend::import_onnx_file).
+OnnxModel compile_onnx_graph(ir::Graph imported, const std::string& path,
+                             const platform::platform_config& cfg, const std::string& precision,
+                             const std::vector<std::string>& print_after, std::ostream& dumps,
+                             bool allow_fallback = true, bool keep_on_chip = true);
 isa::Program compile_model(const std::string& path, const platform::platform_config& cfg,
                            const std::string& precision,
                            const std::vector<std::string>& print_after, std::ostream& dumps,
@@ -62,19 +94,28 @@ isa::Program compile_model(const std::string& path, const platform::platform_con
 // when it found nothing to forward.
 std::string keep_on_chip_summary(const std::map<std::string, double>& compile_stats);
 
-// The device tensor (fp32) for input `tensor` from an .npy file: float inputs as
-// read_npy reads them; integer and bool inputs from an int64/int32/uint8/bool/
-// float32/float64 .npy (NpyError naming the file when it is none of those, or an
-// integer beyond 2^24 that fp32 cannot hold exactly).
-HostTensor read_model_input(const OnnxModel& m, const std::string& tensor, const std::string& path);
+// The device tensor for model input `in` (one of model_inputs(), so this runs
+// before compiling) from an .npy file: float inputs as read_npy reads them;
+// integer and bool inputs (fp32 on the device) from an int64/int32/uint8/bool/
+// float32/float64 .npy. NpyError naming the file when it is none of those, holds
+// an integer beyond 2^24 that fp32 cannot hold exactly, or its shape is not the
+// input's (for a scalar, which the device holds as [1], a 0-d or a [1] array).
+HostTensor read_model_input(const ModelIo& in, const std::string& path);
 
 // Random values for a non-float input (integers uniform in [0, 10), bools 0/1),
 // as the device's fp32; nullopt for float inputs.
 std::optional<HostTensor> random_model_input(const OnnxModel& m, const isa::TensorDecl& d,
                                              std::mt19937_64& rng);
 
-// Writes output `tensor` as .npy in its ONNX type (see the header comment).
-void write_model_output(const OnnxModel& m, const std::string& tensor, const std::string& path,
-                        const HostTensor& t);
+// Writes model output `out` as .npy in its ONNX type and shape (a scalar as a 0-d
+// array); returns the numpy dtype written ("float32", "int64", "bool", ...).
+std::string write_model_output(const ModelIo& out, const std::string& path, const HostTensor& t);
+
+// The value of each model output after a run, in ONNX order, as the device holds
+// it: from the launch's outputs, or the bound input for an output that is a graph
+// input. Throws naming the output when the run did not produce it.
+std::vector<HostTensor> model_output_values(const OnnxModel& m,
+                                            const std::map<std::string, HostTensor>& inputs,
+                                            const std::map<std::string, HostTensor>& outputs);
 
 }  // namespace trnsim::runtime

@@ -375,19 +375,40 @@ void write_npy(const std::string& path, const HostTensor& t) {
   header += '\n';
   if (header.size() > 0xffff) fail(path, "header too long for .npy version 1.0");
 
+  try {
+    write_file(path, [&](std::ostream& f) {
+      f.write(kMagic, kMagicLen);
+      const char ver[2] = {1, 0};
+      f.write(ver, 2);
+      const char len[2] = {static_cast<char>(header.size() & 0xff),
+                           static_cast<char>(header.size() >> 8)};
+      f.write(len, 2);
+      f.write(header.data(), static_cast<std::streamsize>(header.size()));
+      f.write(reinterpret_cast<const char*>(payload->data()),
+              static_cast<std::streamsize>(payload->size()));
+    });
+  } catch (const std::runtime_error& e) {
+    throw NpyError(e.what());
+  }
+}
+
+void write_file(const std::string& path, const std::function<void(std::ostream&)>& body) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) fail(path, std::string("cannot create: ") + std::strerror(errno));
-  f.write(kMagic, kMagicLen);
-  const char ver[2] = {1, 0};
-  f.write(ver, 2);
-  const char len[2] = {static_cast<char>(header.size() & 0xff),
-                       static_cast<char>(header.size() >> 8)};
-  f.write(len, 2);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(reinterpret_cast<const char*>(payload->data()),
-          static_cast<std::streamsize>(payload->size()));
+  if (!f) throw std::runtime_error(path + ": cannot open for writing: " + std::strerror(errno));
+  errno = 0;
+  body(f);
+  f.flush();
+  const int err = errno;
   f.close();
-  if (!f) fail(path, "write failed");
+  if (!f)
+    throw std::runtime_error(path + ": write failed: " +
+                             std::strerror(err     ? err
+                                           : errno ? errno
+                                                   : EIO));
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  write_file(path, [&](std::ostream& f) { f.write(bytes.data(), std::streamsize(bytes.size())); });
 }
 
 }  // namespace trnsim::runtime

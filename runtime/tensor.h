@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,5 +34,11 @@ class NpyError : public std::runtime_error {
 HostTensor read_npy(const std::string& path);  // errors name the file and what is wrong
 void write_npy(const std::string& path, const HostTensor& t);
 std::string shape_string(const std::vector<int64_t>& shape);  // "[2,3]"
+
+// Writes what `body` streams (or `bytes`) to `path`, created or truncated, then
+// flushes and closes it: a failure to open, write or close (a full disk may show
+// only at the close) throws std::runtime_error naming the file and the reason.
+void write_file(const std::string& path, const std::function<void(std::ostream&)>& body);
+void write_file(const std::string& path, const std::string& bytes);
 
 }  // namespace trnsim::runtime

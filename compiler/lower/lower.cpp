@@ -159,11 +159,18 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
       lower_elementwise(c, n);
     }
   }
-  // Graph outputs that no node computes.
-  for (const ir::Value* v : g.outputs())
-    if (v->is_graph_input || v->is_constant)
-      throw ir::UnsupportedError("lowering: graph output '" + v->name +
-                                 "' is a graph input or constant; not lowered yet");
+  // Graph outputs that no node computes. A constant (a Constant node, a folded
+  // value, Dropout's mask) is copied into its output tensor. A graph input has no
+  // output tensor (io_tensor_names gives both one name): the runtime hands the
+  // input back (runtime/onnx_program.h).
+  for (const ir::Value* v : g.outputs()) {
+    if (v->is_graph_input || !v->is_constant) continue;
+    if (!v->has_data()) throw ir::CompileError("lowering: constant '" + v->name + "' has no data");
+    const kernels::HbmView data = c.b.constant(
+        tensor_name(v->name + ".value", used), hbm_shape(v), hbm_type(v),
+        v->data->holds_floats() ? v->data->floats() : v->data->cast(ir::ElemType::fp32).floats());
+    c.b.dma(c.view(v), data);
+  }
   return c.b.finish();
 }
 

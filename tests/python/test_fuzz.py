@@ -262,8 +262,8 @@ class Runner(unittest.TestCase):
         o = runner.validate_model(BIN, m, ["-c", "tiny", "--no-fallback", "--random-inputs=1"], 60)
         self.assertEqual(o.cls, "refused")
         m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [3, 5])], [vi("y", [3, 5])])
-        self.assertEqual(runner.validate_model(BIN, m, ["-c", "tiny", "--no-fallback"], 60).cls,
-                         "pass")
+        self.assertEqual(runner.validate_model(
+            BIN, m, ["-c", "tiny", "--no-fallback", "--random-inputs=1"], 60).cls, "pass")
 
     def test_summary_line(self):
         s = runner.Summary()

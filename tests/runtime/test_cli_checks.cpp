@@ -78,7 +78,7 @@ TEST(CliChecks, UsageErrors) {
   EXPECT_TRUE(has(r.out, "--poison: '0x1ff' is not a byte value")) << r.out;
   r = run_cmd(base + "--drop-sync 2");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_TRUE(has(r.out, "drop-sync 2: program 'race_fixed' has 2 semaphore waits (0..1)"))
+  EXPECT_TRUE(has(r.out, "--drop-sync 2: program 'race_fixed' has 2 semaphore waits (0..1)"))
       << r.out;
   r = run_cmd(base + "--drop-sync -1");
   EXPECT_EQ(r.code, 2) << r.out;

@@ -51,7 +51,8 @@ TEST(CliFallback, RunsCumSumOnTheHostAndReportsIt) {
   std::string model;
   if (!write_cumsum_model(dir, &model)) GTEST_SKIP() << "python3-onnx not available";
   const std::string stats = (dir / "stats.json").string();
-  CmdResult r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --stats " + stats);
+  CmdResult r =
+      run_cmd(trnsim_bin() + " run " + model + " -c tiny --random-inputs --stats " + stats);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("host fallback: 1 node(s) on the host, 3 segments"), std::string::npos)
       << r.out;
@@ -62,7 +63,7 @@ TEST(CliFallback, RunsCumSumOnTheHostAndReportsIt) {
   EXPECT_NE(js.str().find("\"transfer_bytes\": 40960"), std::string::npos);  // 2 x 64x80 fp32
 
   // --no-fallback: the lowering's clear refusal, exit 1.
-  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --no-fallback");
+  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --random-inputs --no-fallback");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("op type 'CumSum' cannot be lowered"), std::string::npos) << r.out;
 }
@@ -85,11 +86,13 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d +
                    &model))
     GTEST_SKIP() << "python3-onnx not available";
   const std::string on = (dir / "on").string(), off = (dir / "off").string();
-  CmdResult r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --output-dir " + on);
+  CmdResult r =
+      run_cmd(trnsim_bin() + " run " + model + " -c tiny --random-inputs --output-dir " + on);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("keep_on_chip: 1 loads forwarded through SBUF"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("0 spilled to HBM"), std::string::npos) << r.out;
-  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --no-keep-on-chip --output-dir " + off);
+  r = run_cmd(trnsim_bin() + " run " + model +
+              " -c tiny --random-inputs --no-keep-on-chip --output-dir " + off);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("keep_on_chip:"), std::string::npos) << r.out;
   std::stringstream a, b;
@@ -111,11 +114,12 @@ TEST(CliValidate, PassesAndFailsByTolerance) {
   const auto dir = temp_dir("cli_validate");
   std::string model;
   if (!write_cumsum_model(dir, &model)) GTEST_SKIP() << "python3-onnx not available";
-  CmdResult r = run_cmd(trnsim_bin() + " validate " + model + " -c tiny --precision fp32");
+  CmdResult r =
+      run_cmd(trnsim_bin() + " validate " + model + " -c tiny --random-inputs --precision fp32");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("PASS: 1 output(s)"), std::string::npos) << r.out;
   // bf16 matmul operands against the fp32 tolerance of 0: outputs differ, exit 1.
-  r = run_cmd(trnsim_bin() + " validate " + model + " -c tiny --rtol 0 --atol 0");
+  r = run_cmd(trnsim_bin() + " validate " + model + " -c tiny --random-inputs --rtol 0 --atol 0");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
   // Usage errors: not an ONNX model, a bad tolerance.
@@ -167,8 +171,9 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d +
   const std::string run = trnsim_bin() + " run " + model + " -c tiny";
   CmdResult r = expect_exit(run, 1, "input 'x' has dynamic dim 0 ('batch') in [batch,16]");
   EXPECT_NE(r.out.find("--input-shape NAME=D0xD1..."), std::string::npos) << r.out;
-  expect_exit(trnsim_bin() + " validate " + model + " -c tiny --input-shape x=32x16", 0,
-              "validate: PASS (1 of 1 outputs");
+  expect_exit(
+      trnsim_bin() + " validate " + model + " -c tiny --random-inputs --input-shape x=32x16", 0,
+      "validate: PASS (1 of 1 outputs");
   expect_exit(trnsim_bin() + " compile " + model + " -c tiny --input-shape x=4,16 -o " +
                   (dir / "dyn.tasm").string(),
               0, "program:");
@@ -208,7 +213,7 @@ bad('long.npy', '(99999999999999999999999,)')
 )",
                    &model))
     GTEST_SKIP() << "python3-onnx not available";
-  const std::string run = trnsim_bin() + " run " + model + " -c tiny --input idx=";
+  const std::string run = trnsim_bin() + " run " + model + " -c tiny --random-inputs --input idx=";
   expect_exit(run + (dir / "idx.npy").string(), 0, "simulated time");
   expect_exit(run + (dir / "wrap.npy").string(), 1,
               "wrap.npy: shape [1000000000000,1000000000000] has more elements than fit in "

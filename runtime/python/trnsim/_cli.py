@@ -110,8 +110,10 @@ def run_model(model, inputs=None, config="trn2", precision="bf16", set=None, tra
         work = Path(workdir)
         out_dir = work / "outputs"
         stats_path = Path(stats) if stats else work / "stats.json"
+        # --random-inputs: inputs not given get the CLI's seeded values (without it the
+        # CLI requires every input).
         cmd = [binary, "run", str(model), "-c", str(config), "--precision", str(precision),
-               "--stats", str(stats_path)]
+               "--stats", str(stats_path), "--random-inputs"]
         cmd += _set_args(set)
         if not fallback:
             cmd += ["--no-fallback"]
