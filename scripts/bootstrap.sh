@@ -13,7 +13,7 @@ PACKAGES=(
   # compiler front end and conformance data
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   # Python side (PyTorch export, numpy references, plots)
-  python3-numpy python3-torch python3-onnx python3-matplotlib
+  python3-numpy python3-torch python3-torchvision python3-onnx python3-matplotlib
   # design-space sweeps: Dask scale-out, adaptive search
   python3-distributed python3-optuna
   # RTL co-simulation
