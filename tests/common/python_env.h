@@ -5,7 +5,7 @@
 // test with its output.
 //
 //   const std::string py = python_require({"torch"}) + "...";   // the script's guard
-//   TRNSIM_REQUIRE_PYTHON(run_python_script(path, args));        // skip / fail / go on
+//   TRNSIM_REQUIRE_PYTHON(run_python(script + " " + args));      // skip / fail / go on
 #pragma once
 
 #include <gtest/gtest.h>
