@@ -35,19 +35,25 @@ def trnsim_bin():
     return b
 
 
+def need_module(module):
+    """Exits 77 (ctest's skip code) when `module` is not installed, except under CI=true,
+    where a missing package is a failure (exit 1): the test suites' rule, shared."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+    from skip_unless import require
+    require((module,))
+
+
 def export(name, path):
     """Writes model `name` as ONNX to `path` (examples, torchvision models or a file)."""
     if name.endswith(".onnx"):
         return name
-    try:
-        import torch
-    except ImportError:
-        print("sync_mutation: PyTorch is not installed; skipped")
-        sys.exit(77)
+    need_module("torch")
+    import torch
     from examples.models import EXAMPLES
     if name in EXAMPLES:
         module, inputs = EXAMPLES[name].build()
     elif name in ("resnet18", "mobilenet_v2"):
+        need_module("torchvision")
         import torchvision
         torch.manual_seed(0)
         module = getattr(torchvision.models, name)().eval()

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/python_env.h"
+
 namespace trnsim::stats {
 namespace {
 
@@ -38,10 +40,6 @@ std::string python_json(const std::string& json, const std::string& script) {
   unlink(path);
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
-}
-
-bool have_python() {
-  return access("/usr/bin/python3", X_OK) == 0;
 }
 
 std::vector<std::string> lines(const std::string& s) {
@@ -73,7 +71,7 @@ struct sample_tree {
 };
 
 TEST(Stats, JsonParsesWithNestedGroupsAndMeta) {
-  if (!have_python()) GTEST_SKIP() << "no /usr/bin/python3";
+  TRNSIM_REQUIRE_PYTHON(test::python_has({"json"}));
   sample_tree t;
   const std::string js = t.root.to_json();
   // Canonical re-serialisation: the values tree, the meta map last, NaN as null,
@@ -98,7 +96,7 @@ TEST(Stats, JsonParsesWithNestedGroupsAndMeta) {
 }
 
 TEST(Stats, JsonOfEmptyTreesIsValid) {
-  if (!have_python()) GTEST_SKIP() << "no /usr/bin/python3";
+  TRNSIM_REQUIRE_PYTHON(test::python_has({"json"}));
   group empty("root");
   EXPECT_EQ(python_json(empty.to_json(), "print(json.dumps(d))"), "{\"meta\": {}}");
   group only_children("root");
@@ -108,7 +106,7 @@ TEST(Stats, JsonOfEmptyTreesIsValid) {
 }
 
 TEST(Stats, JsonEscapesNamesUnitsAndDescriptions) {
-  if (!have_python()) GTEST_SKIP() << "no /usr/bin/python3";
+  TRNSIM_REQUIRE_PYTHON(test::python_has({"json"}));
   group g("root");
   const std::string desc = std::string("say \"hi\" \\ path\nnext\tcol ") + char(1);
   g.child("we\"ird").add("v\\1", "u\"nit", desc, [] { return 1.0; });

@@ -39,6 +39,7 @@
 #include "compiler/interp/interpreter.h"
 #include "compiler/ir/error.h"
 #include "models/isa/dtype.h"
+#include "tests/common/python_env.h"
 
 namespace trnsim::conformance {
 
@@ -274,10 +275,8 @@ using CaseRunner = std::function<CaseResult(const fs::path& dir, const std::stri
 inline void run_suite(const std::string& label, const fs::path& list_path,
                       const std::string& regenerate, const CaseRunner& run_one) {
   const fs::path root = env_or("TRNSIM_ONNX_TESTDATA", "/usr/share/libonnx-testdata/data");
-  if (!fs::is_directory(root / "node")) {
-    if (env_or("CI", "") == "true") FAIL() << root << " not found (libonnx-testdata)";
-    GTEST_SKIP() << root << " not found (install libonnx-testdata)";
-  }
+  if (!fs::is_directory(root / "node"))
+    TRNSIM_SKIP_MISSING_PACKAGE(root << " not found (install libonnx-testdata)");
   const std::string filter = env_or("TRNSIM_CONFORMANCE_FILTER", "");
   const bool verbose = env_or("TRNSIM_CONFORMANCE_VERBOSE", "") == "1";
   const bool update = env_or("TRNSIM_UPDATE_CONFORMANCE", "") == "1";

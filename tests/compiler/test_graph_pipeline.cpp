@@ -1,8 +1,8 @@
 // The graph pass pipeline: registry, dumps, errors, and the default pipeline on
 // graphs exported from real torch modules (torch.onnx.export through
-// /usr/bin/python3; skipped when torch is missing). For each module the fused node
-// counts are asserted and the outputs match before/after the pipeline (reference
-// interpreter) and torch's own output.
+// /usr/bin/python3; skipped when torch is missing, outside CI: tests/common/python_env.h). For each
+// module the fused node counts are asserted and the outputs match before/after the pipeline
+// (reference interpreter) and torch's own output.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -16,6 +16,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/ir/text.h"
 #include "compiler/ir/trn_ops.h"
+#include "tests/common/python_env.h"
 #include "tests/compiler/graph_pass_test_util.h"
 
 namespace trnsim::gpass {
@@ -255,43 +256,28 @@ ir::Tensor read_floats(const std::string& path, const ir::TensorType& type) {
 }
 
 // Exports `model` with torch into a directory of its own under the build tree and
-// imports it. Returns false (with the reason) when torch is not available.
-bool export_torch(const std::string& model, TorchCase& tc, std::string& why) {
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
-    why = "torch is not installed for /usr/bin/python3";
-    return false;
-  }
+// imports it into `tc`; the script's result is for TRNSIM_REQUIRE_PYTHON (a missing
+// torch is kMissingPackageExit, a failed export fails the test with its output).
+test::PyRun export_torch(const std::string& model, TorchCase& tc) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(TRNSIM_BINARY_DIR) / "graph_pipeline_torch" / model;
   fs::create_directories(dir);
   const fs::path script = dir / "export.py";
-  std::ofstream(script) << kExportScript;
-  const std::string log = (dir / "export.log").string();
-  const std::string cmd = "/usr/bin/python3 " + script.string() + " " + model + " " + dir.string() +
-                          " >" + log + " 2>&1";
-  if (std::system(cmd.c_str()) != 0) {
-    std::ifstream l(log);
-    std::stringstream s;
-    s << l.rdbuf();
-    ADD_FAILURE() << "torch export of '" << model << "' failed:\n" << s.str();
-    why = "export failed";
-    return false;
-  }
+  std::ofstream(script) << test::python_require({"torch"}) << kExportScript;
+  const test::PyRun r = test::run_python(script.string() + " " + model + " " + dir.string());
+  if (r.code != 0) return r;
   tc.graph = frontend::import_onnx_file((dir / (model + ".onnx")).string());
   EXPECT_EQ(tc.graph.inputs().size(), 1u);
   EXPECT_EQ(tc.graph.outputs().size(), 1u);
   const ir::Value* x = tc.graph.inputs()[0];
   tc.inputs[x->name] = read_floats((dir / (model + ".x.bin")).string(), x->type);
   tc.torch_y = read_floats((dir / (model + ".y.bin")).string(), tc.graph.outputs()[0]->type);
-  return true;
+  return r;
 }
 
-#define EXPORT_OR_SKIP(model, tc)                             \
-  TorchCase tc;                                               \
-  do {                                                        \
-    std::string why_;                                         \
-    if (!export_torch(model, tc, why_)) GTEST_SKIP() << why_; \
-  } while (0)
+#define EXPORT_OR_SKIP(model, tc) \
+  TorchCase tc;                   \
+  TRNSIM_REQUIRE_PYTHON(export_torch(model, tc))
 
 // Runs the default fp32 and bf16 pipelines on the export; returns the fp32 result.
 // Checks: reference outputs before == after (fp32 pipeline) and == torch; the bf16

@@ -1,5 +1,6 @@
 // Shared by the lowering tests: random tensors, a simulated-vs-interpreter check of a
-// graph on the `tiny` chip, and torch export of small models (skipped without torch).
+// graph on the `tiny` chip, and torch export of small models (skipped without torch,
+// outside CI: tests/common/python_env.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "runtime/device.h"
 #include "runtime/target_from_config.h"
 #include "runtime/tensor.h"
+#include "tests/common/python_env.h"
 
 namespace trnsim::e2e {
 
@@ -156,20 +159,25 @@ inline void check_graph(ir::Graph g, Precision p, double rtol, double atol,
   }
 }
 
-inline  // Runs a torch export script (MODEL is the output path); false if torch is missing.
-    bool
-    export_model(const std::string& name, const std::string& body, std::string* path) {
+// Runs a torch export script (`body` defines the module m and its input x) writing
+// *path; for TRNSIM_REQUIRE_PYTHON: exit kMissingPackageExit when one of `modules`
+// is not installed.
+inline test::PyRun export_model(const std::string& name, const std::string& body, std::string* path,
+                                std::initializer_list<const char*> modules = {"torch"}) {
   const fs::path dir = fs::path(TRNSIM_BINARY_DIR) / "lowering_models";
   fs::create_directories(dir);
   *path = (dir / (name + ".onnx")).string();
+  fs::remove(*path);
   const std::string script = (dir / (name + ".py")).string();
-  std::ofstream(script) << "import sys\ntry:\n  import torch\nexcept ImportError:\n  sys.exit(3)\n"
-                        << "torch.manual_seed(0)\n"
+  std::ofstream(script) << test::python_require(modules) << "import torch\ntorch.manual_seed(0)\n"
                         << body << "\ntorch.onnx.export(m.eval(), x, '" << *path
                         << "', opset_version=17, input_names=['x'], output_names=['y'])\n";
-  const int rc = std::system(("/usr/bin/python3 " + script + " > /dev/null 2>&1").c_str());
-  if (rc != 0) return false;
-  return fs::exists(*path);
+  test::PyRun r = test::run_python(script);
+  if (r.code == 0 && !fs::exists(*path)) {
+    r.code = 1;
+    r.out += "\nthe script wrote no " + *path;
+  }
+  return r;
 }
 
 }  // namespace trnsim::e2e

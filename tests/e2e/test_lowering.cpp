@@ -3,6 +3,7 @@
 // bf16 against the interpreter emulating the autocast precision. Graphs are built
 // by hand, or exported from torch (skipped when torch is missing). One process per
 // test (SystemC elaborates once), so each test makes at most one Device.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -201,33 +202,42 @@ TEST(LoweringHand, UnsupportedOpNamesNodeAndLowerableSet) {
 
 // ---- torch-exported models ------------------------------------------------------
 
+// An export that fails (here: a module torch does not have) fails the test with the
+// script's error; only a missing torch may skip.
+TEST(LoweringOnnx, AFailedExportFailsTheTest) {
+  TRNSIM_REQUIRE_PYTHON(test::python_has({"torch"}));
+  static std::string path;  // EXPECT_FATAL_FAILURE's statement cannot use locals
+  EXPECT_FATAL_FAILURE(TRNSIM_REQUIRE_PYTHON(export_model(
+                           "broken", "m = torch.nn.NoSuchLayer()\nx = torch.randn(2)", &path)),
+                       "has no attribute 'NoSuchLayer'");
+}
+
 TEST(LoweringOnnx, LinearFp32) {
   std::string path;
-  if (!export_model("linear", "m = torch.nn.Linear(300, 130)\nx = torch.randn(200, 300)", &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(
+      export_model("linear", "m = torch.nn.Linear(300, 130)\nx = torch.randn(200, 300)", &path));
   check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-5);
 }
 
 TEST(LoweringOnnx, MlpGeluBf16) {
   std::string path;
-  if (!export_model("mlp_gelu",
-                    "m = torch.nn.Sequential(torch.nn.Linear(96, 200), torch.nn.GELU(),\n"
-                    "                        torch.nn.Linear(200, 70))\nx = torch.randn(3, 50, 96)",
-                    &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(
+      export_model("mlp_gelu",
+                   "m = torch.nn.Sequential(torch.nn.Linear(96, 200), torch.nn.GELU(),\n"
+                   "                        torch.nn.Linear(200, 70))\nx = torch.randn(3, 50, 96)",
+                   &path));
   check_graph(frontend::import_onnx_file(path), Precision::bf16, 1e-2, 2e-3);
 }
 
 // torch LayerNorm (fused to trn.LayerNorm by fuse_patterns), then softmax.
 TEST(LoweringOnnx, LayerNormSoftmaxFp32) {
   std::string path;
-  if (!export_model(
-          "ln_softmax",
-          "m = torch.nn.Sequential(torch.nn.LayerNorm(96), torch.nn.Softmax(-1))\n"
-          "with torch.no_grad():\n  m[0].weight.uniform_(0.5, 1.5); m[0].bias.uniform_(-1, 1)\n"
-          "x = torch.randn(3, 50, 96)",
-          &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(export_model(
+      "ln_softmax",
+      "m = torch.nn.Sequential(torch.nn.LayerNorm(96), torch.nn.Softmax(-1))\n"
+      "with torch.no_grad():\n  m[0].weight.uniform_(0.5, 1.5); m[0].bias.uniform_(-1, 1)\n"
+      "x = torch.randn(3, 50, 96)",
+      &path));
   ir::Graph g = frontend::import_onnx_file(path);
   check_graph(std::move(g), Precision::fp32, 1e-4, 1e-5);
 }
@@ -236,27 +246,26 @@ TEST(LoweringOnnx, LayerNormSoftmaxFp32) {
 // x [4,33,150] -> 132 rows = 128 + 4.
 TEST(LoweringOnnx, ElementwiseChainFp32) {
   std::string path;
-  if (!export_model(
-          "eltwise",
-          "class M(torch.nn.Module):\n"
-          "  def __init__(s):\n"
-          "    super().__init__(); s.w = torch.nn.Parameter(torch.randn(150))\n"
-          "  def forward(s, x):\n"
-          "    return (torch.nn.functional.silu(x * s.w + 0.5) - torch.tanh(x).abs() / 2\n"
-          "            + torch.maximum(x, -x * 0.25) * torch.sigmoid(-x))\n"
-          "m = M()\nx = torch.randn(4, 33, 150)",
-          &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(
+      export_model("eltwise",
+                   "class M(torch.nn.Module):\n"
+                   "  def __init__(s):\n"
+                   "    super().__init__(); s.w = torch.nn.Parameter(torch.randn(150))\n"
+                   "  def forward(s, x):\n"
+                   "    return (torch.nn.functional.silu(x * s.w + 0.5) - torch.tanh(x).abs() / 2\n"
+                   "            + torch.maximum(x, -x * 0.25) * torch.sigmoid(-x))\n"
+                   "m = M()\nx = torch.randn(4, 33, 150)",
+                   &path));
   check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-5);
 }
 
 TEST(LoweringOnnx, MlpReluFp32) {
   std::string path;
-  if (!export_model("mlp_relu",
-                    "m = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(),\n"
-                    "                        torch.nn.Linear(300, 10))\nx = torch.randn(130, 64)",
-                    &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(
+      export_model("mlp_relu",
+                   "m = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(),\n"
+                   "                        torch.nn.Linear(300, 10))\nx = torch.randn(130, 64)",
+                   &path));
   check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-5);
 }
 
@@ -264,11 +273,11 @@ TEST(LoweringOnnx, MlpReluFp32) {
 // outputs; `trnsim compile` writes a .tbin that `trnsim run` gives the same result.
 TEST(LoweringCli, RunAndCompileOnnx) {
   std::string model;
-  if (!export_model("mlp_cli",
-                    "m = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(),\n"
-                    "                        torch.nn.Linear(300, 10))\nx = torch.randn(130, 64)",
-                    &model))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(
+      export_model("mlp_cli",
+                   "m = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.ReLU(),\n"
+                   "                        torch.nn.Linear(300, 10))\nx = torch.randn(130, 64)",
+                   &model));
   const fs::path dir = fs::path(TRNSIM_BINARY_DIR) / "lowering_cli";
   fs::remove_all(dir);
   fs::create_directories(dir);

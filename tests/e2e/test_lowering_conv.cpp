@@ -208,37 +208,37 @@ const char* kRandomBn =
 
 TEST(LoweringConvOnnx, SmallCnnFp32) {
   std::string path;
-  if (!export_model("small_cnn",
-                    std::string("nn = torch.nn\n"
-                                "m = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), "
-                                "nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),\n"
-                                "  nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), "
-                                "nn.ReLU(), nn.AvgPool2d(2),\n"
-                                "  nn.Conv2d(32, 40, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), "
-                                "nn.Flatten(), nn.Linear(40, 10))\n") +
-                        kRandomBn + "x = torch.randn(2, 3, 20, 20)",
-                    &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(
+      export_model("small_cnn",
+                   std::string("nn = torch.nn\n"
+                               "m = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), "
+                               "nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),\n"
+                               "  nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), "
+                               "nn.ReLU(), nn.AvgPool2d(2),\n"
+                               "  nn.Conv2d(32, 40, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), "
+                               "nn.Flatten(), nn.Linear(40, 10))\n") +
+                       kRandomBn + "x = torch.randn(2, 3, 20, 20)",
+                   &path));
   check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-4);
 }
 
 TEST(LoweringConvOnnx, Resnet18Fp32) {
   std::string path;
-  if (!export_model("resnet18",
-                    std::string("import torchvision\nm = torchvision.models.resnet18()\n") +
-                        kRandomBn + "x = torch.randn(1, 3, 32, 32)",
-                    &path))
-    GTEST_SKIP() << "torch/torchvision not available";
+  TRNSIM_REQUIRE_PYTHON(
+      export_model("resnet18",
+                   std::string("import torchvision\nm = torchvision.models.resnet18()\n") +
+                       kRandomBn + "x = torch.randn(1, 3, 32, 32)",
+                   &path, {"torch", "torchvision"}));
   check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-4);
 }
 
 TEST(LoweringConvOnnx, MobilenetV2Fp32) {
   std::string path;
-  if (!export_model("mobilenet_v2",
-                    std::string("import torchvision\nm = torchvision.models.mobilenet_v2()\n") +
-                        kRandomBn + "x = torch.randn(1, 3, 32, 32)",
-                    &path))
-    GTEST_SKIP() << "torch/torchvision not available";
+  TRNSIM_REQUIRE_PYTHON(
+      export_model("mobilenet_v2",
+                   std::string("import torchvision\nm = torchvision.models.mobilenet_v2()\n") +
+                       kRandomBn + "x = torch.randn(1, 3, 32, 32)",
+                   &path, {"torch", "torchvision"}));
   check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-4);
 }
 

@@ -246,13 +246,11 @@ TEST(LoweringMovement, RefusalsNameWhatIsUnsupported) {
 // back as int64 and bool .npy files (the model and check use python's onnx/numpy).
 TEST(LoweringMovementCli, Int64InputBoolOutputRoundTrip) {
   const auto dir = test::temp_dir("movement_cli");
-  const std::string script = test::write_text(dir / "make.py", R"(
+  const std::string script =
+      test::write_text(dir / "make.py", test::python_require({"numpy", "onnx"}) + R"(
 import sys
-try:
-  import numpy as np, onnx
-  from onnx import helper, TensorProto, numpy_helper
-except ImportError:
-  sys.exit(3)
+import numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
 d = sys.argv[1]
 table = np.arange(40 * 6, dtype=np.float32).reshape(40, 6) / 8
 g = helper.make_graph(
@@ -282,9 +280,7 @@ assert (nz == (idx != 0)).all()
 assert (q == np.trunc(table[idx]).astype(np.int64)).all()
 print('round trip ok')
 )");
-  const test::CmdResult mk = test::run_cmd("/usr/bin/python3 " + script + " " + dir.string());
-  if (mk.code == 3) GTEST_SKIP() << "python onnx not available";
-  ASSERT_EQ(mk.code, 0) << mk.out;
+  TRNSIM_REQUIRE_PYTHON(test::run_python(script + " " + dir.string()));
   const test::CmdResult r = test::run_cmd(test::trnsim_bin() + " run " + (dir / "m.onnx").string() +
                                           " -c tiny --input idx=" + (dir / "idx.npy").string() +
                                           " --output-dir " + (dir / "out").string());

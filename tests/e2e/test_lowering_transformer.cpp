@@ -2,7 +2,7 @@
 // `tiny`, simulated and compared with the reference interpreter (lowering_check.h):
 // torch.nn.TransformerEncoderLayer, and a GPT-style block (token + position
 // embeddings, causal self-attention with explicit matmuls, LayerNorm, GELU MLP).
-// Skipped when torch is missing.
+// Skipped when torch is missing (outside CI: tests/common/python_env.h).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -15,21 +15,25 @@
 namespace trnsim::e2e {
 namespace {
 
-// Exports `body` (defines m and x) at `opset` with one input named `in`; false
-// when torch is missing.
-bool export_at(const std::string& name, const std::string& body, int opset, const std::string& in,
-               std::string* path) {
+// Exports `body` (defines m and x) at `opset` with one input named `in`; for
+// TRNSIM_REQUIRE_PYTHON (a missing torch is kMissingPackageExit).
+test::PyRun export_at(const std::string& name, const std::string& body, int opset,
+                      const std::string& in, std::string* path) {
   const fs::path dir = fs::path(TRNSIM_BINARY_DIR) / "lowering_models";
   fs::create_directories(dir);
   *path = (dir / (name + ".onnx")).string();
+  fs::remove(*path);
   const std::string script = (dir / (name + ".py")).string();
-  std::ofstream(script) << "import sys\ntry:\n  import torch\nexcept ImportError:\n  sys.exit(3)\n"
-                        << "torch.manual_seed(0)\n"
+  std::ofstream(script) << test::python_require({"torch"}) << "import torch\ntorch.manual_seed(0)\n"
                         << body << "\ntorch.onnx.export(m.eval(), x, '" << *path
                         << "', opset_version=" << opset << ", input_names=['" << in
                         << "'], output_names=['y'])\n";
-  const int rc = std::system(("/usr/bin/python3 " + script + " > /dev/null 2>&1").c_str());
-  return rc == 0 && fs::exists(*path);
+  test::PyRun r = test::run_python(script);
+  if (r.code == 0 && !fs::exists(*path)) {
+    r.code = 1;
+    r.out += "\nthe script wrote no " + *path;
+  }
+  return r;
 }
 
 std::string encoder_body(int seq) {
@@ -86,8 +90,7 @@ interp::TensorMap gpt_tokens(int T) {
 
 TEST(LoweringTransformer, EncoderLayerOpset17Fp32) {
   std::string path;
-  if (!export_at("encoder17", encoder_body(17), 17, "x", &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(export_at("encoder17", encoder_body(17), 17, "x", &path));
   check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-4);
 }
 
@@ -95,29 +98,25 @@ TEST(LoweringTransformer, EncoderLayerOpset17Fp32) {
 // fuse_patterns).
 TEST(LoweringTransformer, EncoderLayerOpset13Fp32) {
   std::string path;
-  if (!export_at("encoder13", encoder_body(10), 13, "x", &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(export_at("encoder13", encoder_body(10), 13, "x", &path));
   check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-4);
 }
 
 TEST(LoweringTransformer, EncoderLayerOpset14Bf16) {
   std::string path;
-  if (!export_at("encoder14", encoder_body(40), 14, "x", &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(export_at("encoder14", encoder_body(40), 14, "x", &path));
   check_graph(frontend::import_onnx_file(path), Precision::bf16, 2e-2, 2e-2);
 }
 
 TEST(LoweringTransformer, GptBlockAdditiveMaskOpset17Fp32) {
   std::string path;
-  if (!export_at("gpt_add17", gpt_body(false, 32), 17, "idx", &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(export_at("gpt_add17", gpt_body(false, 32), 17, "idx", &path));
   check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-4, gpt_tokens(32));
 }
 
 TEST(LoweringTransformer, GptBlockAdditiveMaskOpset14Bf16) {
   std::string path;
-  if (!export_at("gpt_add14", gpt_body(false, 32), 14, "idx", &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(export_at("gpt_add14", gpt_body(false, 32), 14, "idx", &path));
   check_graph(frontend::import_onnx_file(path), Precision::bf16, 2e-2, 2e-2, gpt_tokens(32));
 }
 
@@ -125,8 +124,7 @@ TEST(LoweringTransformer, GptBlockAdditiveMaskOpset14Bf16) {
 // T = 23: the [23,64] position embedding broadcasts over the batch in 23-row runs.
 TEST(LoweringTransformer, GptBlockMaskedFillOpset13Fp32) {
   std::string path;
-  if (!export_at("gpt_where13", gpt_body(true, 23), 13, "idx", &path))
-    GTEST_SKIP() << "torch not available";
+  TRNSIM_REQUIRE_PYTHON(export_at("gpt_where13", gpt_body(true, 23), 13, "idx", &path));
   check_graph(frontend::import_onnx_file(path), Precision::fp32, 1e-4, 1e-4, gpt_tokens(23));
 }
 

@@ -1,7 +1,7 @@
 """Tests of the PyTorch front door (runtime/python/trnsim/torch.py) against the real
 `trnsim` binary (TRNSIM_BIN, else the repo's build/). Run as a script: exits 77 (ctest's
-skip code) when torch is missing or every selected test skipped; `python3 -m unittest`
-skips each class instead.
+skip code) when numpy, torch or onnx is not installed, and fails instead under CI=true
+(skip_unless.py); `python3 -m unittest` skips each class instead. Nothing else skips.
 
 Tolerances (error = max |trnsim - eager| / max |eager| unless said otherwise):
 - fp32: the chip computes in fp32 with another summation order: rtol 1e-4 per element
@@ -24,38 +24,31 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
 sys.path.insert(0, ROOT)
 
-try:
-    import trnsim  # needs numpy only
-except ImportError:  # no numpy: every class skips itself
-    trnsim = None
-try:
+from skip_unless import missing_modules, require  # noqa: E402
+
+NEEDED = ("numpy", "torch", "onnx")
+if __name__ == "__main__":
+    require(NEEDED)  # exit 77, or 1 under CI=true, when one is missing
+
+# Only a missing package makes the classes skip (under `python3 -m unittest`); an
+# installed package that fails to import is an error.
+MISSING = missing_modules(NEEDED)
+if MISSING:
+    trnsim = torch = None
+else:
     import torch
     from torch import nn
-except ImportError:
-    torch = None
 
-if torch is not None and trnsim is not None:
+    import trnsim
     import trnsim.torch as tt
     from examples.models import mlp, small_cnn, transformer_block
-else:
-    torch = None
 
 BF16_TOL = 2e-2
-needs_torch = unittest.skipIf(torch is None, "torch (python3-torch) or numpy is not installed")
-
-
-def run_or_skip(case, module, inputs, **kw):
-    """trnsim.torch.run, skipping the test only when the compiler cannot lower an op yet
-    (so these tests start running by themselves when the op lands)."""
-    try:
-        return tt.run(module, inputs, **kw)
-    except trnsim.TrnsimError as e:
-        if e.unlowered_op:
-            case.skipTest(f"compiler does not lower {e.unlowered_op} yet")
-        raise
+needs_torch = unittest.skipIf(bool(MISSING), f"not installed: {', '.join(MISSING)}")
 
 
 def small_mlp():
@@ -80,6 +73,7 @@ class Mlp(unittest.TestCase):
         self.assertEqual(list(report.errors), ["output"])
         self.assertLess(report.errors["output"]["max_rel"], 1e-4)
         self.assertEqual(report.mfu_dtype, "fp32")
+        self.assertEqual(report.fallback_ops, [])  # Gemm / Relu all on the chip
 
     def test_bf16_within_tolerance(self):
         model, (x,) = small_mlp()
@@ -180,6 +174,7 @@ class Outputs(unittest.TestCase):
         torch.testing.assert_close(out[1][0], ref[1][0], rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(out[1][1], ref[1][1], rtol=1e-4, atol=1e-5)
         self.assertEqual(sorted(report.errors), ["output_0", "output_1", "output_2"])
+        self.assertEqual(report.fallback_ops, [])
 
 
 @needs_torch
@@ -198,6 +193,7 @@ class Backend(unittest.TestCase):
         self.assertLess(rel_err(out[1][0], ref[1][0]), BF16_TOL)
         self.assertIsInstance(compiled.last_report, trnsim.Report)
         self.assertGreater(compiled.last_report.simulated_ns, 0)
+        self.assertEqual(compiled.last_report.fallback_ops, [])
 
     def test_make_backend_options(self):
         model, (x,) = small_mlp()
@@ -265,7 +261,141 @@ class Errors(unittest.TestCase):
         self.assertIsNone(e("x.onnx: cannot open file").unlowered_op)
 
 
-@unittest.skipIf(trnsim is None, "numpy is not installed")
+class AddsOneInPlace(nn.Module if torch is not None else object):
+    def forward(self, x):
+        x.add_(1.0)
+        return x * 2.0
+
+
+class Scaled(nn.Module if torch is not None else object):
+    """forward has parameters beyond the example inputs: defaults, a keyword-only one."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(24, 16)
+
+    def forward(self, x, scale=2.0, shift=None, *, negate=False):
+        y = self.lin(x) * scale
+        if shift is not None:
+            y = y + shift
+        return -y if negate else y
+
+
+class ScaledByDefault(nn.Module if torch is not None else object):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(24, 16)
+
+    def forward(self, x, scale=2.0):
+        return self.lin(x) * scale
+
+
+@needs_torch
+class InPlace(unittest.TestCase):
+    """A module writing its input in place: the eager reference and the simulator both
+    start from the caller's values, which stay as they were."""
+
+    def test_add_in_place(self):
+        torch.manual_seed(5)
+        x = torch.randn(16, 40)
+        before = x.clone()
+        y, report = tt.run(AddsOneInPlace(), (x,), precision="fp32")
+        torch.testing.assert_close(x, before, rtol=0, atol=0)
+        torch.testing.assert_close(y, (before + 1.0) * 2.0, rtol=1e-6, atol=1e-6)
+        self.assertLess(report.max_rel_err, 1e-6)  # eager saw the original values too
+        self.assertEqual(report.fallback_ops, [])
+
+    def test_inplace_relu_on_the_input(self):
+        torch.manual_seed(6)
+        model = nn.Sequential(nn.ReLU(inplace=True), nn.Linear(40, 8)).eval()
+        x = torch.randn(16, 40)
+        before = x.clone()
+        y, report = tt.run(model, (x,), precision="fp32")
+        torch.testing.assert_close(x, before, rtol=0, atol=0)  # negatives kept
+        with torch.no_grad():
+            want = before.clamp_min(0) @ model[1].weight.T + model[1].bias
+        torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-5)
+        self.assertEqual(report.fallback_ops, [])
+
+
+@needs_torch
+class Callables(unittest.TestCase):
+    """Plain functions and lambdas run like modules; parameters of forward beyond the
+    example inputs keep their Python defaults instead of becoming graph inputs."""
+
+    def test_plain_function(self):
+        def scaled_relu_matmul(a, b):
+            return torch.relu(a @ b) * 0.5
+
+        torch.manual_seed(7)
+        a, b = torch.randn(32, 48), torch.randn(48, 24)
+        y, report = tt.run(scaled_relu_matmul, (a, b), precision="fp32")
+        torch.testing.assert_close(y, torch.relu(a @ b) * 0.5, rtol=1e-4, atol=1e-5)
+        self.assertEqual(report.model, "scaled_relu_matmul")
+        self.assertEqual(report.fallback_ops, [])
+
+    def test_lambda(self):
+        torch.manual_seed(8)
+        x = torch.randn(8, 40)
+        y, report = tt.run(lambda t: torch.sigmoid(t) + 1.0, x, precision="fp32")
+        torch.testing.assert_close(y, torch.sigmoid(x) + 1.0, rtol=1e-5, atol=1e-5)
+        self.assertEqual(report.model, "lambda")
+        self.assertEqual(report.fallback_ops, [])
+
+    def test_forward_defaults_are_not_graph_inputs(self):
+        import onnx
+        torch.manual_seed(9)
+        x = torch.randn(12, 24)
+        for model in (Scaled().eval(), ScaledByDefault().eval()):
+            with self.subTest(model=type(model).__name__):
+                y, report = tt.run(model, (x,), precision="fp32")
+                with torch.no_grad():
+                    want = (x @ model.lin.weight.T + model.lin.bias) * 2.0
+                torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-5)
+                self.assertEqual(report.fallback_ops, [])
+                # The exported graph has the example input and nothing for the defaults.
+                with tempfile.TemporaryDirectory() as d:
+                    path = os.path.join(d, "m.onnx")
+                    tt._export(tt._exportable(model, 1), (x,), path, ["x"], ["output"])
+                    self.assertEqual([i.name for i in onnx.load(path).graph.input], ["x"])
+
+
+@needs_torch
+class OnChip(unittest.TestCase):
+    """One op family per model, each on the chip: a regression that moved one to the
+    host would show in fallback_ops. CumSum, which the chip does not run, shows there."""
+
+    def test_ops_do_not_fall_back(self):
+        torch.manual_seed(10)
+        w = torch.randn(64, 48)
+        cases = {
+            "Conv": (nn.Conv2d(4, 8, 3, padding=1), torch.randn(1, 4, 10, 10)),
+            "Softmax": (nn.Softmax(-1), torch.randn(6, 40)),
+            "MatMul": (lambda t: t @ w, torch.randn(20, 64)),
+            "Linear": (nn.Linear(64, 48), torch.randn(20, 64)),
+            "GELU": (nn.GELU(), torch.randn(16, 40)),
+            "LayerNorm": (nn.LayerNorm(40), torch.randn(16, 40)),
+        }
+        for op, (model, x) in cases.items():
+            with self.subTest(op=op):
+                y, report = tt.run(model, (x,), precision="fp32")
+                self.assertEqual(report.fallback_ops, [])
+                self.assertGreater(report.simulated_ns, 0)
+                with torch.no_grad():
+                    self.assertLess(rel_err(y, model(x)), 1e-3)
+
+    def test_host_fallback_is_reported(self):
+        torch.manual_seed(11)
+        x = torch.randn(16, 40)
+        y, report = tt.run(lambda t: torch.relu(torch.cumsum(t, 1)), (x,), precision="fp32")
+        self.assertEqual(report.fallback_ops, ["CumSum"])
+        torch.testing.assert_close(y, torch.relu(torch.cumsum(x, 1)), rtol=1e-4, atol=1e-4)
+        with self.assertRaises(trnsim.TrnsimError) as cm:
+            tt.run(lambda t: torch.relu(torch.cumsum(t, 1)), (x,), fallback=False)
+        self.assertEqual(cm.exception.unlowered_op, "CumSum")
+
+
+@needs_torch
 class ReportTree(unittest.TestCase):
     """Report read from a hand-made stats tree (the keys `trnsim run --stats` writes)."""
 
@@ -309,36 +439,33 @@ class ReportTree(unittest.TestCase):
 class Cnn(unittest.TestCase):
     def test_bf16_and_fp32(self):
         model, (x,) = small_cnn(batch=2, size=16)
-        y, report = run_or_skip(self, model, (x,), precision="bf16")
+        y, report = tt.run(model, (x,), precision="bf16")
         with torch.no_grad():
             ref = model(x)
         self.assertEqual(y.shape, (2, 10))
         self.assertLess(rel_err(y, ref), 5e-2)
         self.assertGreater(report.flops, 0)
-        y32, _ = run_or_skip(self, model, (x,), precision="fp32")
+        self.assertEqual(report.fallback_ops, [])
+        y32, report32 = tt.run(model, (x,), precision="fp32")
         self.assertLess(rel_err(y32, ref), 1e-3)
+        self.assertEqual(report32.fallback_ops, [])
 
 
 @needs_torch
 class Transformer(unittest.TestCase):
     def test_bf16_and_fp32(self):
         model, (x,) = transformer_block(batch=1, seq=32, d_model=128, heads=4, ff=256)
-        y, report = run_or_skip(self, model, (x,), precision="bf16")
+        y, report = tt.run(model, (x,), precision="bf16")
         with torch.no_grad():
             ref = model(x)
         self.assertEqual(y.shape, (1, 32, 128))
         self.assertLess(rel_err(y, ref), 5e-2)
         self.assertGreater(report.flops, 0)
-        y32, _ = run_or_skip(self, model, (x,), precision="fp32")
+        self.assertEqual(report.fallback_ops, [])
+        y32, report32 = tt.run(model, (x,), precision="fp32")
         self.assertLess(rel_err(y32, ref), 1e-3)
+        self.assertEqual(report32.fallback_ops, [])
 
 
 if __name__ == "__main__":
-    if torch is None:
-        print("torch (python3-torch) or numpy is not installed: skipping")
-        sys.exit(77)
-    result = unittest.main(exit=False).result
-    if not result.wasSuccessful():
-        sys.exit(1)
-    # Every selected test skipped (an op not lowered yet): report a skip to ctest.
-    sys.exit(77 if result.testsRun and len(result.skipped) == result.testsRun else 0)
+    unittest.main()

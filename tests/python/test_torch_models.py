@@ -10,7 +10,8 @@ Tolerances, error = max |trnsim - eager| / max |eager|:
   significant bits, up to 2^-9 relative per operand), fp32 accumulation and
   elementwise: 3 % for one block, 6 % for the deep CNNs (errors add up over the
   layers; BatchNorm folded into conv weights is rounded with them).
-Run as a script: exits 77 (ctest's skip code) when torch/torchvision are missing.
+Run as a script: exits 77 (ctest's skip code) when numpy, torch or torchvision is not
+installed, and fails instead under CI=true (skip_unless.py).
 """
 
 import os
@@ -19,15 +20,23 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
 
-try:
+from skip_unless import missing_modules, require  # noqa: E402
+
+NEEDED = ("numpy", "torch", "torchvision")
+if __name__ == "__main__":
+    require(NEEDED)  # exit 77, or 1 under CI=true, when one is missing
+
+MISSING = missing_modules(NEEDED)
+if MISSING:
+    torch = None
+else:  # installed but failing to import is an error, not a skip
     import torch
     from torch import nn
     import torchvision
     import trnsim.torch as tt
-except ImportError:
-    torch = None
 
 
 def rel_err(got, want):
@@ -79,7 +88,7 @@ if torch is not None:
             return self.net(x)
 
 
-@unittest.skipIf(torch is None, "torch, torchvision or numpy is not installed")
+@unittest.skipIf(bool(MISSING), f"not installed: {', '.join(MISSING)}")
 class Models(unittest.TestCase):
     def check(self, module, inputs, fp32_tol, bf16_tol, precisions=("fp32", "bf16")):
         torch.manual_seed(0)
@@ -123,7 +132,4 @@ class Models(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if torch is None:
-        print("torch, torchvision or numpy missing: skipped")
-        sys.exit(77)
     unittest.main()

@@ -1,5 +1,5 @@
 // `trnsim validate` and host fallback on the command line, with an ONNX model written
-// by Debian's python3-onnx (skipped when it is missing): X @ W1 -> CumSum -> Relu
+// by Debian's python3-onnx (skipped when it is missing, outside CI): X @ W1 -> CumSum -> Relu
 // -> @ W2. CumSum does not lower, so it runs on the host between two device segments.
 #include <gtest/gtest.h>
 
@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/common/python_env.h"
 #include "tests/runtime/cli_harness.h"
 
 namespace trnsim::test {
@@ -14,23 +15,20 @@ namespace {
 
 // Runs `body` (Python; `d` is `dir`, numpy as np, onnx, helper, TensorProto and
 // numpy_helper as nh imported) to write DIR/NAME.onnx and whatever else it needs;
-// false when python3-onnx or numpy is missing.
-bool write_model(const std::filesystem::path& dir, const std::string& name, const std::string& body,
-                 std::string* path) {
+// for TRNSIM_REQUIRE_PYTHON (missing numpy or onnx is kMissingPackageExit).
+PyRun write_model(const std::filesystem::path& dir, const std::string& name,
+                  const std::string& body, std::string* path) {
   *path = (dir / (name + ".onnx")).string();
-  const std::string py = write_text(dir / ("make_" + name + ".py"), R"(import sys
-try:
-    import numpy as np, onnx
-    from onnx import helper, TensorProto, numpy_helper as nh
-except ImportError:
-    sys.exit(3)
+  const std::string py =
+      write_text(dir / ("make_" + name + ".py"), python_require({"numpy", "onnx"}) + R"(import sys
+import numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper as nh
 d = sys.argv[1]
 )" + body);
-  return std::system(
-             ("/usr/bin/python3 " + py + " " + dir.string() + " >/dev/null 2>&1").c_str()) == 0;
+  return run_python(py + " " + dir.string());
 }
 
-bool write_cumsum_model(const std::filesystem::path& dir, std::string* path) {
+PyRun write_cumsum_model(const std::filesystem::path& dir, std::string* path) {
   return write_model(dir, "cumsum", R"(rng = np.random.default_rng(0)
 inits = [nh.from_array((rng.standard_normal((96, 80)) * 0.1).astype(np.float32), 'W1'),
          nh.from_array((rng.standard_normal((80, 40)) * 0.1).astype(np.float32), 'W2'),
@@ -49,7 +47,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d +
 TEST(CliFallback, RunsCumSumOnTheHostAndReportsIt) {
   const auto dir = temp_dir("cli_fallback");
   std::string model;
-  if (!write_cumsum_model(dir, &model)) GTEST_SKIP() << "python3-onnx not available";
+  TRNSIM_REQUIRE_PYTHON(write_cumsum_model(dir, &model));
   const std::string stats = (dir / "stats.json").string();
   CmdResult r =
       run_cmd(trnsim_bin() + " run " + model + " -c tiny --random-inputs --stats " + stats);
@@ -74,7 +72,7 @@ TEST(CliFallback, RunsCumSumOnTheHostAndReportsIt) {
 TEST(CliKeepOnChip, SummaryFlagAndIdenticalOutputs) {
   const auto dir = temp_dir("cli_keep_on_chip");
   std::string model;
-  if (!write_model(dir, "mlp", R"(rng = np.random.default_rng(0)
+  TRNSIM_REQUIRE_PYTHON(write_model(dir, "mlp", R"(rng = np.random.default_rng(0)
 inits = [nh.from_array((rng.standard_normal((96, 200)) * 0.1).astype(np.float32), 'W1'),
          nh.from_array((rng.standard_normal((200, 40)) * 0.1).astype(np.float32), 'W2')]
 nodes = [helper.make_node('MatMul', ['x', 'W1'], ['h']), helper.make_node('Relu', ['h'], ['r']),
@@ -83,8 +81,7 @@ g = helper.make_graph(nodes, 'mlp', [helper.make_tensor_value_info('x', TensorPr
                       [helper.make_tensor_value_info('y', TensorProto.FLOAT, [64, 40])], inits)
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/mlp.onnx')
 )",
-                   &model))
-    GTEST_SKIP() << "python3-onnx not available";
+                                    &model));
   const std::string on = (dir / "on").string(), off = (dir / "off").string();
   CmdResult r =
       run_cmd(trnsim_bin() + " run " + model + " -c tiny --random-inputs --output-dir " + on);
@@ -113,7 +110,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d +
 TEST(CliValidate, PassesAndFailsByTolerance) {
   const auto dir = temp_dir("cli_validate");
   std::string model;
-  if (!write_cumsum_model(dir, &model)) GTEST_SKIP() << "python3-onnx not available";
+  TRNSIM_REQUIRE_PYTHON(write_cumsum_model(dir, &model));
   CmdResult r =
       run_cmd(trnsim_bin() + " validate " + model + " -c tiny --random-inputs --precision fp32");
   EXPECT_EQ(r.code, 0) << r.out;
@@ -135,8 +132,9 @@ TEST(CliValidate, PassesAndFailsByTolerance) {
 TEST(CliValidate, ZeroDimNpyBindsAScalarInput) {
   const auto dir = temp_dir("cli_scalar_input");
   std::string model;
-  if (!write_model(dir, "scale",
-                   R"(g = helper.make_graph([helper.make_node('Mul', ['x', 's'], ['y'])], 'scale',
+  TRNSIM_REQUIRE_PYTHON(
+      write_model(dir, "scale",
+                  R"(g = helper.make_graph([helper.make_node('Mul', ['x', 's'], ['y'])], 'scale',
                       [helper.make_tensor_value_info('x', TensorProto.FLOAT, [4, 8]),
                        helper.make_tensor_value_info('s', TensorProto.FLOAT, [])],
                       [helper.make_tensor_value_info('y', TensorProto.FLOAT, [4, 8])])
@@ -144,8 +142,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d +
 np.save(d + '/s.npy', np.array(2.5, dtype=np.float32))
 np.save(d + '/x.npy', np.arange(32, dtype=np.float32).reshape(4, 8))
 )",
-                   &model))
-    GTEST_SKIP() << "python3-onnx not available";
+                  &model));
   const std::string in =
       " --input s=" + (dir / "s.npy").string() + " --input x=" + (dir / "x.npy").string();
   CmdResult r = run_cmd(trnsim_bin() + " validate " + model + " -c tiny --precision fp32" + in);
@@ -159,15 +156,15 @@ np.save(d + '/x.npy', np.arange(32, dtype=np.float32).reshape(4, 8))
 TEST(CliInputShape, SymbolicDimsTakeAConcreteShape) {
   const auto dir = temp_dir("cli_input_shape");
   std::string model;
-  if (!write_model(dir, "dyn",
-                   R"(w = nh.from_array(np.full((16, 8), 0.5, dtype=np.float32), 'w')
+  TRNSIM_REQUIRE_PYTHON(
+      write_model(dir, "dyn",
+                  R"(w = nh.from_array(np.full((16, 8), 0.5, dtype=np.float32), 'w')
 g = helper.make_graph([helper.make_node('MatMul', ['x', 'w'], ['y'])], 'dyn',
                       [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['batch', 16])],
                       [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['batch', 8])], [w])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/dyn.onnx')
 )",
-                   &model))
-    GTEST_SKIP() << "python3-onnx not available";
+                  &model));
   const std::string run = trnsim_bin() + " run " + model + " -c tiny";
   CmdResult r = expect_exit(run, 1, "input 'x' has dynamic dim 0 ('batch') in [batch,16]");
   EXPECT_NE(r.out.find("--input-shape NAME=D0xD1..."), std::string::npos) << r.out;
@@ -195,8 +192,8 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d +
 TEST(CliErrors, IntegerInputNpyWithAnOverflowingShape) {
   const auto dir = temp_dir("cli_int_npy");
   std::string model;
-  if (!write_model(dir, "gather",
-                   R"(g = helper.make_graph(
+  TRNSIM_REQUIRE_PYTHON(write_model(dir, "gather",
+                                    R"(g = helper.make_graph(
     [helper.make_node('Gather', ['data', 'idx'], ['y'], axis=0)], 'gather',
     [helper.make_tensor_value_info('data', TensorProto.FLOAT, [10, 3]),
      helper.make_tensor_value_info('idx', TensorProto.INT64, [4])],
@@ -211,8 +208,7 @@ def bad(name, shape):
 bad('wrap.npy', '(1000000000000, 1000000000000)')  # 10^24 elements: past int64
 bad('long.npy', '(99999999999999999999999,)')
 )",
-                   &model))
-    GTEST_SKIP() << "python3-onnx not available";
+                                    &model));
   const std::string run = trnsim_bin() + " run " + model + " -c tiny --random-inputs --input idx=";
   expect_exit(run + (dir / "idx.npy").string(), 0, "simulated time");
   expect_exit(run + (dir / "wrap.npy").string(), 1,
@@ -228,15 +224,14 @@ bad('long.npy', '(99999999999999999999999,)')
 TEST(CliErrors, TensorLargerThanHbmNamesFileAndTensor) {
   const auto dir = temp_dir("cli_huge_tensor");
   std::string model;
-  if (!write_model(dir, "huge",
-                   R"(shape = [65536, 1 << 20]
+  TRNSIM_REQUIRE_PYTHON(write_model(dir, "huge",
+                                    R"(shape = [65536, 1 << 20]
 g = helper.make_graph([helper.make_node('Relu', ['x'], ['y'])], 'huge',
                       [helper.make_tensor_value_info('x', TensorProto.FLOAT, shape)],
                       [helper.make_tensor_value_info('y', TensorProto.FLOAT, shape)])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/huge.onnx')
 )",
-                   &model))
-    GTEST_SKIP() << "python3-onnx not available";
+                                    &model));
   CmdResult r = run_cmd(trnsim_bin() + " run " + model + " -c trn2 --random-inputs");
   EXPECT_EQ(r.code, 1) << r.out;
   // 65536 * 2^20 * 4 B = 2^38 B = 274877906944 B; trn2 has 96 GiB = 103079215104 B.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/tensor.h"
+#include "tests/common/python_env.h"
 
 namespace trnsim::runtime {
 namespace {
@@ -42,14 +43,14 @@ class NpyTest : public ::testing::Test {
     return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
   }
 
-  static bool have_numpy() {
-    return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
-  }
-  // Runs a python script (with `d` bound to the temp dir); returns its exit status.
-  int run_python(const std::string& body) const {
+  // Runs a python script (numpy as np and sys imported, `d` bound to the temp dir),
+  // for TRNSIM_REQUIRE_PYTHON: a missing numpy is kMissingPackageExit.
+  test::PyRun numpy_script(const std::string& body) const {
     const std::string script = path("script.py");
-    std::ofstream(script) << "import numpy as np, sys\nd = r'" << dir_.string() << "'\n" << body;
-    return std::system(("/usr/bin/python3 " + script).c_str());
+    std::ofstream(script) << test::python_require({"numpy"}) << "import numpy as np, sys\nd = r'"
+                          << dir_.string() << "'\n"
+                          << body;
+    return test::run_python(script);
   }
 
   // Asserts that reading `name` throws NpyError naming the file and containing `what`.
@@ -251,8 +252,7 @@ TEST_F(NpyTest, WriteErrorsNameThePath) {
 // ---- interchange with numpy -------------------------------------------------------
 
 TEST_F(NpyTest, ReadsFilesWrittenByNumpy) {
-  if (!have_numpy()) GTEST_SKIP() << "/usr/bin/python3 has no numpy";
-  ASSERT_EQ(run_python(R"(
+  TRNSIM_REQUIRE_PYTHON(numpy_script(R"(
 import os
 base = (np.arange(24).reshape(2, 3, 4) - 7.5) * 0.25
 np.save(os.path.join(d, 'f4.npy'), base.astype('<f4'))
@@ -265,8 +265,7 @@ np.save(os.path.join(d, 'scalar.npy'), np.float32(3.25))
 for v in [(2, 0), (3, 0)]:
     with open(os.path.join(d, 'v%d.npy' % v[0]), 'wb') as f:
         np.lib.format.write_array(f, base.astype('<f4'), version=v)
-)"),
-            0);
+)"));
   std::vector<float> base(24);
   for (int i = 0; i < 24; ++i) base[i] = (i - 7.5f) * 0.25f;  // exact in fp16 and fp32
 
@@ -314,7 +313,7 @@ for v in [(2, 0), (3, 0)]:
 }
 
 TEST_F(NpyTest, NumpyReadsOurFiles) {
-  if (!have_numpy()) GTEST_SKIP() << "/usr/bin/python3 has no numpy";
+  // numpy checks the files after they are written: its absence shows as a skip there.
   const uint16_t h[3] = {0x3c00, 0xc100, 0x3555};  // 1, -2.5, 0.333251953125
   const int32_t i[3] = {-5, 0, 2000000000};
   const uint8_t u[3] = {0, 128, 255};
@@ -324,7 +323,7 @@ TEST_F(NpyTest, NumpyReadsOurFiles) {
   write_npy(path("u1.npy"), raw_tensor({3}, DType::uint8, u));
   write_npy(path("bf.npy"), HostTensor::from_float({2}, DType::bf16, {1.0f + 0x1p-7f, -3.0f}));
   write_npy(path("sc.npy"), HostTensor::from_float({}, DType::fp32, {7.0f}));
-  EXPECT_EQ(run_python(R"(
+  TRNSIM_REQUIRE_PYTHON(numpy_script(R"(
 import os
 def load(n):
     return np.load(os.path.join(d, n))
@@ -340,13 +339,12 @@ check('i4.npy', [-5, 0, 2000000000], '<i4', (1, 3))
 check('u1.npy', [0, 128, 255], 'u1', (3,))
 check('bf.npy', [1 + 2**-7, -3], '<f4', (2,))
 check('sc.npy', 7.0, '<f4', ())
-)"),
-            0);
+)"));
 }
 
 TEST_F(NpyTest, NumpyFortranOrderIsRejected) {
-  if (!have_numpy()) GTEST_SKIP() << "/usr/bin/python3 has no numpy";
-  ASSERT_EQ(run_python("np.save(d + '/fo.npy', np.asfortranarray(np.ones((3, 2), 'f4')))\n"), 0);
+  TRNSIM_REQUIRE_PYTHON(
+      numpy_script("np.save(d + '/fo.npy', np.asfortranarray(np.ones((3, 2), 'f4')))\n"));
   expect_error("fo.npy", "fortran_order");
 }
 

@@ -4,11 +4,11 @@
     outputs, report = trnsim.torch.run(model, (x,), config="trn2", precision="bf16")
     print(report)
 
-`run` exports the module (opset 17, eval mode), runs `trnsim run` on it, reads the
-outputs back as tensors shaped and typed like the module's own, and compares them
-with PyTorch eager. `backend` has the torch.compile backend signature; on torch 1.x
-use it on a `torch.fx.symbolic_trace`d module, on torch >= 2 it is registered as
-torch.compile(model, backend="trnsim").
+`run` exports the module or plain function of tensors (opset 17, eval mode), runs
+`trnsim run` on it, reads the outputs back as tensors shaped and typed like the
+module's own, and compares them with PyTorch eager. `backend` has the torch.compile
+backend signature; on torch 1.x use it on a `torch.fx.symbolic_trace`d module, on
+torch >= 2 it is registered as torch.compile(model, backend="trnsim").
 """
 
 import inspect
@@ -77,12 +77,19 @@ def _safe(name):
     return name if name and not name[0].isdigit() else "t_" + name
 
 
-def _input_names(module, n):
+def _signature(fn):
     try:
-        params = [p.name for p in inspect.signature(module.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
+        target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+        return inspect.signature(target)
+    except (TypeError, ValueError):  # builtins and some C callables have none
+        return None
+
+
+def _input_names(fn, n):
+    sig = _signature(fn)
+    params = [] if sig is None else [
+        p.name for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     names = [_safe(p) for p in params[:n]]
     names += [f"input_{i}" for i in range(len(names), n)]
     if len(set(names)) != n:
@@ -95,6 +102,31 @@ def _to_numpy(t):
     if t.dtype in (torch.bfloat16,):
         t = t.float()  # the CLI reads bf16 tensors as float32 .npy
     return t.contiguous().numpy()
+
+
+class _Call(torch.nn.Module):
+    """Calls `fn` with exactly the example inputs. torch.onnx.export takes Modules
+    only, and appends the defaults of forward's further parameters to the inputs it
+    traces (`scale=2.0` would become a graph input); here they stay Python values."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _exportable(fn, n):
+    """`fn` itself when torch.onnx.export traces it with just its n inputs, else wrapped
+    in _Call (a function, or a forward with parameters beyond the n given). Wrapping
+    only when needed keeps the usual node and weight names free of a wrapper prefix."""
+    if not isinstance(fn, torch.nn.Module):
+        return _Call(fn)
+    sig = _signature(fn)
+    if sig is not None and len(sig.parameters) > n:
+        return _Call(fn)
+    return fn
 
 
 def _export(module, inputs, path, input_names, output_names):
@@ -113,10 +145,21 @@ def _export(module, inputs, path, input_names, output_names):
                           ) from e
 
 
+def _model_name(fn):
+    if isinstance(fn, torch.nn.Module) or not hasattr(fn, "__name__"):
+        return type(fn).__name__
+    return fn.__name__.strip("<>")  # "<lambda>" -> "lambda"
+
+
 def run(module, example_inputs, config="trn2", precision="bf16", trace=None, stats=None,
         set=None, timeout=None, functional=True, name=None, fallback=True):
     """Runs `module(*example_inputs)` on the simulator.
 
+    module: a torch.nn.Module or a plain function / lambda of tensors; the example
+    inputs are its positional arguments (further parameters keep their defaults and
+    are not graph inputs). The example tensors are never modified: the eager
+    reference, the export and the simulator each see their original values, even when
+    the module writes its input in place.
     config: preset (trn1, trn2, trn3, tiny) or YAML path; precision: matmul operand type
     (bf16, fp32, fp8); trace / stats: paths for the Perfetto trace and the stats JSON;
     set: config overrides ({key: value} or ["key=value"]); timeout: seconds for the
@@ -129,6 +172,15 @@ def run(module, example_inputs, config="trn2", precision="bf16", trace=None, sta
         raise TypeError(f"run: module is a {type(module).__name__}; give a torch.nn.Module "
                         "(or a function of tensors)")
     inputs = _as_tuple(example_inputs)
+    # The simulator's inputs are taken now: the eager and the export runs each get
+    # their own copies, so a module that writes its input in place (x.add_(1),
+    # ReLU(inplace=True)) changes neither the caller's tensors nor what the other
+    # runs see.
+    in_arrays = [np.array(_to_numpy(t)) for t in inputs]  # copies, not views
+
+    def fresh():
+        return tuple(t.clone() for t in inputs)
+
     # Every submodule's mode is restored afterwards (a mix of train/eval stays a mix).
     modes = [(m, m.training) for m in module.modules()] if isinstance(
         module, torch.nn.Module) else []
@@ -136,7 +188,7 @@ def run(module, example_inputs, config="trn2", precision="bf16", trace=None, sta
         module.eval()
     try:
         with torch.no_grad():
-            eager = module(*inputs)
+            eager = module(*fresh())
         flat_ref, rebuild = _flatten(eager)
         in_names = _input_names(module, len(inputs))
         out_names = ["output"] if len(flat_ref) == 1 else [
@@ -144,9 +196,9 @@ def run(module, example_inputs, config="trn2", precision="bf16", trace=None, sta
         out_names = [n if n not in in_names else "out_" + n for n in out_names]
         with tempfile.TemporaryDirectory(prefix="trnsim-torch-") as work:
             path = os.path.join(work, "model.onnx")
-            _export(module, inputs, path, in_names, out_names)
+            _export(_exportable(module, len(inputs)), fresh(), path, in_names, out_names)
             outs, report = run_model(
-                path, {n: _to_numpy(t) for n, t in zip(in_names, inputs)}, config=config,
+                path, dict(zip(in_names, in_arrays)), config=config,
                 precision=precision, set=set, trace=trace, stats=stats, timeout=timeout,
                 functional=functional, fallback=fallback,
                 reference={n: _to_numpy(t) for n, t in zip(out_names, flat_ref)},
@@ -154,7 +206,7 @@ def run(module, example_inputs, config="trn2", precision="bf16", trace=None, sta
     finally:
         for m, training in modes:
             m.training = training
-    report.model = name or type(module).__name__
+    report.model = name or _model_name(module)
     if not functional:
         return None, report
     tensors = [torch.from_numpy(np.array(outs[n])).to(ref.dtype).reshape(ref.shape)
