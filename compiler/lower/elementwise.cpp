@@ -393,8 +393,7 @@ TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
     need(1);
     const float inf = std::numeric_limits<float>::infinity();
     const float lo = attr_float(attrs, "min", -inf), hi = attr_float(attrs, "max", inf);
-    if (lo > hi)
-      unsupported(n, "Clip with min " + std::to_string(lo) + " > max " + std::to_string(hi));
+    // max then min, as numpy and torch: with lo > hi every element is hi.
     ts2(dst, full(args[0]), AluOp::max, lo, AluOp::min, hi);
     return dst;
   }
