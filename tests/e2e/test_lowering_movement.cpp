@@ -304,6 +304,20 @@ print('round trip ok')
       (dir / "m.onnx").string() + " -c tiny --input idx=" + (dir / "big.npy").string());
   EXPECT_NE(big.code, 0) << big.out;
   EXPECT_NE(big.out.find("beyond 2^24"), std::string::npos) << big.out;
+
+  // A float .npy for the int64 input must hold whole numbers: NaN or 2.7 is an
+  // error naming the input and the file (not truncated to 2, nor NaN sent on).
+  for (const char* bad : {"np.nan", "2.7"}) {
+    const std::string f = (dir / "frac.npy").string();
+    const test::CmdResult fr =
+        test::run_cmd("/usr/bin/python3 -c \"import numpy as np; a = np.zeros((3, 5)); a[1, 2] = " +
+                      std::string(bad) + "; np.save('" + f + "', a)\" && " + test::trnsim_bin() +
+                      " run " + (dir / "m.onnx").string() + " -c tiny --input idx=" + f);
+    EXPECT_NE(fr.code, 0) << fr.out;
+    EXPECT_NE(fr.out.find(f), std::string::npos) << fr.out;
+    EXPECT_NE(fr.out.find("input 'idx'"), std::string::npos) << fr.out;
+    EXPECT_NE(fr.out.find("not a whole number"), std::string::npos) << fr.out;
+  }
 }
 
 }  // namespace
