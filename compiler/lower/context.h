@@ -16,7 +16,7 @@ namespace trnsim::lower {
 
 struct Ctx {
   explicit Ctx(const std::string& name, const compiler::Target& t)
-      : b(name, t.hbm_bytes), target(t) {}
+      : b(name, t.hbm_bytes, t.partitions), target(t) {}
   kernels::Builder b;
   const compiler::Target& target;
   std::map<const ir::Value*, kernels::HbmView> hbm;

@@ -548,8 +548,9 @@ void lower_elementwise(Ctx& c, const ir::Node& n) {
                            c.target.sbuf_partition_bytes / 2)
     chunk /= 2;
   const kernels::HbmView y = c.view(outv).reshape({R, C});
-  for (int64_t r0 = 0; r0 < R; r0 += 128) {
-    const int64_t rt = std::min<int64_t>(128, R - r0);
+  const int64_t P = c.target.partitions;
+  for (int64_t r0 = 0; r0 < R; r0 += P) {
+    const int64_t rt = std::min<int64_t>(P, R - r0);
     for (int64_t c0 = 0; c0 < C; c0 += chunk) {
       const int64_t ct = std::min<int64_t>(chunk, C - c0);
       std::vector<Operand> ins;
