@@ -332,8 +332,8 @@ void lower_gather_runtime(Ctx& c, const ir::Node& n) {
     for (int64_t d0 = 0; d0 < D; d0 += chunk) {
       const int64_t dc = std::min(chunk, D - d0);
       TileView ps = c.b.tile(pp, {tt, dc}, DType::fp32);
-      for (int64_t v0 = 0; v0 < V; v0 += 128) {
-        const int64_t vt = std::min<int64_t>(128, V - v0);
+      for (int64_t v0 = 0; v0 < V; v0 += vparts) {
+        const int64_t vt = std::min<int64_t>(vparts, V - v0);
         TileView vid = c.b.tile(vp, {vt, 1}, DType::fp32);
         c.b.iota(vid, static_cast<float>(v0), 1, {0});
         TileView oh = c.b.tile(hp, {vt, tt}, DType::fp32);
@@ -358,6 +358,16 @@ void lower_gather(Ctx& c, const ir::Node& n) {
     if (axis != 0)
       unsupported(n, "Gather of run-time indices is lowered on axis 0 only (got axis " +
                          std::to_string(axis) + ")");
+    // An index beyond [-V, V-1] would match no one-hot row and silently give a row of
+    // zeros; the device cannot report it, so indices not proven in range run on the
+    // host, whose interpreter checks every index.
+    const auto r = c.int_ranges.find(iv);
+    if (r == c.int_ranges.end() || r->second.lo < -static_cast<double>(s[axis]) ||
+        r->second.hi > static_cast<double>(s[axis] - 1))
+      unsupported(n, "indices '" + iv->name + "' known only at run time are not provably in [" +
+                         std::to_string(-s[axis]) + ", " + std::to_string(s[axis] - 1) +
+                         "] (the device cannot check them; an out-of-range one would give "
+                         "zeros)");
     lower_gather_runtime(c, n);
     return;
   }
@@ -572,35 +582,35 @@ void lower_transpose(Ctx& c, const ir::Node& n) {
           yb = yb({kernels::at(idx[k])});
         }
       }
-      for (int64_t a0 = 0; a0 < A; a0 += 128) {
-        const int64_t pa = std::min<int64_t>(128, A - a0);
+      for (int64_t a0 = 0; a0 < A; a0 += P) {
+        const int64_t pa = std::min<int64_t>(P, A - a0);
         for (int64_t l0 = 0; l0 < L; l0 += kCols) {
           const int64_t lw = std::min(kCols, L - l0);
           TileView xt = c.b.tile(xp, {pa, lw}, DType::fp32);
           c.b.dma(xt, xb({sl(a0, a0 + pa), sl(l0, l0 + lw)}));
-          // Full 128-column blocks: transposed 4 at a time into one PSUM bank
-          // [128, 4, pa], copied out into one SBUF tile [128, full, pa], stored at
+          // Full P-column blocks: transposed 4 at a time into one PSUM bank
+          // [P, 4, pa], copied out into one SBUF tile [P, full, pa], stored at
           // once; a last partial block [pl, pa] goes on its own.
-          const int64_t full = lw / 128, tail = lw % 128;
+          const int64_t full = lw / P, tail = lw % P;
           if (full > 0) {
-            TileView yt = c.b.tile(yp, {128, full, pa}, DType::fp32);
+            TileView yt = c.b.tile(yp, {P, full, pa}, DType::fp32);
             for (int64_t j0 = 0; j0 < full; j0 += 4) {
               const int64_t nj = std::min<int64_t>(4, full - j0);
-              TileView pt = c.b.tile(pp, {128, nj, pa}, DType::fp32);
+              TileView pt = c.b.tile(pp, {P, nj, pa}, DType::fp32);
               for (int64_t j = 0; j < nj; ++j)
                 c.b.transpose(pt({all(), kernels::at(j), all()}),
-                              xt({all(), sl((j0 + j) * 128, (j0 + j + 1) * 128)}));
+                              xt({all(), sl((j0 + j) * P, (j0 + j + 1) * P)}));
               c.b.tensor_copy(yt({all(), sl(j0, j0 + nj), all()}), pt);
             }
-            // Output rows l0 + j*128 + p, columns a0..a0+pa: [p, j, a].
-            c.b.dma(yb({sl(a0, a0 + pa), sl(l0, l0 + full * 128)})
+            // Output rows l0 + j*P + p, columns a0..a0+pa: [p, j, a].
+            c.b.dma(yb({sl(a0, a0 + pa), sl(l0, l0 + full * P)})
                         .permute({1, 0})
-                        .reshape({full, 128, pa})
+                        .reshape({full, P, pa})
                         .permute({1, 0, 2}),
                     yt);
           }
           if (tail > 0) {
-            const int64_t t0 = full * 128;
+            const int64_t t0 = full * P;
             TileView pt = c.b.tile(pp, {tail, pa}, DType::fp32);
             c.b.transpose(pt, xt({all(), sl(t0, lw)}));
             TileView yt = c.b.tile(yp, {tail, pa}, DType::fp32);

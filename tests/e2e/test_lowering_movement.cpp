@@ -139,11 +139,14 @@ TEST(LoweringMovement, ExpandAndTileFp32) {
 
 // Embedding lookup: a constant table [300,70] (three vocab tiles, 44 rows in the
 // last) indexed by run-time int64 indices [2,150] (two token tiles), some negative.
+// The Clip proves the indices in range, so the Gather may run on the device (the
+// device cannot check an index; unproven ones go to the host).
 ir::Graph embedding_graph() {
   ir::Graph g;
   Value* idx = g.add_input("idx", {ElemType::int64, {2, 150}});
   Value* table = g.add_constant("table", random_tensor({300, 70}, 3));
-  g.add_output(node(g, "Gather", {table, idx}, {{"axis", int64_t{0}}}));
+  Value* safe = node(g, "Clip", {idx}, {{"min", Attribute(-300.0f)}, {"max", Attribute(299.0f)}});
+  g.add_output(node(g, "Gather", {table, safe}, {{"axis", int64_t{0}}}));
   return g;
 }
 
@@ -210,6 +213,14 @@ TEST(LoweringMovement, RefusalsNameWhatIsUnsupported) {
     Value* i = g.add_input("I", {ElemType::int64, {3}});
     g.add_output(node(g, "Gather", {x, i}, {{"axis", int64_t{1}}}));
     expect_refused(std::move(g), {"Gather", "axis 0 only"});
+  }
+  {  // run-time indices not provably in range: the device could not check them
+    ir::Graph g;
+    Value* t = g.add_constant("T", random_tensor({10, 4}, 5));
+    Value* i = g.add_input("I", {ElemType::int64, {3}});
+    Value* c = node(g, "Clip", {i}, {{"min", Attribute(-10.0f)}, {"max", Attribute(10.0f)}});
+    g.add_output(node(g, "Gather", {t, c}, {{"axis", int64_t{0}}}));
+    expect_refused(std::move(g), {"Gather", "not provably in [-10, 9]"});
   }
   {  // reversing both axes of [64,64]: 4096 single-element DMAs
     ir::Graph g;
