@@ -222,6 +222,13 @@ TEST(LoweringMovement, RefusalsNameWhatIsUnsupported) {
     g.add_output(node(g, "Gather", {t, c}, {{"axis", int64_t{0}}}));
     expect_refused(std::move(g), {"Gather", "not provably in [-10, 9]"});
   }
+  {  // constant indices out of range: refused naming the index (the host refuses too)
+    ir::Graph g;
+    Value* x = g.add_input("X", {ElemType::fp32, {4, 9}});
+    Value* i = g.add_constant("I", Tensor::from_ints({2}, {1, -10}));
+    g.add_output(node(g, "Gather", {x, i}, {{"axis", int64_t{1}}}));
+    expect_refused(std::move(g), {"Gather", "index -10 is out of range for axis 1 of size 9"});
+  }
   {  // reversing both axes of [64,64]: 4096 single-element DMAs
     ir::Graph g;
     Value* x = g.add_input("X", {ElemType::fp32, {64, 64}});
