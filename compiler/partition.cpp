@@ -4,6 +4,7 @@
 #include <set>
 
 #include "compiler/ir/error.h"
+#include "compiler/lower/int_range.h"
 #include "compiler/lower/lower.h"
 
 namespace trnsim::compiler {
@@ -17,6 +18,7 @@ ir::Graph extract_segment(const ir::Graph& g, size_t begin, size_t end) {
     if (auto it = map.find(v); it != map.end()) return it->second;
     ir::Value* nv =
         v->has_data() ? s.add_constant(v->name, *v->data) : s.add_input(v->name, v->type);
+    nv->int_range = v->int_range;  // what the whole graph proved (lower/int_range.h)
     map[v] = nv;
     return nv;
   };
@@ -63,6 +65,7 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
                                      bool allow_fallback) {
   PartitionedModel m;
   run_graph_pipeline(g, o, &m.dump_text);
+  lower::annotate_int_ranges(g);
   try {
     Segment s;
     s.program = generate(g, o, &m.dump_text, &m.stats);

@@ -6,6 +6,7 @@
 // config. The compiler depends on the ISA only, so this is its own small struct.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -39,6 +40,11 @@ struct Target {
   uint32_t matmul_max_m = 128;
   uint32_t matmul_max_n = 512;
   bool matmul_double_row = false;  // fp8 matmuls may take K = 2 x partitions
+
+  // Tile sizes the lowering uses: a k-tile lies on SBUF partitions, an m-tile's PSUM
+  // rows are copied to SBUF partitions, so both are bounded by the partitions too.
+  int64_t k_tile() const { return std::min<int64_t>(matmul_max_k, partitions); }
+  int64_t m_tile() const { return std::min<int64_t>(matmul_max_m, partitions); }
 
   // ---- synchronisation and DMA resources the compiler may use
   uint32_t semaphores = 256;

@@ -16,6 +16,17 @@ namespace trnsim::runtime {
 HostTensor to_device(const ir::Tensor& t, const isa::TensorDecl& d) {
   std::vector<float> v(static_cast<size_t>(t.numel()));
   for (int64_t k = 0; k < t.numel(); ++k) v[static_cast<size_t>(k)] = static_cast<float>(t.at(k));
+  // Integers travel as fp32 here (device inputs and the run's outputs): one beyond
+  // 2^24 would be rounded silently, so it is an error instead.
+  if (!t.holds_floats())
+    for (int64_t k = 0; k < t.numel(); ++k)
+      if (const int64_t x = t.ints()[static_cast<size_t>(k)];
+          x > (int64_t{1} << 24) || x < -(int64_t{1} << 24))
+        throw std::runtime_error("tensor '" + d.name + "': element " + std::to_string(k) + " (" +
+                                 std::to_string(t.ints()[static_cast<size_t>(k)]) + ") of " +
+                                 t.type().str() +
+                                 " is beyond 2^24, which the fp32 it is carried in cannot hold "
+                                 "exactly");
   if (v.size() != d.bytes() / isa::dtype_size(d.dtype))
     throw std::runtime_error("input '" + d.name + "': " + std::to_string(v.size()) +
                              " values for a tensor of shape " + shape_string(d.shape));

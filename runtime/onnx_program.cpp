@@ -38,8 +38,11 @@ std::string header_field(const std::string& h, const std::string& key) {
   return h.substr(p, e - p);
 }
 
-// An .npy file of integers, bools or floats, as doubles.
-std::vector<double> read_npy_numbers(const std::string& path, std::vector<int64_t>& shape) {
+// An .npy file of integers, bools or floats, as doubles, for the integer or bool
+// model input `input`: float files must hold whole numbers (no NaN, inf or 2.7,
+// which the input's type cannot hold).
+std::vector<double> read_npy_numbers(const std::string& path, std::vector<int64_t>& shape,
+                                     const std::string& input) {
   std::string bytes;
   if (const std::string why = isa::read_file(path, bytes); !why.empty())
     throw NpyError(path + ": cannot open: " + why);
@@ -109,6 +112,10 @@ std::vector<double> read_npy_numbers(const std::string& path, std::vector<int64_
     } else {
       v[i] = static_cast<unsigned char>(*p);
     }
+    if ((descr == "<f8" || descr == "<f4") && !(std::isfinite(v[i]) && std::trunc(v[i]) == v[i]))
+      throw NpyError(path + ": element " + std::to_string(i) + " (" + std::to_string(v[i]) +
+                     ") is not a whole number, but input '" + input +
+                     "' is integer or bool: convert the array (e.g. astype) first");
   }
   return v;
 }
@@ -280,7 +287,7 @@ HostTensor read_model_input(const ModelIo& in, const std::string& path) {
     h = read_npy(path);
   } else {
     std::vector<int64_t> shape;
-    const std::vector<double> v = read_npy_numbers(path, shape);
+    const std::vector<double> v = read_npy_numbers(path, shape, in.name);
     std::vector<float> f(v.size());
     for (size_t i = 0; i < v.size(); ++i) {
       if (t == ir::ElemType::boolean) {

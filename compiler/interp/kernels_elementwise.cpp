@@ -245,14 +245,21 @@ void register_elementwise(KernelMap& m) {
     if (in[0]->holds_floats()) {
       const auto& x = in[0]->floats();
       auto& y = out[0].floats();
-      for (size_t k = 0; k < x.size(); ++k) y[k] = x[k] < lo ? lo : (x[k] > hi ? hi : x[k]);
+      // min(max(x, lo), hi) as numpy and torch: with lo > hi every element is hi.
+      for (size_t k = 0; k < x.size(); ++k) {
+        const float v = x[k] < lo ? lo : x[k];
+        y[k] = v > hi ? hi : v;
+      }
     } else {
       // Integer bounds: the front end only stores bounds that floats hold exactly.
       int64_t ilo = std::isinf(lo) ? INT64_MIN : static_cast<int64_t>(std::ceil(lo));
       int64_t ihi = std::isinf(hi) ? INT64_MAX : static_cast<int64_t>(std::floor(hi));
       const auto& x = in[0]->ints();
       auto& y = out[0].ints();
-      for (size_t k = 0; k < x.size(); ++k) y[k] = x[k] < ilo ? ilo : (x[k] > ihi ? ihi : x[k]);
+      for (size_t k = 0; k < x.size(); ++k) {
+        const int64_t v = x[k] < ilo ? ilo : x[k];
+        y[k] = v > ihi ? ihi : v;
+      }
     }
   };
   m["Identity"] = [](const Node&, const Ins& in, Outs& out) { out[0] = *in[0]; };

@@ -52,8 +52,10 @@ void reduce(const Node& n, const Ins& in, Outs& out) {
         a += std::fabs(v);
       else if (op == "ReduceL2" || op == "ReduceSumSquare")
         a += v * v;
-      else if (op == "ReduceLogSumExp")
+      else if (op == "ReduceLogSumExp" && !std::isinf(mx[off[0]]))
         a += std::exp(v - mx[off[0]]);
+      else if (op == "ReduceLogSumExp" && std::isnan(v))
+        a = v;
     });
     for (int64_t o = 0; o < nout; ++o) {
       double& a = acc[o];
@@ -64,7 +66,9 @@ void reduce(const Node& n, const Ins& in, Outs& out) {
       else if (op == "ReduceLogSum")
         a = std::log(a);
       else if (op == "ReduceLogSumExp")
-        a = std::log(a) + mx[o];
+        // An infinite max is the result (inf - inf would make the shifted exp NaN);
+        // -inf also for an empty set.
+        a = std::isinf(mx[o]) ? (std::isnan(a) ? a : mx[o]) : std::log(a) + mx[o];
     }
     if (out[0].holds_floats()) {
       auto& y = out[0].floats();
@@ -111,6 +115,8 @@ void arg_reduce(const Node& n, const Ins& in, Outs& out) {
   const int64_t O = ir::num_elements(Shape(s.begin(), s.begin() + axis)), D = s[axis],
                 I = ir::num_elements(Shape(s.begin() + axis + 1, s.end()));
   auto& y = out[0].ints();
+  if (D == 0 && O * I > 0)
+    kfail("axis " + std::to_string(axis) + " has no elements to choose from");
   for (int64_t o = 0; o < O; ++o)
     for (int64_t i = 0; i < I; ++i) {
       const int64_t base = o * D * I + i;

@@ -90,7 +90,8 @@ void slice(const Node& n, const Ins& in, Outs& out) {
   std::vector<int64_t> ist = ir::strides_of(in[0]->shape()), st(dims.size());
   int64_t base = 0;
   for (size_t d = 0; d < dims.size(); ++d) {
-    st[d] = ist[d] * dims[d].step;
+    // A dim of one element never steps (a huge step would overflow the stride).
+    st[d] = dims[d].count > 1 ? ist[d] * dims[d].step : 0;
     if (dims[d].count > 0) base += dims[d].start * ist[d];
   }
   strided(*in[0], out[0], st, base);

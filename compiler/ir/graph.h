@@ -73,6 +73,13 @@ struct Value {
   bool is_graph_input = false;
   bool is_constant = false;
   std::optional<Tensor> data;  // constants only; may be absent (type-only constant)
+  // Integer values: the bounds the lowering's range analysis proved on the whole
+  // graph (compiler/lower/int_range.h), kept on the inputs of segments cut from it.
+  struct IntRange {
+    double lo, hi;
+    bool exact;  // the device's fp32 holds every value exactly
+  };
+  std::optional<IntRange> int_range;
 
   const Shape& shape() const { return type.shape; }
   ElemType elem() const { return type.elem; }

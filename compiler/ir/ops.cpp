@@ -1007,11 +1007,13 @@ std::vector<SliceDim> slice_dims(const Node& n, const Shape& in) {
     } else if (step > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      cnt = e > s ? (e - s + step - 1) / step : 0;
+      cnt = e > s ? (e - s - 1) / step + 1 : 0;  // no overflow for huge steps
     } else {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      cnt = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+      const int64_t mag =
+          step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
+      cnt = s > e ? (s - e - 1) / mag + 1 : 0;
     }
     r[a] = {s, step, cnt};
   }

@@ -312,7 +312,8 @@ isa::AccessPattern TileView::ap(const std::vector<int>* group) const {
 
 // ---------------------------------------------------------------- Builder
 
-Builder::Builder(std::string kernel_name, uint64_t hbm_bytes) : hbm_bytes_(hbm_bytes) {
+Builder::Builder(std::string kernel_name, uint64_t hbm_bytes, int64_t partitions)
+    : hbm_bytes_(hbm_bytes), partitions_(partitions) {
   k_.name = std::move(kernel_name);
 }
 
@@ -400,9 +401,9 @@ TileView Builder::tile(PoolRef pool, const std::vector<int64_t>& shape, isa::DTy
   const tile::Pool& p = k_.pools[pool.id];
   const std::string n = name.empty() ? p.name + "." + std::to_string(pool_tiles_[pool.id]) : name;
   if (k_.find_tile(n) >= 0) fail("tile '" + n + "' declared twice");
-  if (shape.empty() || shape[0] < 1 || shape[0] > 128)
-    fail("tile '" + n + "' " + shape_str(shape) +
-         ": the first dim is the partition count (1..128)");
+  if (shape.empty() || shape[0] < 1 || shape[0] > partitions_)
+    fail("tile '" + n + "' " + shape_str(shape) + ": the first dim is the partition count (1.." +
+         std::to_string(partitions_) + ")");
   for (int64_t d : shape)
     if (d < 1 || d > std::numeric_limits<uint32_t>::max())
       fail("tile '" + n + "' " + shape_str(shape) + " has a bad dimension");
@@ -587,9 +588,10 @@ void Builder::matmul(const TileView& dst, const TileView& stationary, const Tile
   if (moving.partitions() != K)
     fail("matmul: stationary has K=" + std::to_string(K) + " partitions, moving has " +
          std::to_string(moving.partitions()));
-  if (K > 128 || M > 128 || N > 512)
+  if (K > partitions_ || M > partitions_ || N > 512)
     fail("matmul: [K,M,N]=[" + std::to_string(K) + "," + std::to_string(M) + "," +
-         std::to_string(N) + "] exceeds K,M <= 128, N <= 512 (tile the matmul)");
+         std::to_string(N) + "] exceeds K,M <= " + std::to_string(partitions_) +
+         ", N <= 512 (tile the matmul)");
   if (dst.partitions() != M || dst.free_elems() != N)
     fail("matmul: dst " + shape_str(dst.shape()) + " but stationary^T @ moving is [" +
          std::to_string(M) + "," + std::to_string(N) + "]");
@@ -610,7 +612,8 @@ void Builder::transpose(const TileView& dst, const TileView& src) {
   in_space("transpose", "dst", dst, isa::MemSpace::psum);
   in_space("transpose", "src", src, isa::MemSpace::sbuf);
   const int64_t P = src.partitions(), F = src.free_elems();
-  if (P > 128 || F > 128) fail("transpose: src [P,F] must have P, F <= 128");
+  if (P > partitions_ || F > partitions_)
+    fail("transpose: src [P,F] must have P, F <= " + std::to_string(partitions_));
   if (dst.partitions() != F || dst.free_elems() != P)
     fail("transpose: dst " + shape_str(dst.shape()) + " but the transpose of src is [" +
          std::to_string(F) + "," + std::to_string(P) + "]");

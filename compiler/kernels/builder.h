@@ -131,7 +131,9 @@ struct TensorScalarOpts {
 class Builder {
  public:
   // hbm_bytes: the most HBM one tensor may take (the target's; 0: only overflow checked).
-  explicit Builder(std::string kernel_name, uint64_t hbm_bytes = 0);
+  // `partitions`: the target's SBUF partitions, which bound a tile's first dim and
+  // a matmul's K and M.
+  explicit Builder(std::string kernel_name, uint64_t hbm_bytes = 0, int64_t partitions = 128);
 
   // ---- HBM tensors
   HbmView input(const std::string& name, const std::vector<int64_t>& shape, isa::DType t);
@@ -202,6 +204,7 @@ class Builder {
 
   tile::Kernel k_;
   uint64_t hbm_bytes_ = 0;
+  int64_t partitions_ = 128;
   std::vector<uint32_t> pool_tiles_;  // tiles allocated per pool so far
 };
 

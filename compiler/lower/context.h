@@ -10,13 +10,14 @@
 #include "compiler/ir/error.h"
 #include "compiler/ir/graph.h"
 #include "compiler/kernels/builder.h"
+#include "compiler/lower/int_range.h"
 #include "compiler/target.h"
 
 namespace trnsim::lower {
 
 struct Ctx {
   explicit Ctx(const std::string& name, const compiler::Target& t)
-      : b(name, t.hbm_bytes), target(t) {}
+      : b(name, t.hbm_bytes, t.partitions), target(t) {}
   kernels::Builder b;
   const compiler::Target& target;
   std::map<const ir::Value*, kernels::HbmView> hbm;
@@ -26,6 +27,8 @@ struct Ctx {
   const ir::Node* tmp_node = nullptr;
   // Operands broadcast into full-size HBM scratch copies (elementwise.cpp), per node.
   std::map<std::pair<const ir::Node*, const ir::Value*>, kernels::HbmView> expanded;
+  // Proven ranges of the graph's integer values (int_range.h).
+  IntRanges int_ranges;
 
   const kernels::HbmView& view(const ir::Value* v) const;
 };

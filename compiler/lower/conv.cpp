@@ -320,7 +320,6 @@ struct Epilogue {
 
 // One slab of the contraction: tap (kh, kw), group-local channels [ci0, ci0+len),
 // at partitions [p0, p0+len) of its k-tile.
-constexpr int64_t kGroupCols = 512;  // output channels per stationary load
 
 struct Slab {
   int64_t kh, kw, ci0, len, p0;
@@ -329,17 +328,20 @@ struct Slab {
 void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGeo& g, Epilogue& ep,
                      const std::string& pfx) {
   const int64_t Cg = g.C / g.G, Mg = g.M / g.G;
-  const int64_t slot = Cg <= 32 ? 32 : Cg <= 64 ? 64 : 128;
+  // k-tiles of KP partitions, m-tiles of MP (PSUM results are copied to SBUF).
+  const int64_t KP = c.target.k_tile(), MP = c.target.m_tile();
+  const int64_t group_cols = 4 * MP;  // output channels per stationary load
+  const int64_t slot = std::min<int64_t>(KP, Cg <= 32 ? 32 : Cg <= 64 ? 64 : KP);
   std::vector<std::vector<Slab>> kt;
-  int64_t next = 128;  // next free partition of the last k-tile
+  int64_t next = KP;  // next free partition of the last k-tile
   for (int64_t kh = 0; kh < g.KH; ++kh)
     for (int64_t kw = 0; kw < g.KW; ++kw)
-      for (int64_t ci0 = 0; ci0 < Cg; ci0 += 128) {
-        if (next + slot > 128) {
+      for (int64_t ci0 = 0; ci0 < Cg; ci0 += KP) {
+        if (next + slot > KP) {
           kt.emplace_back();
           next = 0;
         }
-        kt.back().push_back({kh, kw, ci0, std::min<int64_t>(128, Cg - ci0), next});
+        kt.back().push_back({kh, kw, ci0, std::min<int64_t>(slot, Cg - ci0), next});
         next += slot;
       }
   const int64_t KT = static_cast<int64_t>(kt.size());
@@ -358,15 +360,15 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   std::optional<HbmView> WL;
   if (cn.w->has_data()) {
     const std::vector<float>& w = cn.w->data->floats();
-    std::vector<float> wl(static_cast<size_t>(g.G * KT * 128 * Mg), 0.0f);
+    std::vector<float> wl(static_cast<size_t>(g.G * KT * KP * Mg), 0.0f);
     for (int64_t gi = 0; gi < g.G; ++gi)
       for (int64_t t = 0; t < KT; ++t)
         for (const Slab& s : kt[t])
           for (int64_t i = 0; i < s.len; ++i)
             for (int64_t co = 0; co < Mg; ++co)
-              wl[((gi * KT + t) * 128 + s.p0 + i) * Mg + co] =
+              wl[((gi * KT + t) * KP + s.p0 + i) * Mg + co] =
                   w[(((gi * Mg + co) * Cg + s.ci0 + i) * g.KH + s.kh) * g.KW + s.kw];
-    WL = c.b.constant(pfx + ".wl", {g.G, KT, 128, Mg}, op_t, wl);
+    WL = c.b.constant(pfx + ".wl", {g.G, KT, KP, Mg}, op_t, wl);
   }
   std::optional<HbmView> WR;
   if (!WL) WR = c.view(cn.w).reshape({g.M, Cg, g.KH, g.KW}).permute({1, 2, 3, 0});
@@ -385,13 +387,13 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   // With more than one group of output channels, the gathered k-tiles of a chunk
   // stay resident across the groups when they fit in a quarter of SBUF;
   // otherwise they are gathered again per group.
-  const int64_t mtiles = ceil_div(Mg, kGroupCols);
+  const int64_t mtiles = ceil_div(Mg, group_cols);
   const bool resident = mtiles > 1 && static_cast<uint64_t>(KT * maxf * ebytes) <= quarter;
   const kernels::PoolRef col_pool =
       c.b.pool(pfx + ".col", isa::MemSpace::sbuf, resident ? static_cast<uint32_t>(KT) : 3);
   // Several weight loads in flight: small images make convs weight-bandwidth bound.
   const kernels::PoolRef w_pool = c.b.pool(pfx + ".w", isa::MemSpace::sbuf, 6);
-  const uint32_t ps_tiles = static_cast<uint32_t>(ceil_div(std::min(Mg, kGroupCols), 128));
+  const uint32_t ps_tiles = static_cast<uint32_t>(ceil_div(std::min(Mg, group_cols), MP));
   const kernels::PoolRef psum = c.b.pool(pfx + ".psum", isa::MemSpace::psum, 2 * ps_tiles);
 
   auto gather = [&](int64_t gi, int64_t t, const Chunk& ch) {
@@ -436,12 +438,12 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
       if (resident)
         for (int64_t t = 0; t < KT; ++t) cols.push_back(gather(gi, t, ch));
       // Up to 4 output-channel tiles share each stationary load: one weight DMA of
-      // [k, <= 512] per k-tile (large enough to spread over the DMA engines).
-      for (int64_t g0 = 0; g0 < Mg; g0 += kGroupCols) {
-        const int64_t gc = std::min(kGroupCols, Mg - g0);
+      // [k, <= 4 MP] per k-tile (large enough to spread over the DMA engines).
+      for (int64_t g0 = 0; g0 < Mg; g0 += group_cols) {
+        const int64_t gc = std::min(group_cols, Mg - g0);
         std::vector<TileView> ps;
-        for (int64_t m0 = 0; m0 < gc; m0 += 128)
-          ps.push_back(c.b.tile(psum, {std::min<int64_t>(128, gc - m0), ch.size()}, DType::fp32));
+        for (int64_t m0 = 0; m0 < gc; m0 += MP)
+          ps.push_back(c.b.tile(psum, {std::min<int64_t>(MP, gc - m0), ch.size()}, DType::fp32));
         for (int64_t t = 0; t < KT; ++t) {
           TileView wt = c.b.tile(w_pool, {kext[t], gc}, op_t);
           if (WL) {
@@ -455,12 +457,12 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
           }
           const TileView mv = resident ? cols[t] : gather(gi, t, ch);
           for (size_t i = 0; i < ps.size(); ++i) {
-            const int64_t m0 = static_cast<int64_t>(i) * 128;
+            const int64_t m0 = static_cast<int64_t>(i) * MP;
             c.b.matmul(ps[i], wt({all(), sl(m0, m0 + ps[i].partitions())}), mv, t > 0);
           }
         }
         for (size_t i = 0; i < ps.size(); ++i)
-          ep.run(ps[i], ch, gi * Mg + g0 + static_cast<int64_t>(i) * 128, ps[i].partitions());
+          ep.run(ps[i], ch, gi * Mg + g0 + static_cast<int64_t>(i) * MP, ps[i].partitions());
       }
     }
   }
@@ -494,8 +496,9 @@ void lower_conv_depthwise(Ctx& c, const ir::Node& n, const ConvNode& cn, const C
   const HbmView Wv = cn.w->has_data()
                          ? c.b.constant(pfx + ".wl", {g.C, KK}, op_t, cn.w->data->floats())
                          : c.view(cn.w).reshape({g.C, KK});
-  for (int64_t c0 = 0; c0 < g.C; c0 += 128) {
-    const int64_t ct = std::min<int64_t>(128, g.C - c0);
+  const int64_t P = c.target.partitions;
+  for (int64_t c0 = 0; c0 < g.C; c0 += P) {
+    const int64_t ct = std::min<int64_t>(P, g.C - c0);
     TileView wt = c.b.tile(wp, {ct, KK}, op_t);
     c.b.dma(wt, Wv({sl(c0, c0 + ct), all()}));
     for (int64_t n0 = 0; n0 < g.N; ++n0)

@@ -393,8 +393,7 @@ TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
     need(1);
     const float inf = std::numeric_limits<float>::infinity();
     const float lo = attr_float(attrs, "min", -inf), hi = attr_float(attrs, "max", inf);
-    if (lo > hi)
-      unsupported(n, "Clip with min " + std::to_string(lo) + " > max " + std::to_string(hi));
+    // max then min, as numpy and torch: with lo > hi every element is hi.
     ts2(dst, full(args[0]), AluOp::max, lo, AluOp::min, hi);
     return dst;
   }
@@ -549,8 +548,9 @@ void lower_elementwise(Ctx& c, const ir::Node& n) {
                            c.target.sbuf_partition_bytes / 2)
     chunk /= 2;
   const kernels::HbmView y = c.view(outv).reshape({R, C});
-  for (int64_t r0 = 0; r0 < R; r0 += 128) {
-    const int64_t rt = std::min<int64_t>(128, R - r0);
+  const int64_t P = c.target.partitions;
+  for (int64_t r0 = 0; r0 < R; r0 += P) {
+    const int64_t rt = std::min<int64_t>(P, R - r0);
     for (int64_t c0 = 0; c0 < C; c0 += chunk) {
       const int64_t ct = std::min<int64_t>(chunk, C - c0);
       std::vector<Operand> ins;

@@ -104,6 +104,7 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
   const std::map<std::string, std::string> io = io_tensor_names(g);
   for (const auto& [value, tensor] : io) used.insert(tensor);
   std::set<const ir::Value*> outs(g.outputs().begin(), g.outputs().end());
+  c.int_ranges = int_ranges(g);
   for (const ir::Value* v : g.inputs())
     c.hbm[v] = c.b.input(io.at(v->name), hbm_shape(v), hbm_type(v));
   for (const ir::Value* v : g.outputs())
@@ -128,6 +129,7 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
       throw ir::UnsupportedError("lowering: " + n.label() + ": op type '" + op +
                                  "' cannot be lowered to the chip yet; lowerable: " + list);
     }
+    check_exact_integers(n, c.int_ranges);
     // Integers are fp32 on the device: a float Div would not truncate.
     if (op == "Div" && ir::is_integer(n.outputs[0]->elem()))
       unsupported(n, "integer Div (truncating) is not lowered yet");

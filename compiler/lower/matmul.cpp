@@ -36,9 +36,9 @@ struct KTiles {
   int64_t pairs, singles;
 };
 KTiles k_tiles(const compiler::Target& t, const MatmulShape& s) {
-  const int64_t KT = ceil_div(s.K, t.matmul_max_k);
+  const int64_t KT = ceil_div(s.K, t.k_tile());
   const int64_t pairs =
-      t.matmul_double_row && isa::is_fp8(s.dt) ? s.K / t.matmul_max_k / 2 : int64_t{0};
+      t.matmul_double_row && isa::is_fp8(s.dt) ? s.K / t.k_tile() / 2 : int64_t{0};
   return {pairs, KT - 2 * pairs};
 }
 
@@ -61,9 +61,9 @@ BlockedBufs blocked_bufs(const compiler::Target& t, const MatmulShape& s, bool m
 }
 
 uint64_t blocked_need(const compiler::Target& t, const MatmulShape& s, int64_t gm) {
-  const int64_t MT = ceil_div(s.M, t.matmul_max_m);
+  const int64_t MT = ceil_div(s.M, t.m_tile());
   const uint64_t es = isa::dtype_size(s.dt);
-  const int64_t width = std::min(gm, MT) * t.matmul_max_m;
+  const int64_t width = std::min(gm, MT) * t.m_tile();
   const BlockedBufs b = blocked_bufs(t, s, MT > gm);
   return static_cast<uint64_t>((b.at + 2 * b.at2) * width) * es +
          static_cast<uint64_t>((b.b + 2 * b.b2) * s.chunk) * es +
@@ -73,7 +73,7 @@ uint64_t blocked_need(const compiler::Target& t, const MatmulShape& s, int64_t g
 // m-tiles per block: as many as PSUM accumulators and SBUF allow (0: none fits).
 int blocked_group(const compiler::Target& t, const MatmulShape& s, uint64_t other_bytes) {
   const uint64_t budget = t.sbuf_partition_bytes - std::min(t.sbuf_partition_bytes, other_bytes);
-  int gm = static_cast<int>(std::min<int64_t>(acc_banks(t), ceil_div(s.M, t.matmul_max_m)));
+  int gm = static_cast<int>(std::min<int64_t>(acc_banks(t), ceil_div(s.M, t.m_tile())));
   while (gm > 0 && blocked_need(t, s, gm) > budget * 7 / 8) --gm;
   return gm;
 }
@@ -86,7 +86,7 @@ struct BlockedPools {
 BlockedPools blocked_pools(Ctx& c, const std::string& pfx, const MatmulShape& s, int gm,
                            int64_t batches) {
   const compiler::Target& t = c.target;
-  const int64_t MT = ceil_div(s.M, t.matmul_max_m);
+  const int64_t MT = ceil_div(s.M, t.m_tile());
   const BlockedBufs b = blocked_bufs(t, s, MT > gm || batches > 1);
   auto bufs = [](int64_t n) { return static_cast<uint32_t>(std::max<int64_t>(n, 1)); };
   BlockedPools p;
@@ -111,7 +111,7 @@ void blocked_gemm(Ctx& c, const BlockedPools& p, const MatmulShape& s, int gm,
                   const kernels::HbmView& A, const kernels::HbmView& B, int64_t r0,
                   const Evac& evac) {
   const compiler::Target& t = c.target;
-  const int64_t KP = t.matmul_max_k, MP = t.matmul_max_m;
+  const int64_t KP = t.k_tile(), MP = t.m_tile();
   const int64_t KT = ceil_div(s.K, KP), MT = ceil_div(s.M, MP);
   const int64_t pairs = k_tiles(t, s).pairs;  // k-tiles 0 .. 2 * pairs - 1 go in twos
   for (int64_t m_base = 0; m_base < MT; m_base += gm) {
@@ -291,7 +291,7 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
   const kernels::PoolRef w_pool = c.b.pool(pfx + ".w", isa::MemSpace::sbuf, 2);
   const kernels::PoolRef cast_pool = c.b.pool(pfx + ".cast", isa::MemSpace::sbuf, 4);
   const kernels::PoolRef tp_pool = c.b.pool(pfx + ".tp", isa::MemSpace::psum, 2);
-  const int64_t kt_max = c.target.matmul_max_k, mt_max = c.target.matmul_max_m;
+  const int64_t kt_max = c.target.k_tile(), mt_max = c.target.m_tile();
   for (int64_t bi = 0; bi < batches; ++bi) {
     const int64_t ab = a_batched ? bi : 0, bb = b_batched ? bi : 0;
     for (int64_t m0 = 0; m0 < M; m0 += mt_max) {

@@ -291,7 +291,8 @@ void lower_tile(Ctx& c, const ir::Node& n) {
 }
 
 // Gather with run-time indices on axis 0: out[t, :] = sum_v (idx[t] == v) * table[v, :].
-// Per 128-token tile and 512-column chunk, vocab tiles of 128 accumulate in PSUM:
+// Per token tile (the target's partitions) and column chunk (one PSUM bank), vocab
+// tiles of a partition count accumulate in PSUM:
 // stationary = one-hot [v, t] (indices broadcast to every partition, compared with
 // the partition's vocab id from iota), moving = table rows [v, cols].
 void lower_gather_runtime(Ctx& c, const ir::Node& n) {
@@ -312,11 +313,13 @@ void lower_gather_runtime(Ctx& c, const ir::Node& n) {
   const kernels::PoolRef tp = c.b.pool(pfx + ".table", isa::MemSpace::sbuf, 2);
   const kernels::PoolRef op = c.b.pool(pfx + ".out", isa::MemSpace::sbuf, 2);
   const kernels::PoolRef pp = c.b.pool(pfx + ".psum", isa::MemSpace::psum, 2);
-  const int64_t P = std::min<int64_t>(128, V);
+  // Tokens are the matmul's M (PSUM rows), vocab entries its K (SBUF partitions).
+  const int64_t tparts = c.target.m_tile(), vparts = c.target.k_tile();
+  const int64_t P = std::min<int64_t>(vparts, V);
   const int64_t chunk =
       std::min<int64_t>(c.target.matmul_max_n, static_cast<int64_t>(c.target.psum_bank_bytes / 4));
-  for (int64_t t0 = 0; t0 < T; t0 += 128) {
-    const int64_t tt = std::min<int64_t>(128, T - t0);
+  for (int64_t t0 = 0; t0 < T; t0 += tparts) {
+    const int64_t tt = std::min<int64_t>(tparts, T - t0);
     // The token indices on every partition; negative ones count from the end.
     TileView ix = c.b.tile(ip, {P, tt}, DType::fp32);
     c.b.dma(ix, idx({sl(t0, t0 + tt)}).broadcast(0, P));
@@ -329,8 +332,8 @@ void lower_gather_runtime(Ctx& c, const ir::Node& n) {
     for (int64_t d0 = 0; d0 < D; d0 += chunk) {
       const int64_t dc = std::min(chunk, D - d0);
       TileView ps = c.b.tile(pp, {tt, dc}, DType::fp32);
-      for (int64_t v0 = 0; v0 < V; v0 += 128) {
-        const int64_t vt = std::min<int64_t>(128, V - v0);
+      for (int64_t v0 = 0; v0 < V; v0 += vparts) {
+        const int64_t vt = std::min<int64_t>(vparts, V - v0);
         TileView vid = c.b.tile(vp, {vt, 1}, DType::fp32);
         c.b.iota(vid, static_cast<float>(v0), 1, {0});
         TileView oh = c.b.tile(hp, {vt, tt}, DType::fp32);
@@ -355,6 +358,16 @@ void lower_gather(Ctx& c, const ir::Node& n) {
     if (axis != 0)
       unsupported(n, "Gather of run-time indices is lowered on axis 0 only (got axis " +
                          std::to_string(axis) + ")");
+    // An index beyond [-V, V-1] would match no one-hot row and silently give a row of
+    // zeros; the device cannot report it, so indices not proven in range run on the
+    // host, whose interpreter checks every index.
+    const auto r = c.int_ranges.find(iv);
+    if (r == c.int_ranges.end() || r->second.lo < -static_cast<double>(s[axis]) ||
+        r->second.hi > static_cast<double>(s[axis] - 1))
+      unsupported(n, "indices '" + iv->name + "' known only at run time are not provably in [" +
+                         std::to_string(-s[axis]) + ", " + std::to_string(s[axis] - 1) +
+                         "] (the device cannot check them; an out-of-range one would give "
+                         "zeros)");
     lower_gather_runtime(c, n);
     return;
   }
@@ -400,8 +413,9 @@ void lower_cast(Ctx& c, const ir::Node& n) {
   while (chunk > 16 && static_cast<uint64_t>(chunk) * 4 * 26 > c.target.sbuf_partition_bytes / 2)
     chunk /= 2;
   constexpr float k23 = 8388608.0f;  // 2^23: fp32 values from here on are integers
-  for (int64_t r0 = 0; r0 < R; r0 += 128) {
-    const int64_t rt = std::min<int64_t>(128, R - r0);
+  const int64_t P = c.target.partitions;
+  for (int64_t r0 = 0; r0 < R; r0 += P) {
+    const int64_t rt = std::min<int64_t>(P, R - r0);
     for (int64_t c0 = 0; c0 < C; c0 += chunk) {
       const int64_t ct = std::min(chunk, C - c0);
       auto work = [&](DType t = DType::fp32) { return c.b.tile(wp, {rt, ct}, t); };
@@ -504,7 +518,7 @@ constexpr int64_t kTeTransposeMinElems = 4096;
 // DMA with contiguous runs. When it moves, a DMA would go element by element, so
 // the tensor engine transposes instead: for every index of the other axes (the
 // batch), the [A, L] matrix (A = the axis that becomes innermost, L = the input's
-// innermost axis) is loaded as contiguous rows, transposed in 128 x 128 blocks into
+// innermost axis) is loaded as contiguous rows, transposed in P x P blocks (P partitions) into
 // PSUM, copied out to SBUF and stored as contiguous rows of the [L, A] result.
 void lower_transpose(Ctx& c, const ir::Node& n) {
   const ir::Value* xv = n.input(0);
@@ -547,10 +561,11 @@ void lower_transpose(Ctx& c, const ir::Node& n) {
     const kernels::PoolRef xp = c.b.pool(pfx + ".tx", isa::MemSpace::sbuf, 3);
     const kernels::PoolRef yp = c.b.pool(pfx + ".ty", isa::MemSpace::sbuf, 3);
     const kernels::PoolRef pp = c.b.pool(pfx + ".tp", isa::MemSpace::psum, 4);
-    // L columns per load: up to 2048 (1 MiB fp32 per 128 rows, which amortises the
+    // L columns per load: up to 16 P (1 MiB fp32 per 128 rows, which amortises the
     // DMA fixed costs), within a sixth of a partition (x and y, 3 buffers each).
+    const int64_t P = c.target.partitions;
     const int64_t kCols = std::clamp<int64_t>(
-        static_cast<int64_t>(c.target.sbuf_partition_bytes / (6 * 4)) / 128 * 128, 128, 2048);
+        static_cast<int64_t>(c.target.sbuf_partition_bytes / (6 * 4)) / P * P, P, 16 * P);
     for (int64_t b = 0; b < B; ++b) {
       // The batch index, outermost batch axis first.
       HbmView xb = X, yb = Y;
@@ -567,35 +582,35 @@ void lower_transpose(Ctx& c, const ir::Node& n) {
           yb = yb({kernels::at(idx[k])});
         }
       }
-      for (int64_t a0 = 0; a0 < A; a0 += 128) {
-        const int64_t pa = std::min<int64_t>(128, A - a0);
+      for (int64_t a0 = 0; a0 < A; a0 += P) {
+        const int64_t pa = std::min<int64_t>(P, A - a0);
         for (int64_t l0 = 0; l0 < L; l0 += kCols) {
           const int64_t lw = std::min(kCols, L - l0);
           TileView xt = c.b.tile(xp, {pa, lw}, DType::fp32);
           c.b.dma(xt, xb({sl(a0, a0 + pa), sl(l0, l0 + lw)}));
-          // Full 128-column blocks: transposed 4 at a time into one PSUM bank
-          // [128, 4, pa], copied out into one SBUF tile [128, full, pa], stored at
+          // Full P-column blocks: transposed 4 at a time into one PSUM bank
+          // [P, 4, pa], copied out into one SBUF tile [P, full, pa], stored at
           // once; a last partial block [pl, pa] goes on its own.
-          const int64_t full = lw / 128, tail = lw % 128;
+          const int64_t full = lw / P, tail = lw % P;
           if (full > 0) {
-            TileView yt = c.b.tile(yp, {128, full, pa}, DType::fp32);
+            TileView yt = c.b.tile(yp, {P, full, pa}, DType::fp32);
             for (int64_t j0 = 0; j0 < full; j0 += 4) {
               const int64_t nj = std::min<int64_t>(4, full - j0);
-              TileView pt = c.b.tile(pp, {128, nj, pa}, DType::fp32);
+              TileView pt = c.b.tile(pp, {P, nj, pa}, DType::fp32);
               for (int64_t j = 0; j < nj; ++j)
                 c.b.transpose(pt({all(), kernels::at(j), all()}),
-                              xt({all(), sl((j0 + j) * 128, (j0 + j + 1) * 128)}));
+                              xt({all(), sl((j0 + j) * P, (j0 + j + 1) * P)}));
               c.b.tensor_copy(yt({all(), sl(j0, j0 + nj), all()}), pt);
             }
-            // Output rows l0 + j*128 + p, columns a0..a0+pa: [p, j, a].
-            c.b.dma(yb({sl(a0, a0 + pa), sl(l0, l0 + full * 128)})
+            // Output rows l0 + j*P + p, columns a0..a0+pa: [p, j, a].
+            c.b.dma(yb({sl(a0, a0 + pa), sl(l0, l0 + full * P)})
                         .permute({1, 0})
-                        .reshape({full, 128, pa})
+                        .reshape({full, P, pa})
                         .permute({1, 0, 2}),
                     yt);
           }
           if (tail > 0) {
-            const int64_t t0 = full * 128;
+            const int64_t t0 = full * P;
             TileView pt = c.b.tile(pp, {tail, pa}, DType::fp32);
             c.b.transpose(pt, xt({all(), sl(t0, lw)}));
             TileView yt = c.b.tile(yp, {tail, pa}, DType::fp32);

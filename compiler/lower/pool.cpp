@@ -53,8 +53,9 @@ void lower_global_pool(Ctx& c, const ir::Node& n) {
       1, std::min<int64_t>(S, static_cast<int64_t>(c.target.sbuf_partition_bytes / 4 / 8)));
   const HbmView X = c.view(n.input(0)).reshape({R, S});
   const HbmView Y = c.view(n.outputs[0]).reshape({R, 1});
-  for (int64_t r0 = 0; r0 < R; r0 += 128) {
-    const int64_t rt = std::min<int64_t>(128, R - r0);
+  const int64_t P = c.target.partitions;
+  for (int64_t r0 = 0; r0 < R; r0 += P) {
+    const int64_t rt = std::min<int64_t>(P, R - r0);
     TileView acc = c.b.tile(ap, {rt, 1}, DType::fp32);
     for (int64_t s0 = 0; s0 < S; s0 += chunk) {
       const int64_t st = std::min(chunk, S - s0);
@@ -139,8 +140,9 @@ void lower_pool(Ctx& c, const ir::Node& n) {
   const kernels::PoolRef rp = c.b.pool(pfx + ".recip", isa::MemSpace::sbuf, 2);
   const HbmView X = c.view(n.input(0)).reshape({R, H, W});
   const HbmView Y = c.view(n.outputs[0]).reshape({R, OH, OW});
-  for (int64_t r0 = 0; r0 < R; r0 += 128) {
-    const int64_t rt = std::min<int64_t>(128, R - r0);
+  const int64_t P = c.target.partitions;
+  for (int64_t r0 = 0; r0 < R; r0 += P) {
+    const int64_t rt = std::min<int64_t>(P, R - r0);
     for (int64_t oh0 = 0; oh0 < OH; oh0 += ohc) {
       const int64_t oc = std::min(ohc, OH - oh0);
       const int64_t b0 = oh0 * sh - ph, rows = band_rows(oc);

@@ -147,8 +147,9 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
   const bool splittable = op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" ||
                           op == "ReduceMin" || op == "ReduceL1" || op == "ReduceL2" ||
                           op == "ReduceSumSquare" || op == "ReduceLogSum";
-  if (splittable && R <= 64 && C >= kSplitMinCols) {
-    for (int64_t d = 128 / R; d >= 2 && q == 1; --d)
+  const int64_t parts = c.target.partitions;
+  if (splittable && 2 * R <= parts && C >= kSplitMinCols) {
+    for (int64_t d = parts / R; d >= 2 && q == 1; --d)
       if (C % d == 0) q = d;
     if (q > 1) {
       try {
@@ -230,8 +231,8 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
     c.b.dma(t, row.broadcast(0, p));
     return t;
   };
-  // Resident rows: parameters loaded once for up to 128 partitions.
-  const int64_t P = std::min<int64_t>(128, R);
+  // Resident rows: parameters loaded once for up to a tile of partitions.
+  const int64_t P = std::min<int64_t>(parts, R);
   std::optional<TileView> scale_all, bias_all;
   if (resident && scale_v) scale_all = load_param(scale_v, P, 0, C);
   if (resident && bias_v) bias_all = load_param(bias_v, P, 0, C);
@@ -245,8 +246,8 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
   };
   std::optional<TileView> split_part;  // [R*q, 1] partials of a split reduction
 
-  for (int64_t r0 = 0; r0 < R; r0 += 128) {
-    const int64_t p = std::min<int64_t>(128, R - r0);
+  for (int64_t r0 = 0; r0 < R; r0 += parts) {
+    const int64_t p = std::min<int64_t>(parts, R - r0);
     auto stat = [&] { return c.b.tile(sp, {p, 1}, DType::fp32); };
     auto acc = [&](int64_t w = 1) { return c.b.tile(ap, {p, w}, DType::fp32); };
     std::optional<TileView> xres;  // the whole row when resident
@@ -326,7 +327,7 @@ void lower_rowwise(Ctx& c, const ir::Node& n) {
         }
         if (k > 0) c.b.tensor_tensor(a, a, part, comb);
       }
-      if (q > 1) {  // R <= 128: the only row tile
+      if (q > 1) {  // R <= partitions: the only row tile
         split_part = a;
         continue;
       }

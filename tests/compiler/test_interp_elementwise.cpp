@@ -49,6 +49,8 @@ TEST(InterpUnary, Arithmetic) {
   expect_floats(unary("Sign"), {-1, -1, 0, 1, 1});
   expect_floats(unary("Clip", "{min=-1.0, max=1.0}"), {-1, -0.5f, 0, 0.5f, 1});
   expect_floats(unary("Clip", "{max=0.0}"), {-2, -0.5f, 0, 0, 0});  // min defaults to -inf
+  // min > max: min(max(x, lo), hi) is hi everywhere (numpy, torch).
+  expect_floats(unary("Clip", "{min=1.0, max=-1.0}"), {-1, -1, -1, -1, -1});
   Tensor p = F({2}, {1.0f, 4.0f});
   expect_floats(unary("Exp", "", p), {2.71828183f, 54.5981500f});
   expect_floats(unary("Log", "", p), {0.0f, 1.38629436f});
@@ -65,6 +67,7 @@ TEST(InterpUnary, Arithmetic) {
   expect_ints(unary("Neg", "", i), {3, 0, -5});
   expect_ints(unary("Sign", "", i), {-1, 0, 1});
   expect_ints(unary("Clip", "{min=-1.0, max=2.0}", i), {-1, 0, 2});
+  expect_ints(unary("Clip", "{min=3.0, max=-2.0}", i), {-2, -2, -2});
   // NaN/inf tests give bool.
   Tensor s = F({3}, {NAN, INFINITY, -INFINITY});
   expect_ints(run_y("input %x: fp32[3]\n%y: bool[3] = IsNaN(%x)\noutput %y", {{"x", s}}),

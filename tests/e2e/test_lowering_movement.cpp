@@ -139,11 +139,14 @@ TEST(LoweringMovement, ExpandAndTileFp32) {
 
 // Embedding lookup: a constant table [300,70] (three vocab tiles, 44 rows in the
 // last) indexed by run-time int64 indices [2,150] (two token tiles), some negative.
+// The Clip proves the indices in range, so the Gather may run on the device (the
+// device cannot check an index; unproven ones go to the host).
 ir::Graph embedding_graph() {
   ir::Graph g;
   Value* idx = g.add_input("idx", {ElemType::int64, {2, 150}});
   Value* table = g.add_constant("table", random_tensor({300, 70}, 3));
-  g.add_output(node(g, "Gather", {table, idx}, {{"axis", int64_t{0}}}));
+  Value* safe = node(g, "Clip", {idx}, {{"min", Attribute(-300.0f)}, {"max", Attribute(299.0f)}});
+  g.add_output(node(g, "Gather", {table, safe}, {{"axis", int64_t{0}}}));
   return g;
 }
 
@@ -210,6 +213,21 @@ TEST(LoweringMovement, RefusalsNameWhatIsUnsupported) {
     Value* i = g.add_input("I", {ElemType::int64, {3}});
     g.add_output(node(g, "Gather", {x, i}, {{"axis", int64_t{1}}}));
     expect_refused(std::move(g), {"Gather", "axis 0 only"});
+  }
+  {  // run-time indices not provably in range: the device could not check them
+    ir::Graph g;
+    Value* t = g.add_constant("T", random_tensor({10, 4}, 5));
+    Value* i = g.add_input("I", {ElemType::int64, {3}});
+    Value* c = node(g, "Clip", {i}, {{"min", Attribute(-10.0f)}, {"max", Attribute(10.0f)}});
+    g.add_output(node(g, "Gather", {t, c}, {{"axis", int64_t{0}}}));
+    expect_refused(std::move(g), {"Gather", "not provably in [-10, 9]"});
+  }
+  {  // constant indices out of range: refused naming the index (the host refuses too)
+    ir::Graph g;
+    Value* x = g.add_input("X", {ElemType::fp32, {4, 9}});
+    Value* i = g.add_constant("I", Tensor::from_ints({2}, {1, -10}));
+    g.add_output(node(g, "Gather", {x, i}, {{"axis", int64_t{1}}}));
+    expect_refused(std::move(g), {"Gather", "index -10 is out of range for axis 1 of size 9"});
   }
   {  // reversing both axes of [64,64]: 4096 single-element DMAs
     ir::Graph g;
@@ -300,6 +318,20 @@ print('round trip ok')
       (dir / "m.onnx").string() + " -c tiny --input idx=" + (dir / "big.npy").string());
   EXPECT_NE(big.code, 0) << big.out;
   EXPECT_NE(big.out.find("beyond 2^24"), std::string::npos) << big.out;
+
+  // A float .npy for the int64 input must hold whole numbers: NaN or 2.7 is an
+  // error naming the input and the file (not truncated to 2, nor NaN sent on).
+  for (const char* bad : {"np.nan", "2.7"}) {
+    const std::string f = (dir / "frac.npy").string();
+    const test::CmdResult fr =
+        test::run_cmd("/usr/bin/python3 -c \"import numpy as np; a = np.zeros((3, 5)); a[1, 2] = " +
+                      std::string(bad) + "; np.save('" + f + "', a)\" && " + test::trnsim_bin() +
+                      " run " + (dir / "m.onnx").string() + " -c tiny --input idx=" + f);
+    EXPECT_NE(fr.code, 0) << fr.out;
+    EXPECT_NE(fr.out.find(f), std::string::npos) << fr.out;
+    EXPECT_NE(fr.out.find("input 'idx'"), std::string::npos) << fr.out;
+    EXPECT_NE(fr.out.find("not a whole number"), std::string::npos) << fr.out;
+  }
 }
 
 }  // namespace

@@ -44,7 +44,9 @@ std::string encoder_body(int seq) {
 }
 
 // nanoGPT-style block over T tokens, batch 2. `masked_fill`: the causal mask as
-// Where(triu mask, -inf, att); otherwise an additive mask (0 / -inf).
+// Where(triu mask, -inf, att); otherwise an additive mask (0 / -inf). The token ids
+// are clamped to the vocabulary: the device cannot check run-time Gather indices, so
+// only provably in-range ones are looked up there (unproven ones go to the host).
 std::string gpt_body(bool masked_fill, int T) {
   std::string b =
       "class Block(torch.nn.Module):\n"
@@ -62,7 +64,8 @@ std::string gpt_body(bool masked_fill, int T) {
       "  def forward(s, idx):\n"
       "    B, T = idx.shape\n"
       "    D = s.tok.weight.shape[1]; hd = D // s.H\n"
-      "    x = s.tok(idx) + s.pos(torch.arange(T))\n"
+      "    V = s.tok.num_embeddings\n"
+      "    x = s.tok(idx.clamp(-V, V - 1)) + s.pos(torch.arange(T))\n"
       "    q, k, v = s.qkv(s.ln1(x)).split(D, dim=-1)\n"
       "    q = q.view(B, T, s.H, hd).transpose(1, 2)\n"
       "    k = k.view(B, T, s.H, hd).transpose(1, 2)\n"

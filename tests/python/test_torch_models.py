@@ -59,7 +59,10 @@ if torch is not None:
 
         def forward(self, idx):
             b, t = idx.shape
-            x = self.tok(idx) + self.pos(torch.arange(t))
+            # Clamped: the chip looks up only token ids proven in range (it cannot check
+            # them at run time; unproven ones go to the host).
+            v = self.tok.num_embeddings
+            x = self.tok(idx.clamp(-v, v - 1)) + self.pos(torch.arange(t))
             q, k, v = self.qkv(self.ln1(x)).split(self.h * self.dk, dim=-1)
             q, k, v = (z.reshape(b, t, self.h, self.dk).transpose(1, 2) for z in (q, k, v))
             a = (q @ k.transpose(-1, -2)) / self.dk ** 0.5

@@ -780,6 +780,12 @@ class Builder:
                                                self.size(600))))
         ishape = self.r.choice([(self.r.randint(1, 200),), (2, self.r.randint(1, 70))])
         idx = self.input(ishape, "i")
+        # Clipped to the table: the device looks up only indices proven in range (it
+        # cannot check them at run time; unproven ones go to the host).
+        rows = table.shape[0]
+        idx = self.one("Clip", [idx, self.const(np.array(-rows, np.int64)),
+                                self.const(np.array(rows - 1, np.int64))], tuple(ishape),
+                       dtype="i", mag=idx.mag, lo=idx.lo, exact=True)
         return self.one("Gather", [table, idx], tuple(ishape) + table.shape[1:], mag=table.mag,
                         exact=table.exact, attrs={"axis": 0})
 
