@@ -30,6 +30,7 @@
 #include "platform/config.h"
 #include "runtime/device.h"
 #include "runtime/fallback.h"
+#include "runtime/host_memory.h"
 #include "runtime/onnx_program.h"
 #include "runtime/report.h"
 #include "runtime/validate.h"
@@ -365,6 +366,7 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   // cost host memory and time (gigabytes for a large model); host-fallback segments
   // compute on the host and still need them.
   if (random_inputs && (functional || model.partitioned)) {
+    if (functional) runtime::check_host_memory(prog);  // before allocating the inputs
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (const auto& d : prog.tensors) {
