@@ -519,7 +519,7 @@ std::string schema_table() {
     wk = std::max(wk, k.key.size());
     wt = std::max(wt, value_type_name(k.type).size());
     wu = std::max(wu, k.unit.size());
-    wc = std::max(wc, k.check.text().size());
+    wc = std::max(wc, k.check.text(k.type).size());
   }
   const auto pad = [](std::string s, size_t w) {
     s.resize(std::max(w, s.size()), ' ');
@@ -528,7 +528,7 @@ std::string schema_table() {
   std::string out = pad("key", wk) + "  " + pad("type", wt) + "  " + pad("unit", wu) + "  " +
                     pad("check", wc) + "  description\n";
   for (const auto& k : keys) {
-    const std::string check = k.check.text();
+    const std::string check = k.check.text(k.type);
     out += pad(k.key, wk) + "  " + pad(std::string(value_type_name(k.type)), wt) + "  " +
            pad(k.unit.empty() ? "-" : k.unit, wu) + "  " +
            pad(k.type == ValueType::boolean ? "-" : check, wc) + "  " + k.description + "\n";

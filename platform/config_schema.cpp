@@ -1,5 +1,7 @@
 #include "platform/config_schema.h"
 
+#include "models/isa/limits.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,20 +10,47 @@
 namespace trnsim::platform::schema {
 namespace {
 
+// A partition of SBUF or PSUM: at most 4 MiB (512 MiB per core; the real ones are
+// 192 KiB and 16 KiB).
+constexpr double kMaxPartitionBytes = 4 << 20;
+// DMA engines per chip: every one binds to the HBM, and elaborating more takes
+// seconds to minutes.
+constexpr uint64_t kMaxChipDmaEngines = 16384;
+
 std::string num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.10g", v);
   return buf;
 }
 
-Check positive() {
-  return Check{.min = 0, .min_exclusive = true};
-}
 Check at_least(double n) {
   return Check{.min = n};
 }
 Check any() {
   return Check{};
+}
+// The ranges below keep every value the models turn into simulated time (a clock
+// period, a per-byte time, a fixed cost) representable, and every structure the
+// models allocate within what a host holds (`trnsim info --keys` lists them).
+// Clocks: a period of at most 1 ms and at least the 1 ps time resolution.
+Check clock() {
+  return Check{.min = 1e3, .max = 1e12};
+}
+// Bandwidths: at most 1 ms per byte.
+Check bandwidth() {
+  return Check{.min = 1e3};
+}
+// Fixed costs and latencies.
+Check duration() {
+  return Check{.max = 1};
+}
+// Cycle counts of a static cost: with clock(), at most 1000 s each.
+Check cycles(double min = 0) {
+  return Check{.min = min, .max = 1e6};
+}
+// Slowdowns and speedups (x).
+Check factor() {
+  return Check{.min = 1, .max = 1024};
 }
 Check range(double lo, double hi, uint64_t multiple_of = 0) {
   return Check{.min = lo, .max = hi, .multiple_of = multiple_of};
@@ -44,16 +73,16 @@ template <auto Eng>
 void add_engine(std::vector<KeyDef>& v, const std::string& name, const std::string& what) {
   using models::engine_params;
   const std::string p = "core." + name + ".";
-  v.push_back({p + "clock", ValueType::frequency, "Hz", what + " clock", positive(),
+  v.push_back({p + "clock", ValueType::frequency, "Hz", what + " clock", clock(),
                &engine_field<Eng, &engine_params::clock_hz>});
   v.push_back({p + "min_ii", ValueType::cycles, "cycles",
-               what + " minimum initiation interval: cycles between instruction starts",
-               at_least(1), &engine_field<Eng, &engine_params::min_ii_cycles>});
+               what + " minimum initiation interval: cycles between instruction starts", cycles(1),
+               &engine_field<Eng, &engine_params::min_ii_cycles>});
   v.push_back({p + "overhead", ValueType::cycles, "cycles",
-               what + " static per-instruction overhead", any(),
+               what + " static per-instruction overhead", cycles(),
                &engine_field<Eng, &engine_params::overhead_cycles>});
   v.push_back({p + "sem_latency", ValueType::cycles, "cycles",
-               what + " latency from a satisfied semaphore wait to issue", any(),
+               what + " latency from a satisfied semaphore wait to issue", cycles(),
                &engine_field<Eng, &engine_params::sem_latency_cycles>});
 }
 
@@ -64,26 +93,30 @@ std::vector<KeyDef> build() {
                REF(uint32_t, cores)});
 
   v.push_back({"host.link_bandwidth", T::bandwidth, "B/s",
-               "host <-> device link bandwidth per direction (host-fallback transfers)", positive(),
-               REF(double, host.link_bandwidth_bps)});
-  v.push_back({"host.link_latency", T::time, "s", "host <-> device latency per transfer", any(),
-               REF(double, host.link_latency_s)});
+               "host <-> device link bandwidth per direction (host-fallback transfers)",
+               bandwidth(), REF(double, host.link_bandwidth_bps)});
+  v.push_back({"host.link_latency", T::time, "s", "host <-> device latency per transfer",
+               duration(), REF(double, host.link_latency_s)});
 
-  v.push_back({"hbm.size", T::size, "B", "HBM capacity of the chip", positive(),
+  // Storage is paged on first write: any size up to the ISA's limit costs only what
+  // programs touch.
+  v.push_back({"hbm.size", T::size, "B", "HBM capacity of the chip",
+               Check{.min = 0, .min_exclusive = true, .max = double(isa::kMaxHbmBytes)},
                REF(uint64_t, hbm.size_bytes)});
   v.push_back({"hbm.bandwidth", T::bandwidth, "B/s",
-               "peak HBM bandwidth of the chip, shared by all DMA engines", positive(),
+               "peak HBM bandwidth of the chip, shared by all DMA engines", bandwidth(),
                REF(double, hbm.bandwidth_bps)});
   v.push_back(
-      {"hbm.latency", T::time, "s", "HBM access latency", any(), REF(double, hbm.latency_s)});
+      {"hbm.latency", T::time, "s", "HBM access latency", duration(), REF(double, hbm.latency_s)});
   v.push_back(
-      {"hbm.stacks", T::count, "stacks", "HBM stacks", at_least(1), REF(uint32_t, hbm.stacks)});
+      {"hbm.stacks", T::count, "stacks", "HBM stacks", range(1, 128), REF(uint32_t, hbm.stacks)});
   v.push_back({"hbm.channels_per_stack", T::count, "channels",
                "independent channels per stack; each serves bandwidth / (stacks x channels)",
                range(1, 1024), REF(uint32_t, hbm.channels_per_stack)});
   v.push_back({"hbm.interleave", T::size, "B",
                "address interleaving granule: consecutive granules go to different channels",
-               Check{.min = 1, .power_of_two = true}, REF(uint64_t, hbm.interleave_bytes)});
+               Check{.min = 1, .max = double(1 << 30), .power_of_two = true},
+               REF(uint64_t, hbm.interleave_bytes)});
 
   // Semaphore ids are 16 bits in the ISA.
   v.push_back({"core.semaphores", T::count, "semaphores", "semaphores per core", range(1, 65536),
@@ -97,7 +130,7 @@ std::vector<KeyDef> build() {
                "PE array columns, along the stationary free size M (M > cols folds into passes)",
                range(1, 128), REF(uint32_t, core.tensor.cols)});
   v.push_back({"core.tensor.fp32_slowdown", T::count, "x",
-               "passes an fp32 matmul takes relative to bf16", at_least(1),
+               "passes an fp32 matmul takes relative to bf16", factor(),
                REF(uint32_t, core.tensor.fp32_slowdown)});
   v.push_back({"core.tensor.fp8_double_row", T::boolean, "",
                "fp8 matmul contracts 2*rows per pass at bf16 time (NC-v3+)", any(),
@@ -113,7 +146,7 @@ std::vector<KeyDef> build() {
   v.push_back({"core.tensor.fast_load_speedup", T::count, "x",
                "background stationary load vs a multiply of the same free size: a tile of M "
                "columns loads in ceil(M / this) cycles",
-               at_least(1), REF(uint32_t, core.tensor.fast_load_speedup)});
+               factor(), REF(uint32_t, core.tensor.fast_load_speedup)});
   v.push_back({"core.tensor.tile_size", T::count, "PEs",
                "array tiling: matmuls with K and M <= this run concurrently in min(rows, cols) "
                "/ this tiles (= rows: no tiling; 64: 2x64; 32: 4x32)",
@@ -126,18 +159,19 @@ std::vector<KeyDef> build() {
                Check{.min = 0, .min_exclusive = true, .max = 1},
                REF(double, core.tensor.throttle_start)});
   v.push_back({"core.tensor.throttle_ramp", T::time, "s",
-               "time the throttle ramps from throttle_start to full throughput", any(),
+               "time the throttle ramps from throttle_start to full throughput", duration(),
                REF(double, core.tensor.throttle_ramp_s)});
   v.push_back({"core.tensor.throttle_idle", T::time, "s",
                "window of utilisation below throttle_reengage after which the ramp restarts",
-               positive(), REF(double, core.tensor.throttle_idle_s)});
+               Check{.min = 0, .min_exclusive = true, .max = 1},
+               REF(double, core.tensor.throttle_idle_s)});
   v.push_back({"core.tensor.throttle_reengage", T::ratio, "fraction",
                "array utilisation below which a throttle_idle window re-engages the throttle",
                range(0, 1), REF(double, core.tensor.throttle_reengage)});
 
   add_engine<&core_config::vector>(v, "vector", "Vector Engine");
   v.push_back({"core.vector.reciprocal_slowdown", T::count, "x",
-               "Vector reciprocal cost per element relative to 1 element/cycle", at_least(1),
+               "Vector reciprocal cost per element relative to 1 element/cycle", factor(),
                REF(uint32_t, core.vector.reciprocal_slowdown)});
   v.push_back({"core.vector.perf_modes", T::boolean, "",
                "bf16 2x/4x performance modes for copies, tensor_scalar and tensor_tensor", any(),
@@ -145,22 +179,23 @@ std::vector<KeyDef> build() {
 
   add_engine<&core_config::scalar>(v, "scalar", "Scalar Engine");
   v.push_back({"core.scalar.func_switch_cost", T::cycles, "cycles",
-               "cost of switching the activation function (loading another table)", any(),
+               "cost of switching the activation function (loading another table)", cycles(),
                REF(uint32_t, core.scalar.func_switch_cycles)});
 
   add_engine<&core_config::gpsimd>(v, "gpsimd", "GpSimd Engine");
   v.push_back({"core.gpsimd.start_cost", T::cycles, "cycles",
-               "fixed start cost of iota and affine_select", any(),
+               "fixed start cost of iota and affine_select", cycles(),
                REF(uint32_t, core.gpsimd.start_cycles)});
 
   add_engine<&core_config::sync>(v, "sync", "Sync engine (DMA-triggering sequencer)");
 
   v.push_back({"core.sbuf.partitions", T::count, "partitions", "SBUF partitions", partitions(),
                REF(uint32_t, core.sbuf.partitions)});
+  // Partition sizes: a core's memories are allocated when a program first uses it.
   v.push_back({"core.sbuf.partition_size", T::size, "B", "SBUF bytes per partition",
-               Check{.min = 0, .min_exclusive = true, .multiple_of = 4},
+               Check{.min = 0, .min_exclusive = true, .max = kMaxPartitionBytes, .multiple_of = 4},
                REF(uint64_t, core.sbuf.partition_bytes)});
-  v.push_back({"core.sbuf.clock", T::frequency, "Hz", "SBUF port clock", positive(),
+  v.push_back({"core.sbuf.clock", T::frequency, "Hz", "SBUF port clock", clock(),
                REF(double, core.sbuf.clock_hz)});
   v.push_back({"core.sbuf.port_width", T::count, "elements/cycle",
                "elements per cycle per SBUF read or write port", at_least(1),
@@ -172,12 +207,12 @@ std::vector<KeyDef> build() {
   v.push_back({"core.psum.partitions", T::count, "partitions", "PSUM partitions", partitions(),
                REF(uint32_t, core.psum.partitions)});
   v.push_back({"core.psum.partition_size", T::size, "B", "PSUM bytes per partition",
-               Check{.min = 0, .min_exclusive = true, .multiple_of = 4},
+               Check{.min = 0, .min_exclusive = true, .max = kMaxPartitionBytes, .multiple_of = 4},
                REF(uint64_t, core.psum.partition_bytes)});
   // Power of two so that a bank index is an address bit field.
   v.push_back({"core.psum.bank_size", T::size, "B", "PSUM bank bytes per partition",
                Check{.min = 4, .power_of_two = true}, REF(uint64_t, core.psum.bank_bytes)});
-  v.push_back({"core.psum.clock", T::frequency, "Hz", "PSUM port clock", positive(),
+  v.push_back({"core.psum.clock", T::frequency, "Hz", "PSUM port clock", clock(),
                REF(double, core.psum.clock_hz)});
   v.push_back({"core.psum.port_width", T::count, "elements/cycle",
                "elements per cycle per PSUM port", at_least(1),
@@ -189,19 +224,20 @@ std::vector<KeyDef> build() {
                "the vector/scalar PSUM port sharing applies only within one bank (NC-v3)", any(),
                REF(bool, core.psum.shared_port_per_bank)});
 
-  // DMA engine and queue numbers are 16 bits in the ISA.
-  v.push_back({"core.dma.engines", T::count, "engines", "DMA engines per core", range(1, 65536),
+  // DMA engine and queue numbers are 16 bits in the ISA. Queues cost only when a
+  // program uses them; engines are modules (cross_check bounds them per chip too).
+  v.push_back({"core.dma.engines", T::count, "engines", "DMA engines per core", range(1, 1024),
                REF(uint32_t, core.dma.engines)});
   v.push_back({"core.dma.queues_per_engine", T::count, "queues",
                "queues per DMA engine (served round-robin)", range(1, 65536),
                REF(uint32_t, core.dma.queues_per_engine)});
   v.push_back({"core.dma.bandwidth", T::bandwidth, "B/s", "bandwidth cap of one DMA engine",
-               positive(), REF(double, core.dma.bandwidth_bps)});
+               bandwidth(), REF(double, core.dma.bandwidth_bps)});
   v.push_back({"core.dma.fixed_cost", T::time, "s",
-               "fixed cost per transfer, from semaphore to data movement", any(),
+               "fixed cost per transfer, from semaphore to data movement", duration(),
                REF(double, core.dma.fixed_cost_s)});
   v.push_back({"core.dma.descriptor_cost", T::time, "s",
-               "cost per contiguous chunk (descriptor) of a transfer", any(),
+               "cost per contiguous chunk (descriptor) of a transfer", duration(),
                REF(double, core.dma.descriptor_cost_s)});
   return v;
 }
@@ -222,16 +258,32 @@ bool Check::passes(double v) const {
   return true;
 }
 
-std::string Check::text() const {
+std::string Check::text(ValueType t) const {
+  // Bounds in the key's unit ("1kHz..1THz", "0..1s"); counts as plain numbers.
+  const auto fmt = [t](double v) -> std::string {
+    if (v == 0) return "0";
+    switch (t) {
+      case ValueType::frequency:
+        return format_frequency(v);
+      case ValueType::bandwidth:
+        return format_bandwidth(v);
+      case ValueType::time:
+        return format_time(v);
+      case ValueType::size:
+        return format_size(static_cast<uint64_t>(v));
+      default:
+        return num(v);
+    }
+  };
   std::string s;
   const auto add = [&s](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
   if (min_exclusive)
-    add("> " + num(min));
+    add("> " + fmt(min));
   else if (std::isfinite(max))
-    add(num(min) + ".." + num(max));
+    add(fmt(min) + ".." + fmt(max));
   else if (min > 0)
-    add(">= " + num(min));
-  if (min_exclusive && std::isfinite(max)) add("<= " + num(max));
+    add(">= " + fmt(min));
+  if (min_exclusive && std::isfinite(max)) add("<= " + fmt(max));
   if (multiple_of != 0) add("multiple of " + num(static_cast<double>(multiple_of)));
   if (power_of_two) add("power of two");
   return s.empty() ? ">= 0" : s;
@@ -333,7 +385,7 @@ void set_value(const KeyDef& k, std::string_view text, platform_config& cfg) {
       if (k.check.multiple_of != 0) ok = ok && u % k.check.multiple_of == 0;
       if (k.check.power_of_two) ok = ok && is_pow2(u);
     }
-    if (!ok) throw std::range_error("must be " + k.check.text());
+    if (!ok) throw std::range_error("must be " + k.check.text(k.type));
   }
   std::visit(
       [&](auto ref) {
@@ -427,6 +479,12 @@ std::vector<CrossError> cross_check(const platform_config& cfg) {
                       "must be min(core.tensor.rows, core.tensor.cols) = " + std::to_string(side) +
                           why + "array tiling)"});
   }
+  if (uint64_t{cfg.cores} * c.dma.engines > kMaxChipDmaEngines)
+    errs.push_back({"core.dma.engines",
+                    std::to_string(c.dma.engines) + " x chip.cores (" + std::to_string(cfg.cores) +
+                        ") = " + std::to_string(uint64_t{cfg.cores} * c.dma.engines) +
+                        " DMA engines on the chip; the model holds at most " +
+                        std::to_string(kMaxChipDmaEngines)});
   if (uint64_t{c.tensor.max_moving_free} * 4 > c.psum.bank_bytes)
     errs.push_back({"core.tensor.max_moving_free",
                     std::to_string(c.tensor.max_moving_free) + " fp32 results (" +

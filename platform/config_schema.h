@@ -24,7 +24,9 @@ struct Check {
   bool power_of_two = false;
 
   bool passes(double v) const;
-  std::string text() const;  // "> 0", "32..128, multiple of 32", "power of two"
+  // "> 0", "32..128, multiple of 32", "power of two"; bounds in the unit of `t`
+  // ("1kHz..1THz").
+  std::string text(ValueType t = ValueType::count) const;
 };
 
 // Where a key's value lives; a plain function pointer per field.

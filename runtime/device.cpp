@@ -9,12 +9,15 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "models/common/access_checker.h"
 #include "models/common/scheduler.h"
 #include "models/common/sim_context.h"
 #include "models/common/trace.h"
 #include "models/isa/validate.h"
 #include "platform/chip.h"
+#include "runtime/host_memory.h"
 #include "runtime/report.h"
 
 namespace trnsim::runtime {
@@ -37,6 +40,31 @@ void write_text_file(const std::string& path, const std::function<void(std::ostr
   }
 }
 }  // namespace
+
+void check_host_memory(const isa::Program& p, bool poison) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return;  // unknown: let the run try
+  const uint64_t host = uint64_t(pages) * uint64_t(page);
+  uint64_t total = 0;
+  const isa::TensorDecl* largest = nullptr;
+  for (const auto& d : p.tensors) {
+    if (d.role == isa::TensorRole::scratch && !poison) continue;
+    const uint64_t b = d.bytes();
+    total = b > (UINT64_MAX - total) / 2 ? UINT64_MAX : total + 2 * b;
+    if (!largest || b > largest->bytes()) largest = &d;
+  }
+  if (total <= host) return;
+  std::string shape = "[";
+  for (size_t i = 0; i < largest->shape.size(); ++i)
+    shape += (i ? "," : "") + std::to_string(largest->shape[i]);
+  throw RunError(
+      "program '" + p.name + "': a run with data holds its tensors in host memory: " + "about " +
+      std::to_string(total) + " bytes, more than this host's " + std::to_string(host) +
+      "; the largest is " + std::string(isa::tensor_role_name(largest->role)) + " '" +
+      largest->name + "' " + shape + "] " + std::string(isa::dtype_name(largest->dtype)) + " (" +
+      std::to_string(largest->bytes()) +
+      " bytes). --no-functional simulates the timing without data");
+}
 
 DeviceOptions::DeviceOptions(bool timing_and_data) : functional(timing_and_data) {
   if (const char* e = std::getenv("TRNSIM_CHECK")) {
@@ -219,6 +247,8 @@ RunReport Device::run(const std::vector<Launch>& launches) {
       throw RunError("programs need " + std::to_string(next_base) +
                      " bytes of HBM; the device has " + std::to_string(I.cfg.hbm.size_bytes));
   }
+  if (I.ctx.functional)
+    for (const Launch& l : launches) check_host_memory(*l.program, I.opts.poison);
   if (I.opts.poison && I.ctx.functional) {
     // Scratch starts as poison: whatever reads it before writing it computes NaN.
     for (const Launch& l : launches) {

@@ -31,6 +31,7 @@
 #include "platform/config.h"
 #include "runtime/device.h"
 #include "runtime/fallback.h"
+#include "runtime/host_memory.h"
 #include "runtime/onnx_program.h"
 #include "runtime/report.h"
 #include "runtime/target_from_config.h"
@@ -418,6 +419,7 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   // cost host memory and time (gigabytes for a large model); host-fallback segments
   // compute on the host and still need values, which do not change the timing.
   if (functional ? random_inputs : model.partitioned != nullptr) {
+    if (functional) runtime::check_host_memory(prog);  // before allocating the inputs
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (const auto& d : prog.tensors) {

@@ -22,7 +22,7 @@ class bandwidth_resource {
   // The same with the duration already known (duration(bytes) of a resource at this rate).
   sc_core::sc_time reserve_for(const sc_core::sc_time& start, const sc_core::sc_time& d) {
     sc_core::sc_time s = start > next_free_ ? start : next_free_;
-    sc_core::sc_time f = s + d;
+    sc_core::sc_time f = checked_time(s + d);  // throws before anything changes
     busy_ += d;
     next_free_ = f;
     return f;

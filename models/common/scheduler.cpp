@@ -18,6 +18,7 @@ void scheduler::resume_at(agent* a, const sc_core::sc_time& t) {
     push_next(a);
     return;
   }
+  checked_time(t);  // the models check their times; a wrapped one must not reorder events
   heap_.push_back({t.value(), seq_++, a});
   std::push_heap(heap_.begin(), heap_.end(), later);
 }

@@ -29,6 +29,12 @@ class scheduler {
     virtual ~agent() = default;
     virtual void resume() = 0;
 
+   protected:
+    agent() = default;
+    // `parked`: waiting for wake() from the start, as a SystemC thread statically
+    // sensitive to an event is before it first runs.
+    explicit agent(bool parked) : parked_(parked) {}
+
    private:
     friend class scheduler;
     bool queued_ = false;  // in a delta's run list

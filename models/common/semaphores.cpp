@@ -7,25 +7,32 @@
 namespace trnsim::models {
 
 semaphores::semaphores(const sc_core::sc_module_name& name, const semaphores_params& p)
-    : sc_module(name), values_(p.count, 0), waiters_(p.count, 0), watches_(p.count) {
-  events_.reserve(p.count);
-  for (uint32_t i = 0; i < p.count; ++i) events_.push_back(std::make_unique<sc_core::sc_event>());
-}
+    : sc_module(name), count_(p.count) {}
 
 void semaphores::check(uint16_t id) const {
-  if (id >= values_.size())
+  if (id >= count_)
     throw std::out_of_range("semaphore s" + std::to_string(id) + " out of range (" +
-                            std::to_string(values_.size()) + " semaphores)");
+                            std::to_string(count_) + " semaphores)");
+}
+
+void semaphores::use(uint16_t id) {
+  check(id);
+  if (!values_.empty()) return;
+  values_.assign(count_, 0);
+  waiters_.assign(count_, 0);
+  watches_.resize(count_);
+  events_.resize(count_);
 }
 
 void semaphores::reset() {
-  std::fill(values_.begin(), values_.end(), 0u);
+  std::fill(values_.begin(), values_.end(), 0u);  // (empty: never used, all 0)
   for (auto& w : watches_) w.clear();
   if (trace_) trace_->semaphores_reset(this, now());
 }
 
 void semaphores::wait_ge(uint16_t id, uint32_t v) {
-  check(id);
+  use(id);
+  if (!events_[id]) events_[id] = std::make_unique<sc_core::sc_event>();
   while (values_[id] < v) {
     ++waiters_[id];
     sc_core::wait(*events_[id]);
@@ -34,7 +41,7 @@ void semaphores::wait_ge(uint16_t id, uint32_t v) {
 }
 
 bool semaphores::add_watch(uint16_t id, const watch& w) {
-  check(id);
+  use(id);
   if (values_[id] >= w.value) return false;
   for (const auto& x : watches_[id])
     if (x.value == w.value && x.ev == w.ev && x.agent == w.agent) return true;  // pending
@@ -51,7 +58,7 @@ bool semaphores::wake_when_ge(uint16_t id, uint32_t v, scheduler::agent* a) {
 }
 
 void semaphores::increment(uint16_t id, uint32_t inc) {
-  check(id);
+  use(id);
   const uint32_t v = values_[id] += inc;
   if (trace_) trace_->semaphore(this, id, v, now());
   // Delta notification: waiters resume in the same simulated instant, in a

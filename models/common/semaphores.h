@@ -30,8 +30,12 @@ class semaphores : public sc_core::sc_module {
   semaphores(const sc_core::sc_module_name& name, const semaphores_params& p);
 
   void reset();  // every counter to 0, every pending watch dropped
-  uint32_t count() const { return static_cast<uint32_t>(values_.size()); }
-  uint32_t value(uint16_t id) const { return values_.at(id); }
+  uint32_t count() const { return count_; }
+  // Throws std::out_of_range past count().
+  uint32_t value(uint16_t id) const {
+    if (id >= count_) check(id);
+    return values_.empty() ? 0 : values_[id];
+  }
   // Blocks the calling thread until semaphore `id` >= `v`.
   void wait_ge(uint16_t id, uint32_t v);
   void increment(uint16_t id, uint32_t inc);
@@ -52,13 +56,17 @@ class semaphores : public sc_core::sc_module {
     sc_core::sc_event* ev;    // a SystemC thread's event, or
     scheduler::agent* agent;  // a scheduler agent
   };
-  void check(uint16_t id) const;
+  void check(uint16_t id) const;  // throws std::out_of_range past count_
+  // check(id), and the per-semaphore state allocated on first use: a core no
+  // program uses costs nothing however many semaphores it has.
+  void use(uint16_t id);
   // Registers `w` unless `id` has reached its value (false) or it is pending already.
   bool add_watch(uint16_t id, const watch& w);
+  uint32_t count_;
   std::vector<uint32_t> values_;
   std::vector<uint32_t> waiters_;  // threads blocked in wait_ge, per semaphore
   std::vector<std::vector<watch>> watches_;
-  std::vector<std::unique_ptr<sc_core::sc_event>> events_;
+  std::vector<std::unique_ptr<sc_core::sc_event>> events_;  // made by a thread's first wait
   trace::recorder* trace_ = nullptr;
 };
 

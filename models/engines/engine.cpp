@@ -20,16 +20,23 @@ engine::engine(const sc_core::sc_module_name& name, isa::Engine kind, const engi
       kind_(kind),
       params_(p),
       sems_(sems),
-      ctx_(ctx) {
-  SC_HAS_PROCESS(engine);
-  // The threads first run when their event fires: a chip on its own scheduler never
-  // starts them (no coroutine ever runs).
-  SC_THREAD(run);
-  sensitive << start_event_;
-  dont_initialize();
-  SC_THREAD(complete);
-  sensitive << completion_event_;
-  dont_initialize();
+      ctx_(ctx) {}
+
+void engine::spawn_threads() {
+  // Spawned by the first start() under SystemC's kernel, statically sensitive to
+  // their events as elaborated threads would be: a chip on its own scheduler, and
+  // an engine no program uses, cost no coroutine (nor its stack).
+  if (spawned_) return;
+  spawned_ = true;
+  std::string base = name();
+  std::replace(base.begin(), base.end(), '.', '_');
+  sc_core::sc_spawn_options run_opts, done_opts;
+  run_opts.dont_initialize();
+  run_opts.set_sensitivity(&start_event_);
+  done_opts.dont_initialize();
+  done_opts.set_sensitivity(&completion_event_);
+  sc_core::sc_spawn([this] { run(); }, (base + "_run").c_str(), &run_opts);
+  sc_core::sc_spawn([this] { complete(); }, (base + "_complete").c_str(), &done_opts);
 }
 
 void engine::load(const std::vector<isa::Instruction>* instrs) {
@@ -45,10 +52,12 @@ void engine::start() {
     state_ = state::waiting;
     pc_ = 0;
     phase_ = phase::fetch;
-    if (ctx_.sched)
+    if (ctx_.sched) {
       ctx_.sched->resume_at(&seq_agent_, models::now());
-    else
+    } else {
+      spawn_threads();
       start_event_.notify(sc_core::SC_ZERO_TIME);
+    }
   } else {
     state_ = state::done;
   }
@@ -249,6 +258,14 @@ void engine::fire_due() {
     ctx_.sched->wake(&seq_agent_);  // a draining sequencer can finish
 }
 
+void engine::fail(const isa::Instruction& in, const std::string& why) {
+  ctx_.faults.push_back({name(), "instruction " + std::to_string(pc_) +
+                                     (in.line ? " (line " + std::to_string(in.line) + ")" : "") +
+                                     ": " + isa::disassemble(in) + ": " + why});
+  state_ = state::failed;
+  phase_ = phase::drain;
+}
+
 engine::park engine::advance() {
   using K = park::kind;
   for (;;) {
@@ -278,8 +295,16 @@ engine::park engine::advance() {
         }
         phase_ = phase::latency;
         // A released wait reaches the sequencer after the semaphore latency.
-        if (blocked_ && params_.sem_latency_cycles)
-          return {K::time, 0, 0, cycles_to_time(params_.sem_latency_cycles)};
+        if (blocked_ && params_.sem_latency_cycles) {
+          try {
+            const sc_core::sc_time dt = cycles_to_time(params_.sem_latency_cycles);
+            checked_time(models::now() + dt);
+            return {K::time, 0, 0, dt};
+          } catch (const std::exception& e) {
+            fail(in, e.what());
+            continue;
+          }
+        }
         [[fallthrough]];
       }
       case phase::latency: {
@@ -293,14 +318,12 @@ engine::park engine::advance() {
         signal(in, isa::SignalWhen::start);
         try {
           tm_ = instruction_timing(in, execute(in));
+          // Both ends within the time range: the sums below cannot wrap.
+          const sc_core::sc_time now = models::now();
+          checked_time(now + tm_.issue);
+          checked_time(now + tm_.done);
         } catch (const std::exception& e) {
-          std::string where = name();
-          ctx_.faults.push_back(
-              {where, "instruction " + std::to_string(pc_) +
-                          (in.line ? " (line " + std::to_string(in.line) + ")" : "") + ": " +
-                          isa::disassemble(in) + ": " + e.what()});
-          state_ = state::failed;
-          phase_ = phase::drain;
+          fail(in, e.what());
           continue;
         }
         issued_ = models::now();

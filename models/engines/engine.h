@@ -100,9 +100,13 @@ class engine : public sc_core::sc_module {
     sc_core::sc_time dt = sc_core::SC_ZERO_TIME;  // kind::time: for this long
   };
   park advance();
+  void spawn_threads();  // run() and complete(), once
+  bool spawned_ = false;
   void run();   // SystemC driver of advance()
   void step();  // scheduler driver of advance()
   void signal(const isa::Instruction& in, isa::SignalWhen when);
+  // Records a fault of instruction pc_ and stops the queue (advance() then drains).
+  void fail(const isa::Instruction& in, const std::string& why);
   // Completion of `in` at absolute time `at`: now, or deferred (complete() or fire_due()).
   void complete_at(const isa::Instruction& in, const sc_core::sc_time& at);
   void complete();  // thread: fires deferred completions in order

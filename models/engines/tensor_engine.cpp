@@ -112,10 +112,11 @@ sc_time tensor_engine::stream_time(const sc_time& at, uint64_t cycles, double we
 
 engine::timing tensor_engine::transpose_timing(const isa::Instruction& in, const sc_time& port) {
   const sc_time now = models::now();
-  sc_time start = now + cycles_to_time(params_.overhead_cycles);
+  sc_time start = checked_time(now + cycles_to_time(params_.overhead_cycles));
   for (const auto& s : slots_)
     start = std::max(start, tparams_.background_load ? s.stream_free : s.done);
-  const sc_time end = start + std::max(stream_time(start, cost_cycles(in), 1.0), port);
+  const sc_time end =
+      checked_time(start + std::max(stream_time(start, cost_cycles(in), 1.0), port));
   for (auto& s : slots_) s = {end, end, end};
   return {end - now, end - now};
 }
@@ -141,14 +142,15 @@ engine::timing tensor_engine::datapath_timing(const sc_time& port) {
   // Relative to the start of execute(): a timed RTL block has already spent its
   // cycles of SystemC time in there, a decoupled one none.
   const sc_time t0 = exec_start_;
-  sc_time start = t0 + cycles_to_time(params_.overhead_cycles);
+  sc_time start = checked_time(t0 + cycles_to_time(params_.overhead_cycles));
   for (const auto& s : slots_) start = std::max(start, s.done);
   const sc_time array = seconds_to_time(double(last_array_cycles_) / datapath_->array_clock_hz());
   // As in the cost model, the port time bounds the span from the load to the end of
   // the stream, which is the array time without its drain.
   const sc_time drain = cycles_to_time(double(tparams_.rows + tparams_.cols - 2));
   sc_time done = start + array;
-  if (array < drain + port) done = start + port + drain;
+  if (array < drain + port) done = checked_time(start + port) + drain;
+  checked_time(done);
   for (auto& s : slots_) s = {done, done, done};
   const sc_time now = models::now();
   const sc_time rest = done > now ? done - now : sc_core::SC_ZERO_TIME;
@@ -183,7 +185,8 @@ engine::timing tensor_engine::instruction_timing(const isa::Instruction& in, con
   const sc_time drain = cycles_to_time(double(m.rows + m.cols - 2));
   const double weight =
       m.tiled ? double(m.rows) * m.cols / (double(tparams_.rows) * tparams_.cols) : 1.0;
-  sc_time ready = now + cycles_to_time(params_.overhead_cycles);
+  // Every time below stays in range (checked_time), so no sum of two wraps.
+  sc_time ready = checked_time(now + cycles_to_time(params_.overhead_cycles));
   sc_time first_load = sc_core::SC_ZERO_TIME, last_load = sc_core::SC_ZERO_TIME;
   for (uint64_t j = 0; j < m.m_passes; ++j) {
     const uint64_t cols = std::min<uint64_t>(m.cols, M - j * m.cols);
@@ -192,17 +195,18 @@ engine::timing tensor_engine::instruction_timing(const isa::Instruction& in, con
       if (bg) {
         // Into the shadow buffer once the previous pass has moved its tile out of it.
         load = std::max(ready, s.shadow_free);
-        ready = load + cycles_to_time(double(ceil_div(cols, tparams_.fast_load_speedup)));
+        ready =
+            checked_time(load + cycles_to_time(double(ceil_div(cols, tparams_.fast_load_speedup))));
         stream = std::max(ready, s.stream_free);
       } else {
         // Row by row into the drained array.
         load = std::max(ready, s.done);
-        stream = load + cycles_to_time(double(m.rows));
+        stream = checked_time(load + cycles_to_time(double(m.rows)));
       }
-      const sc_time end = stream + stream_time(stream, m.stream, weight);
+      const sc_time end = checked_time(stream + stream_time(stream, m.stream, weight));
       if (j == 0 && k == 0) first_load = load;
       last_load = load;
-      s = {stream, end, end + drain};
+      s = {stream, end, checked_time(end + drain)};
       if (!bg) ready = s.done;
     }
   }

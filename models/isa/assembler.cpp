@@ -1,5 +1,6 @@
 #include "models/isa/assembler.h"
 #include "models/isa/file_io.h"
+#include "models/isa/limits.h"
 
 #include <bit>
 #include <cctype>
@@ -595,6 +596,11 @@ class Assembler {
                         "' (input, output, constant, scratch)");
     c.expect('@', "before the tensor's hbm offset");
     t.hbm_offset = static_cast<uint64_t>(c.integer(0, kU64, "hbm offset"));
+    // Also a validate() rule; here it gets the line (bytes() saturates at 2^64-1).
+    uint64_t end;
+    if (__builtin_add_overflow(t.hbm_offset, t.bytes(), &end) || end > kMaxHbmBytes)
+      c.fail_at(nb, "tensor '" + t.name + "' ends past hbm byte " + std::to_string(kMaxHbmBytes) +
+                        " (1 PiB), the largest hbm the simulator models");
     p_.tensors.push_back(std::move(t));
   }
 

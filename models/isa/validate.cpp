@@ -1,5 +1,7 @@
 #include "models/isa/validate.h"
 
+#include "models/isa/limits.h"
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -407,6 +409,15 @@ void validate_instruction(const Instruction& in, Engine e, const Limits& lim,
   }
 }
 
+// "[2,3] fp32 (24 bytes)"; a size past 2^64 reads "more than 2^64 bytes".
+static std::string shape_text(const TensorDecl& t) {
+  std::string r = "[";
+  for (size_t i = 0; i < t.shape.size(); ++i) r += (i ? "," : "") + s(t.shape[i]);
+  const uint64_t b = t.bytes();
+  return r + "] " + std::string(dtype_name(t.dtype)) + " (" +
+         (b == UINT64_MAX ? std::string("more than 2^64") : s(b)) + " bytes)";
+}
+
 void validate(const Program& p, const Limits& lim) {
   auto fail = [](const std::string& m) { throw ValidationError(m); };
   if (p.num_semaphores > lim.max_semaphores)
@@ -425,6 +436,9 @@ void validate(const Program& p, const Limits& lim) {
       if (d < 0) fail(tn + "negative dimension " + s(d));
     uint64_t end;
     if (__builtin_add_overflow(t.hbm_offset, t.bytes(), &end)) end = UINT64_MAX;
+    if (end > kMaxHbmBytes)
+      fail(tn + shape_text(t) + " at hbm byte " + s(t.hbm_offset) + " ends past the " +
+           s(kMaxHbmBytes) + " bytes (1 PiB) of the largest hbm the simulator models");
     if (lim.hbm_bytes != 0 && end > lim.hbm_bytes)
       fail(tn + "ends at hbm byte " + s(end) + ", past the " + s(lim.hbm_bytes) + " bytes of hbm");
   }

@@ -41,17 +41,34 @@ dma_engine::dma_engine(const sc_core::sc_module_name& name, const dma_params& p,
       sbuf_socket("sbuf_socket"),
       params_(p),
       sems_(sems),
-      ctx_(ctx),
-      queues_(p.queues_per_engine) {
-  SC_HAS_PROCESS(dma_engine);
-  // First runs when started or woken: a chip on its own scheduler never starts it.
-  SC_THREAD(run);
-  sensitive << start_event_ << wake_;
-  dont_initialize();
+      ctx_(ctx) {}
+
+void dma_engine::spawn_thread() {
+  // Spawned when first started or woken under SystemC's kernel, statically
+  // sensitive to both events as an elaborated thread would be: a chip on its own
+  // scheduler, and an engine no program uses, cost no coroutine (nor its stack).
+  if (spawned_) return;
+  spawned_ = true;
+  std::string base = name();
+  std::replace(base.begin(), base.end(), '.', '_');
+  sc_core::sc_spawn_options opts;
+  opts.dont_initialize();
+  opts.set_sensitivity(&start_event_);
+  opts.set_sensitivity(&wake_);
+  sc_core::sc_spawn([this] { run(); }, (base + "_run").c_str(), &opts);
 }
 
 void dma_engine::load(uint16_t q, const std::vector<isa::Instruction>* instrs) {
-  queues_.at(q) = queue_state{instrs, 0, 0, 0, nullptr, -1};
+  if (q >= params_.queues_per_engine)
+    throw std::out_of_range(std::string(name()) + ": queue " + std::to_string(q) + " of " +
+                            std::to_string(params_.queues_per_engine));
+  // Only the queues up to the highest loaded one exist: a program's cost does not
+  // grow with the queues it leaves unused.
+  if (q >= queues_.size()) {
+    if (!instrs || instrs->empty()) return;
+    queues_.resize(size_t(q) + 1);
+  }
+  queues_[q] = queue_state{instrs, 0, 0, 0, nullptr, -1};
   if (instrs && !instrs->empty()) {
     const auto it = std::lower_bound(live_.begin(), live_.end(), q);
     if (it == live_.end() || *it != q) live_.insert(it, q);
@@ -59,7 +76,7 @@ void dma_engine::load(uint16_t q, const std::vector<isa::Instruction>* instrs) {
 }
 
 void dma_engine::clear() {
-  for (auto& q : queues_) q = queue_state{};
+  queues_.clear();
   live_.clear();
   shares_.clear();
   failed_ = false;
@@ -79,18 +96,22 @@ void dma_engine::start() {
       std::any_of(queues_.begin(), queues_.end(), [](const queue_state& q) { return !q.done(); });
   phase_ = phase::pick;
   if (running_) {
-    if (ctx_.sched)
+    if (ctx_.sched) {
       ctx_.sched->resume_at(&agent_, now());
-    else
+    } else {
+      spawn_thread();
       start_event_.notify(sc_core::SC_ZERO_TIME);
+    }
   }
 }
 
 void dma_engine::poke() {
-  if (ctx_.sched)
+  if (ctx_.sched) {
     ctx_.sched->wake(&agent_);
-  else
+  } else {
+    spawn_thread();
     wake_.notify(sc_core::SC_ZERO_TIME);
+  }
 }
 
 bool dma_engine::idle() const {
@@ -123,7 +144,8 @@ std::vector<std::string> dma_engine::pending() const {
 }
 
 dma_engine::queue_stats dma_engine::queue(size_t q) const {
-  const auto& s = queues_.at(q);
+  if (q >= queues_.size()) return {false, 0, 0};  // never loaded
+  const auto& s = queues_[q];
   return {s.instrs && !s.instrs->empty(), s.bytes, s.transfers};
 }
 
@@ -144,12 +166,17 @@ void dma_engine::register_stats(stats::group& g) {
   g.add("busy_ns", "ns", "time spent transferring", [this] { return busy_ns(); });
   g.add("avg_transfer_bytes", "bytes", "mean bytes per transfer",
         [this] { return transfers_ ? double(bytes_) / double(transfers_) : 0.0; });
+  // The queues loaded now (only those exist); read through queue(), as a later
+  // load may move them.
   for (size_t i = 0; i < queues_.size(); ++i) {
     auto& qg = g.child("q" + std::to_string(i), "one DMA queue");
     qg.set_visible([this, i] { return queue(i).used; });  // only queues a program used
-    qg.add_counter("bytes", "bytes", "bytes moved by this queue's instructions", &queues_[i].bytes);
-    qg.add_counter("transfers", "transfers", "dma_copy instructions of this queue completed",
-                   &queues_[i].transfers);
+    qg.add(
+        "bytes", "bytes", "bytes moved by this queue's instructions",
+        [this, i] { return double(queue(i).bytes); }, true);
+    qg.add(
+        "transfers", "transfers", "dma_copy instructions of this queue completed",
+        [this, i] { return double(queue(i).transfers); }, true);
   }
 }
 
@@ -319,6 +346,7 @@ bool dma_engine::begin_share(const share& s) {
   const int agent = s.st->owner->queues_[s.st->queue].agent;
   try {
     dur = transfer(src, dst, s.hbm_base, agent);
+    checked_time(now() + dur);  // its end in the time range
   } catch (const std::exception& e) {
     const dma_engine& o = *s.st->owner;
     std::string msg = at_instruction(o.queues_[s.st->queue].pc, in) + ": ";

@@ -52,6 +52,7 @@ class dma_engine : public sc_core::sc_module {
              sim_context& ctx);
 
   // Queue `q`'s program for the next start(); hbm offsets are relative to `hbm_base`.
+  // Throws std::out_of_range past queues_per_engine.
   void load(uint16_t q, const std::vector<isa::Instruction>* instrs);
   void set_hbm_base(uint64_t base) { hbm_base_ = base; }
   void clear();  // unload every queue
@@ -69,6 +70,7 @@ class dma_engine : public sc_core::sc_module {
   uint64_t bytes() const { return bytes_; }
   uint64_t transfers() const { return transfers_; }
   uint64_t helper_shares() const { return helper_shares_; }
+  // Queues 0 .. the highest loaded one (the others hold nothing).
   size_t queue_count() const { return queues_.size(); }
   // Per-queue figures since the queue was loaded; `used`: it had instructions.
   struct queue_stats {
@@ -112,6 +114,8 @@ class dma_engine : public sc_core::sc_module {
     sc_core::sc_time dt = sc_core::SC_ZERO_TIME;
   };
   park advance();
+  void spawn_thread();  // run(), once
+  bool spawned_ = false;
   void run();   // SystemC driver of advance()
   void step();  // scheduler driver of advance()
   void poke();  // wake this engine's loop (a share for it, a spread share done)
@@ -155,9 +159,11 @@ class dma_engine : public sc_core::sc_module {
   share cur_share_;          // phase::transfer: the share moving
   spread_state local_st_{};  // the state of a transfer without spread
   sc_core::sc_time cur_dur_;
+  // Parked from the start, as the SystemC thread waits for start or wake: a peer's
+  // spread share (poke) runs an engine that has no queue of its own.
   struct agent : scheduler::agent {
     dma_engine* e;
-    explicit agent(dma_engine* d) : e(d) {}
+    explicit agent(dma_engine* d) : scheduler::agent(true), e(d) {}
     void resume() override { e->step(); }
   } agent_{this};
   sc_core::sc_event start_event_, wake_;

@@ -12,10 +12,7 @@
 namespace trnsim::models {
 
 hbm::hbm(const sc_core::sc_module_name& name, const hbm_params& p)
-    : sc_module(name),
-      tgt_socket("tgt_socket"),
-      params_(p),
-      pages_((p.size_bytes + kPage - 1) >> kPageBits) {
+    : sc_module(name), tgt_socket("tgt_socket"), params_(p) {
   params_.stacks = std::max<uint32_t>(params_.stacks, 1);
   params_.channels_per_stack = std::max<uint32_t>(params_.channels_per_stack, 1);
   params_.interleave_bytes = std::max<uint64_t>(params_.interleave_bytes, 1);
@@ -34,9 +31,7 @@ void hbm::write(uint64_t addr, const uint8_t* src, uint64_t n) {
   while (n > 0) {
     uint64_t page = addr >> kPageBits, off = addr & (kPage - 1);
     uint64_t len = std::min(n, kPage - off);
-    auto& pg = pages_.at(page);
-    if (!pg) pg = std::make_unique<uint8_t[]>(kPage);  // value-initialised: zeros
-    std::memcpy(pg.get() + off, src, len);
+    std::memcpy(page_at(page, true) + off, src, len);
     addr += len, src += len, n -= len;
   }
 }
@@ -46,13 +41,24 @@ void hbm::read(uint64_t addr, uint8_t* dst, uint64_t n) const {
   while (n > 0) {
     uint64_t page = addr >> kPageBits, off = addr & (kPage - 1);
     uint64_t len = std::min(n, kPage - off);
-    const auto& pg = pages_.at(page);
-    if (pg)
-      std::memcpy(dst, pg.get() + off, len);
+    if (const uint8_t* pg = page_at(page, false))
+      std::memcpy(dst, pg + off, len);
     else
       std::memset(dst, 0, len);
     addr += len, dst += len, n -= len;
   }
+}
+
+uint8_t* hbm::page_at(uint64_t page, bool create) const {
+  if (page == last_page_) return last_;
+  const auto it = pages_.find(page);
+  uint8_t* p = nullptr;
+  if (it != pages_.end())
+    p = it->second.get();
+  else if (create)
+    p = pages_.emplace(page, std::make_unique<uint8_t[]>(kPage)).first->second.get();  // zeros
+  if (p) last_page_ = page, last_ = p;
+  return p;
 }
 
 void hbm::check_range(uint64_t addr, uint64_t n) const {
@@ -239,7 +245,7 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
   ++transfers_;
   // After the latency, every touched channel serves its share at its own rate,
   // starting no earlier than the initiator's local time plus the latency.
-  const sc_core::sc_time offer = now() + delay + seconds_to_time(params_.latency_s);
+  const sc_core::sc_time offer = checked_time(now() + delay + seconds_to_time(params_.latency_s));
   sc_core::sc_time finish = offer;
   // split_ is all zeros between calls; runs of whole blocks only add to `every`.
   split_partial_ = false;
@@ -268,7 +274,7 @@ void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
   }
   if (same && uniform_) {  // the channels' rates are equal: one duration for all
     const sc_core::sc_time d = ch_[0].duration(share);
-    uniform_free_ = std::max(offer, uniform_free_) + d;
+    uniform_free_ = checked_time(std::max(offer, uniform_free_) + d);
     common_busy_ += d;
     common_bytes_ += share;
     delay = uniform_free_ - now();

@@ -1,7 +1,7 @@
 // High-bandwidth memory shared by every core of a chip: a TLM-2.0 target taking
 // access-pattern transactions with absolute byte offsets. Storage is paged and
-// allocated on first write (a 96 GiB device costs only what programs touch; unwritten
-// bytes read as 0).
+// allocated on first write, in a map (a device of any size costs only what programs
+// touch; unwritten bytes read as 0).
 //
 // Timing: stacks x channels_per_stack independent channels, each an analytic
 // bandwidth resource of bandwidth / channels served first come, first served.
@@ -20,6 +20,7 @@
 #include <memory>
 #include <systemc>
 #include <tlm>
+#include <unordered_map>
 #include <vector>
 
 #include "models/common/ap_extension.h"
@@ -83,7 +84,13 @@ class hbm : public sc_core::sc_module {
   static constexpr uint64_t kPage = uint64_t(1) << kPageBits;
 
   hbm_params params_;
-  std::vector<std::unique_ptr<uint8_t[]>> pages_;
+  // Pages written so far, by index: any capacity costs only what programs touch.
+  mutable std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
+  // The page last looked up (element-wise patterns touch one page many times).
+  mutable uint64_t last_page_ = UINT64_MAX;
+  mutable uint8_t* last_ = nullptr;
+  // Page `page`'s bytes; nullptr when never written and not `create`.
+  uint8_t* page_at(uint64_t page, bool create) const;
   std::vector<bandwidth_resource> ch_;
   std::vector<uint64_t> ch_bytes_;
   std::vector<uint64_t> split_;         // scratch for b_transport, all zeros between calls

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "models/common/ap_fast.h"
 #include "models/common/scheduler.h"
@@ -12,11 +14,19 @@ namespace trnsim::models {
 
 partitioned_memory::partitioned_memory(const sc_core::sc_module_name& name,
                                        const partitioned_memory_geometry& g)
-    : sc_module(name),
-      tgt_socket("tgt_socket"),
-      geo_(g),
-      data_(size_t(g.partitions) * g.partition_bytes, 0) {
+    : sc_module(name), tgt_socket("tgt_socket"), geo_(g) {
   tgt_socket.register_b_transport(this, &partitioned_memory::b_transport);
+}
+
+uint8_t* partitioned_memory::allocate() const {
+  // The config bounds partitions x partition size; the host may still lack the memory.
+  const uint64_t n = uint64_t(geo_.partitions) * geo_.partition_bytes;
+  data_.reset(static_cast<uint8_t*>(std::calloc(n, 1)));
+  if (!data_)
+    throw std::runtime_error(std::string(name()) + ": cannot allocate " + std::to_string(n) +
+                             " bytes of host memory for " + std::to_string(geo_.partitions) +
+                             " partitions of " + std::to_string(geo_.partition_bytes) + " bytes");
+  return data_.get();
 }
 
 void partitioned_memory::share_ports(int a, int b, bool per_bank, uint64_t bank_bytes) {
@@ -49,18 +59,18 @@ sc_core::sc_time partitioned_memory::reserve_port(int id, bool write, const isa:
   const sc_core::sc_time start = other ? std::max(offer, ps.next_free) : offer;
   stall = start - offer;
   stall_total_ += stall;
-  const sc_core::sc_time finish = start + duration;
+  const sc_core::sc_time finish = checked_time(start + duration);
   ps.next_free = std::max(ps.next_free, finish);
   ps.last_user = id;
   return finish;
 }
 
 void partitioned_memory::clear() {
-  std::fill(data_.begin(), data_.end(), 0);
+  data_.reset();  // zeros again when next used
 }
 
 void partitioned_memory::fill(uint8_t byte) {
-  std::fill(data_.begin(), data_.end(), byte);
+  std::memset(mem(), byte, size_t(geo_.partitions) * geo_.partition_bytes);
 }
 
 void partitioned_memory::reset_stats() {
@@ -129,7 +139,7 @@ void partitioned_memory::gather(const isa::AccessPattern& ap, uint8_t* dst) cons
   const size_t row_bytes = ap.free_elems() * es;
   const bool contiguous = ap.free_contiguous();
   for (uint32_t p = 0; p < ap.partition_count; ++p) {
-    const uint8_t* base = &data_[size_t(ap.partition_start + p) * geo_.partition_bytes + ap.offset];
+    const uint8_t* base = mem() + size_t(ap.partition_start + p) * geo_.partition_bytes + ap.offset;
     uint8_t* out = dst + p * row_bytes;
     if (contiguous) {
       std::memcpy(out, base + ap.free_min_byte(), row_bytes);
@@ -145,7 +155,7 @@ void partitioned_memory::scatter(const isa::AccessPattern& ap, const uint8_t* sr
   const size_t row_bytes = ap.free_elems() * es;
   const bool contiguous = ap.free_contiguous();
   for (uint32_t p = 0; p < ap.partition_count; ++p) {
-    uint8_t* base = &data_[size_t(ap.partition_start + p) * geo_.partition_bytes + ap.offset];
+    uint8_t* base = mem() + size_t(ap.partition_start + p) * geo_.partition_bytes + ap.offset;
     const uint8_t* in = src + p * row_bytes;
     if (contiguous) {
       std::memcpy(base + ap.free_min_byte(), in, row_bytes);

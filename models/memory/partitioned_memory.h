@@ -12,6 +12,8 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <systemc>
 #include <tlm>
 #include <vector>
@@ -36,7 +38,7 @@ class partitioned_memory : public sc_core::sc_module {
   partitioned_memory(const sc_core::sc_module_name& name, const partitioned_memory_geometry& g);
 
   // Direct access for loaders and tests (bypasses timing).
-  uint8_t* row(uint32_t partition) { return &data_[size_t(partition) * geo_.partition_bytes]; }
+  uint8_t* row(uint32_t partition) { return mem() + size_t(partition) * geo_.partition_bytes; }
   uint64_t partition_bytes() const { return geo_.partition_bytes; }
   uint32_t partitions() const { return geo_.partitions; }
   void clear();
@@ -62,8 +64,12 @@ class partitioned_memory : public sc_core::sc_module {
   void gather(const isa::AccessPattern& ap, uint8_t* dst) const;
   void scatter(const isa::AccessPattern& ap, const uint8_t* src);
 
+  // The contents, allocated zeroed on first use: a core no program uses costs no
+  // host memory (calloc'd pages are only backed once touched). Throws
+  // std::runtime_error naming the memory when the host cannot hold it.
+  uint8_t* mem() const { return data_ ? data_.get() : allocate(); }
+
   partitioned_memory_geometry geo_;
-  std::vector<uint8_t> data_;
   uint64_t read_bytes_ = 0, write_bytes_ = 0, reads_ = 0, writes_ = 0;
   uint64_t peak_byte_ = 0;  // highest byte offset touched in any partition
 
@@ -101,6 +107,11 @@ class partitioned_memory : public sc_core::sc_module {
   std::vector<sharing> sharing_;
   std::vector<port_state> ports_;  // indexed by key(owner, bank, write)
   sc_core::sc_time stall_total_ = sc_core::SC_ZERO_TIME;
+  uint8_t* allocate() const;
+  struct free_deleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  mutable std::unique_ptr<uint8_t[], free_deleter> data_;
 };
 
 }  // namespace trnsim::models

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "models/common/scheduler.h"
 #include "models/common/semaphores.h"
+#include "models/common/sim_time.h"
 #include "tests/common/harness.h"
 
 using namespace trnsim;
@@ -42,6 +44,35 @@ TEST(Scheduler, SameTimeAgentsRunInSchedulingOrderAndTimeAdvancesToTheEarliest) 
   s.run();
   EXPECT_EQ(log, (std::vector<std::string>{"b@10", "a@10", "c@20", "d@20"}));
   EXPECT_EQ(s.now(), ns(20));  // the time stays at the last event
+}
+
+// Times past 2^62 ticks are refused, not wrapped: a conversion from seconds, a sum
+// of two in-range times, and an event scheduled there.
+TEST(Scheduler, TimesPastTheSimulatedRangeAreRefused) {
+  using models::kMaxTicks;
+  const sc_core::sc_time last = sc_core::sc_time::from_value(kMaxTicks);
+  EXPECT_EQ(models::seconds_to_time(models::max_seconds() / 2).value(), kMaxTicks / 2);
+  for (double sec : {models::max_seconds() * 1.01, 1e30, std::numeric_limits<double>::infinity(),
+                     std::numeric_limits<double>::quiet_NaN()})
+    EXPECT_THROW(models::seconds_to_time(sec), models::time_overflow) << sec;
+  EXPECT_EQ(models::checked_time(last), last);
+  EXPECT_THROW(models::checked_time(last + last), models::time_overflow);
+  try {
+    models::seconds_to_time(1e10);
+    ADD_FAILURE() << "no throw";
+  } catch (const models::time_overflow& e) {
+    EXPECT_NE(std::string(e.what()).find("a duration of 1e+10 s is past the simulated time range"),
+              std::string::npos)
+        << e.what();
+  }
+  scheduler s;
+  std::vector<std::string> log;
+  probe a("a", &log);
+  EXPECT_THROW(s.resume_at(&a, last + ns(1)), models::time_overflow);
+  s.resume_at(&a, last);  // the last representable time is fine
+  s.run();
+  EXPECT_EQ(s.now(), last);
+  EXPECT_EQ(log.size(), 1u);
 }
 
 TEST(Scheduler, WokenAgentsRunInTheNextDeltaAfterEveryAgentOfTheCurrentOne) {

@@ -636,6 +636,40 @@ TEST(Engines, FaultIsRecordedNamingTheInstructionAndDoesNotCrash) {
   EXPECT_EQ(h.sbuf_f32(5, 4096 + 4 * 10), 1.0f);  // i0's result (0 + 1) is there
 }
 
+// Instruction times past the simulated time range (clocks and costs the config would
+// refuse, given to the models directly) are faults naming the instruction, whether
+// one duration is too long or the time accumulated over instructions gets there;
+// they used to wrap round 2^64 ticks into small or negative-looking times.
+TEST(Engines, TimePastTheSimulatedRangeIsAFaultNamingTheInstruction) {
+  engine_setup s;
+  s.ve.clock_hz = 1e-7;         // 64 overhead cycles: 6.4e8 s
+  s.sy.clock_hz = 1e-3;         // 1000 s a cycle
+  s.sy.overhead_cycles = 3000;  // 3e6 s a nop: the second ends past 4.6e6 s
+  engine_harness h("h", s);
+  Instruction v = tensor_scalar(sb(0, 128, 4096, DType::fp32, {{1, 64}}),
+                                sb(0, 128, 0, DType::fp32, {{1, 64}}), AluOp::add, test::imm(1));
+  v.line = 3;
+  h.queue(Engine::vector) = {with_signal(v, 0)};
+  Instruction n = with_signal(test::nop(), 1);
+  n.line = 5;
+  h.queue(Engine::sync) = {n, n};
+  run({&h});
+  ASSERT_EQ(h.ctx.faults.size(), 2u) << faults_text(h.ctx);
+  for (const auto& f : h.ctx.faults) {
+    EXPECT_NE(f.message.find("past the simulated time range"), std::string::npos) << f.message;
+    const bool vec = f.where == h.ve.name();
+    EXPECT_NE(f.message.find(vec ? "instruction 0 (line 3): tensor_scalar"
+                                 : "instruction 1 (line 5): nop"),
+              std::string::npos)
+        << f.message;
+  }
+  EXPECT_TRUE(h.ve.failed());
+  EXPECT_EQ(h.sems.value(0), 0u);
+  EXPECT_TRUE(h.sy.failed());
+  EXPECT_EQ(h.sems.value(1), 1u);  // the first nop completed, at 3e6 s
+  EXPECT_EQ(h.sy.last_done(), sc_time(3e6, sc_core::SC_SEC));
+}
+
 TEST(Engines, PendingNamesTheWaitThatBlocks) {
   engine_harness h("h");
   Instruction stuck = with_wait(test::nop(), 9, 1);

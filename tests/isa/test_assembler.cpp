@@ -373,6 +373,30 @@ TEST(Assembler, ZeroHbmRowsAreNotHex) {
   EXPECT_TRUE(assemble(t) == p);
 }
 
+// A .tensor ending past the 1 PiB the simulator models is an error at its line
+// (a 2^62-byte input used to end in "cannot create std::vector larger than
+// max_size()" when the runtime made random inputs for it).
+TEST(Assembler, TensorPastTheLargestHbmIsAnErrorAtItsLine) {
+  const auto error = [](const std::string& text) -> std::string {
+    try {
+      assemble(text, "t.tasm");
+    } catch (const AsmError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error(".program p\n.tensor x [1048576,1048576,1048576,4] fp32 input @0\n"),
+            "t.tasm:2:9: error: tensor 'x' ends past hbm byte 1125899906842624 (1 PiB), the "
+            "largest hbm the simulator models");
+  EXPECT_NE(error(".tensor y [9223372036854775807,9223372036854775807] fp32 output @0\n")
+                .find("t.tasm:1:9: error: tensor 'y' ends past hbm byte"),
+            std::string::npos);
+  EXPECT_NE(error(".tensor z [2] fp32 scratch @18446744073709551615\n")
+                .find("t.tasm:1:9: error: tensor 'z' ends past"),
+            std::string::npos);
+  EXPECT_EQ(error(".tensor w [2] fp32 scratch @1125899906842616\n"), "");  // ends at 1 PiB
+}
+
 TEST(Assembler, ErrorCarriesFileLineColumn) {
   try {
     assemble(".program p\n.queue vector\n  frobnicate dst=x\n", "k.tasm");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "models/isa/assembler.h"
+#include "models/isa/binary.h"
 
 namespace trnsim::isa {
 
@@ -417,6 +418,30 @@ TEST(Validate, ProgramTables) {
   p.tensors[0].name = "c";
   p.name = "";
   EXPECT_EQ(validation_error(p), "program name '' is not an identifier");
+}
+
+// Tensors past the 1 PiB the simulator models are refused naming them, also when
+// they come from a binary (no source line): a 2^62-byte tensor used to reach the
+// runtime, which tried to allocate it.
+TEST(Validate, TensorsPastTheLargestHbmAreRefused) {
+  Program p = assemble(".tensor x [2] fp32 input @0\n");
+  p.tensors[0].shape = {1 << 20, 1 << 20, 1 << 20};  // 2^62 bytes
+  EXPECT_EQ(validation_error(p),
+            "tensor 'x': [1048576,1048576,1048576] fp32 (4611686018427387904 bytes) at hbm byte "
+            "0 ends past the 1125899906842624 bytes (1 PiB) of the largest hbm the simulator "
+            "models");
+  p.tensors[0].shape = {int64_t{1} << 40, int64_t{1} << 40};  // 2^82 bytes: saturates
+  EXPECT_NE(validation_error(p).find("(more than 2^64 bytes)"), std::string::npos);
+  p.tensors[0].shape = {2};
+  p.tensors[0].hbm_offset = uint64_t{1} << 50;  // 8 bytes past the end
+  EXPECT_NE(validation_error(p).find("at hbm byte 1125899906842624 ends past"), std::string::npos);
+  p.tensors[0].hbm_offset = (uint64_t{1} << 50) - 8;  // ends exactly there
+  EXPECT_EQ(validation_error(p), "");
+  // The same from the binary form.
+  p.tensors[0].shape = {1 << 20, 1 << 20, 1 << 20};
+  p.tensors[0].hbm_offset = 0;
+  const Program q = decode_binary(encode_binary(p), "x.tbin");
+  EXPECT_NE(validation_error(q).find("tensor 'x': [1048576,1048576,1048576]"), std::string::npos);
 }
 
 TEST(Validate, QueueTable) {

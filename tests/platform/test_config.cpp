@@ -319,8 +319,8 @@ TEST(ConfigErrors, ImpossibleValues) {
     std::string from, to, key, message;
   };
   const Case cases[] = {
-      {"clock: 1GHz", "clock: 0GHz", "core.tensor.clock", "must be > 0 (got '0GHz')"},
-      {"min_ii: 64", "min_ii: 0", "core.tensor.min_ii", "must be >= 1 (got '0')"},
+      {"clock: 1GHz", "clock: 0GHz", "core.tensor.clock", "must be 1kHz..1THz (got '0GHz')"},
+      {"min_ii: 64", "min_ii: 0", "core.tensor.min_ii", "must be 1..1000000 (got '0')"},
       {"partitions: 128         # as real presets\n    partition_size: 64KiB",
        "partitions: 256\n    partition_size: 64KiB", "core.sbuf.partitions",
        "must be 32..128, multiple of 32 (got '256')"},
@@ -342,6 +342,75 @@ TEST(ConfigErrors, ImpossibleValues) {
     EXPECT_TRUE(has(msg, want)) << msg;
     EXPECT_TRUE(has(msg, c.message)) << msg;
   }
+}
+
+// Values whose simulated time cannot be represented (a 1e-7 Hz clock has a 116-day
+// period, 1e-30 GB/s takes 3e13 years a byte) or that are absurd as costs are
+// refused where they are written, with the key's range in its unit; they used to
+// load and wrap the simulated time round 2^64 ticks.
+TEST(ConfigErrors, TimesOutOfTheSimulatedRangeNameTheKeyAndItsRange) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"core.tensor.clock=1e-7Hz", "must be 1kHz..1THz (got '1e-7Hz')"},
+      {"core.vector.clock=999Hz", "must be 1kHz..1THz (got '999Hz')"},
+      {"core.sbuf.clock=10THz", "must be 1kHz..1THz (got '10THz')"},
+      {"core.psum.clock=1e-3Hz", "must be 1kHz..1THz"},
+      {"core.dma.bandwidth=1e-30GB/s", "must be >= 1kB/s (got '1e-30GB/s')"},
+      {"hbm.bandwidth=999B/s", "must be >= 1kB/s (got '999B/s')"},
+      {"host.link_bandwidth=1e-30GB/s", "must be >= 1kB/s"},
+      {"core.vector.overhead=4000000000", "must be 0..1000000 (got '4000000000')"},
+      {"core.tensor.min_ii=1000001", "must be 1..1000000 (got '1000001')"},
+      {"core.sync.sem_latency=4000000000", "must be 0..1000000"},
+      {"core.scalar.func_switch_cost=4000000000", "must be 0..1000000"},
+      {"core.gpsimd.start_cost=4000000000", "must be 0..1000000"},
+      {"core.dma.fixed_cost=1e10s", "must be 0..1s (got '1e10s')"},
+      {"core.dma.descriptor_cost=2s", "must be 0..1s (got '2s')"},
+      {"hbm.latency=1e12s", "must be 0..1s"},
+      {"host.link_latency=1e12s", "must be 0..1s"},
+      {"core.tensor.throttle_ramp=5s", "must be 0..1s"},
+      {"core.tensor.throttle_idle=5s", "must be > 0, <= 1s (got '5s')"},
+      {"core.tensor.fp32_slowdown=4000000000", "must be 1..1024"},
+      {"core.tensor.fast_load_speedup=2000", "must be 1..1024"},
+      {"core.vector.reciprocal_slowdown=4000000000", "must be 1..1024"},
+  };
+  for (const auto& [set, want] : cases) {
+    SCOPED_TRACE(set);
+    const std::string msg = config_error([&] { load_config("tiny", {set}); });
+    EXPECT_TRUE(has(msg, "--set " + set.substr(0, set.find('=')) + ": " + want)) << msg;
+  }
+  // The ends of the ranges load.
+  EXPECT_NO_THROW(load_config(
+      "tiny", {"core.tensor.clock=1kHz", "core.vector.clock=1THz", "core.dma.bandwidth=1kB/s",
+               "core.vector.overhead=1000000", "core.dma.fixed_cost=1s", "hbm.latency=0ns"}));
+}
+
+// Sizes and counts past what the model can hold are refused naming the key and
+// its range: they used to end in std::bad_alloc (an eager 2^64-byte SBUF, 2^40 HBM
+// channels, 65536 DMA engines' threads) or in minutes of elaboration.
+TEST(ConfigErrors, SizesAndCountsPastWhatTheModelHoldsNameTheKeyAndItsRange) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"hbm.size=2048TiB"}, "hbm.size: must be > 0, <= 1024TiB (got '2048TiB')"},
+      {{"hbm.size=18446744073709551615B"}, "hbm.size: must be > 0, <= 1024TiB"},
+      {{"core.sbuf.partition_size=1TiB"},
+       "core.sbuf.partition_size: must be > 0, <= 4MiB, multiple of 4 (got '1TiB')"},
+      {{"core.psum.partition_size=18446744073709551612B"},
+       "core.psum.partition_size: must be > 0, <= 4MiB, multiple of 4"},
+      {{"hbm.stacks=4000000000"}, "hbm.stacks: must be 1..128 (got '4000000000')"},
+      {{"hbm.interleave=4GiB"}, "hbm.interleave: must be 1B..1GiB, power of two (got '4GiB')"},
+      {{"core.dma.engines=65536"}, "core.dma.engines: must be 1..1024 (got '65536')"},
+      {{"chip.cores=1024", "core.dma.engines=17"},
+       "core.dma.engines: 17 x chip.cores (1024) = 17408 DMA engines on the chip; the model "
+       "holds at most 16384"},
+  };
+  for (const auto& [sets, want] : cases) {
+    SCOPED_TRACE(sets.back());
+    const std::string msg = config_error([&] { load_config("tiny", sets); });
+    EXPECT_TRUE(has(msg, "--set " + want)) << msg;
+  }
+  // What the model holds loads: storage and queues cost only when used.
+  EXPECT_NO_THROW(load_config(
+      "tiny", {"hbm.size=1024TiB", "core.sbuf.partition_size=4MiB",
+               "core.dma.queues_per_engine=65536", "chip.cores=1024", "core.dma.engines=16",
+               "hbm.stacks=128", "hbm.channels_per_stack=1024", "hbm.interleave=1GiB"}));
 }
 
 TEST(ConfigErrors, SizesThatDoNotFit) {
@@ -433,7 +502,7 @@ TEST(ConfigErrors, SeveralErrorsReportedTogether) {
   text = replace_first(text, "stacks: 1", "stacks: 0");
   const std::string msg = parse_error(text);
   EXPECT_TRUE(has(msg, "core.tensor.clock: missing unit")) << msg;
-  EXPECT_TRUE(has(msg, "hbm.stacks: must be >= 1 (got '0')")) << msg;
+  EXPECT_TRUE(has(msg, "hbm.stacks: must be 1..128 (got '0')")) << msg;
   EXPECT_EQ(std::count(msg.begin(), msg.end(), '\n'), 1) << msg;  // two lines
 }
 
@@ -454,7 +523,7 @@ TEST(ConfigErrors, BadSetValue) {
   std::string msg = config_error([] { load_config("tiny", {"core.tensor.clock=2GB"}); });
   EXPECT_TRUE(has(msg, "--set core.tensor.clock: unknown unit 'GB' in '2GB'")) << msg;
   msg = config_error([] { load_config("tiny", {"core.tensor.min_ii=0"}); });
-  EXPECT_TRUE(has(msg, "--set core.tensor.min_ii: must be >= 1 (got '0')")) << msg;
+  EXPECT_TRUE(has(msg, "--set core.tensor.min_ii: must be 1..1000000 (got '0')")) << msg;
   msg = config_error([] { load_config("tiny", {"core.tensor.max_moving_free=1024"}); });
   EXPECT_TRUE(has(msg, "--set core.tensor.max_moving_free: 1024 fp32 results")) << msg;
 }
@@ -545,7 +614,8 @@ TEST(ConfigDescribe, SchemaTable) {
   EXPECT_TRUE(has(t, "\ncore.tensor.rtl ")) << t;
   for (const auto& k : schema::keys()) EXPECT_TRUE(has(t, "\n" + k.key + " ")) << k.key;
   EXPECT_TRUE(std::regex_search(
-      t, std::regex("\ncore\\.tensor\\.clock +frequency +Hz +> 0 +Tensor Engine clock\n")))
+      t,
+      std::regex("\ncore\\.tensor\\.clock +frequency +Hz +1kHz\\.\\.1THz +Tensor Engine clock\n")))
       << t;
   EXPECT_TRUE(std::regex_search(
       t, std::regex("\ncore\\.sbuf\\.partitions +count +partitions +32\\.\\.128, multiple of 32 ")))

@@ -1,0 +1,13 @@
+// Sizes past which the simulator refuses a program or a config, shared by the
+// assembler, the validator and the config schema.
+#pragma once
+
+#include <cstdint>
+
+namespace trnsim::isa {
+
+// The largest HBM the simulator models (1 PiB, the config's hbm.size limit): no
+// tensor may end past it, so HBM offsets and their sums stay far from 2^64.
+inline constexpr uint64_t kMaxHbmBytes = uint64_t{1} << 50;
+
+}  // namespace trnsim::isa
