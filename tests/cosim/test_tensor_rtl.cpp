@@ -166,11 +166,6 @@ TEST_F(TensorRtl, MatmulMatchesTheReferenceAndTheRtlCyclesReplaceTheFoldFormula)
 }
 
 TEST_F(TensorRtl, UnsupportedDtypeIsAnErrorNamingTheInstruction) {
-#ifdef __SANITIZE_ADDRESS__
-  // The error unwinds inside a SystemC coroutine, which ASan misreports as a stack
-  // overflow (the false positive scripts/test.sh lists for the Cli error tests).
-  GTEST_SKIP() << "error exits after SystemC coroutine switches: ASan false positive";
-#endif
   // The matmul is instruction 0 of the tensor queue, on line 11 of the program.
   const CliRun rtl = run("rtl", "fp32", "");
   EXPECT_NE(rtl.code, 0);
