@@ -21,10 +21,11 @@
 // a row vector over the last axis, a column (last dim 1) or a scalar (other
 // broadcasts: expanded once into an HBM scratch copy).
 // Concat/Split/Slice/Pad/Expand/Tile and constant-index Gather as HBM DMAs, Gather
-// of runtime indices on axis 0 as a one-hot matmul, Cast between fp32/int/bool
-// (integers and bools are fp32 0/1 on the device, see hbm_type). Anything
-// else throws ir::UnsupportedError naming the node, its op type and the
-// lowerable set.
+// of runtime indices on axis 0 as a one-hot matmul (only when the indices are proven
+// in range), Cast between fp32/int/bool (integers and bools are fp32 0/1 on the
+// device, see hbm_type; nodes whose integers are not provably exact are refused,
+// int_range.h). Tiles follow the target's partition count. Anything else throws
+// ir::UnsupportedError naming the node, its op type and the lowerable set.
 #pragma once
 
 #include <map>
