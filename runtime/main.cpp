@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "compiler/frontend/onnx_import.h"
+#include "compiler/graph_passes/pass.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/lower/lower.h"
 #include "models/common/stats.h"
@@ -106,10 +107,14 @@ const char* kValidateHelp =
     "  inputs, and prints per output the max abs and rel error; exit 0 when every\n"
     "  output is within tolerance, 1 otherwise. The reference emulates the precision\n"
     "  (matmul operands rounded as the compiler casts them); the error against the\n"
-    "  plain fp32 model is shown beside it.\n"
+    "  plain fp32 model is shown beside it. The reference runs the model as imported,\n"
+    "  not the compiler's rewritten graph.\n"
     "  Inputs as for run: --input NAME=FILE.npy for each (ONNX or tensor name), or\n"
     "  --random-inputs[=SEED] for those not given.\n"
     "  --rtol X, --atol X       tolerance [fp32: 1e-4, 1e-5; bf16: 1e-2, 1e-2; fp8: 5e-2]\n"
+    "  --reference emulated|fp32  pass/fail against the precision-emulating reference\n"
+    "                           [emulated] or the plain fp32 model (how far the chosen\n"
+    "                           precision is from fp32)\n"
     "  Races and poisoned reads are checked (see 'trnsim run --help'); a finding fails\n"
     "  the validation. --no-check-races and --no-poison turn the checks off.\n"
     "  and every option of 'trnsim run' (-c, --set, --input, --random-inputs,\n"
@@ -252,6 +257,8 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   frontend::ImportOptions import;
   bool functional = true, random_inputs = false, fallback = true, keep_on_chip = true;
   bool check_races = validate, poison = validate, races_warn = false;
+  bool reference_fp32 = false;         // validate --reference fp32
+  std::optional<ir::Graph> reference;  // validate: the model as imported
   long long drop_sync = -1;
   uint8_t poison_byte = 0xff;
   uint64_t seed = 0;
@@ -261,6 +268,10 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
     if (a == "-h" || a == "--help") {
       std::cout << (validate ? kValidateHelp : kRunHelp);
       return 0;
+    } else if (validate && take_value(args, i, "--reference", "", v)) {
+      if (v != "emulated" && v != "fp32")
+        throw UsageError("--reference: '" + v + "' is not emulated or fp32");
+      reference_fp32 = v == "fp32";
     } else if (validate &&
                (take_value(args, i, "--rtol", "", v) || take_value(args, i, "--atol", "", v))) {
       double x = -1;
@@ -395,6 +406,7 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
       throw UsageError("missing input(s) of " + program_path + ": " +
                        runtime::describe_inputs(missing) +
                        "; give each as --input NAME=FILE.npy, or --random-inputs[=SEED]");
+    if (validate) reference = imported.clone();
     model = runtime::compile_onnx_graph(std::move(imported), program_path, cfg, precision,
                                         print_after, std::cout, fallback, keep_on_chip);
     if (const std::string s = runtime::keep_on_chip_summary(model.compile_stats); !s.empty())
@@ -470,28 +482,38 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
     runtime::default_tolerance(precision, &drtol, &datol);
     if (rtol < 0) rtol = drtol;
     if (atol < 0) atol = datol;
-    const ir::Graph& g = *model.graph;
+    // The reference is the model as imported (a compiler rewrite must not be computed
+    // the same way on both sides); below fp32 only the precision policy (autocast)
+    // is applied to it, so it rounds what the chip rounds.
+    const ir::Graph& g = *reference;
     const std::map<std::string, std::string> io = lower::io_tensor_names(g);
     interp::TensorMap in;
     for (const ir::Value* v : g.inputs())
       in[v->name] = runtime::from_device(launch.inputs.at(io.at(v->name)), v->type);
-    interp::RunOptions ro;
-    ro.emulate_precision = precision != "fp32";
-    const interp::TensorMap ref = interp::run(g, in, ro);
-    const interp::TensorMap ref32 =
-        interp::run(frontend::import_onnx_file(program_path, import), in);
+    const bool emulate = precision != "fp32";
+    const interp::TensorMap ref32 = interp::run(g, in);
+    interp::TensorMap ref = ref32;
+    if (emulate) {
+      ir::Graph cast = g.clone();
+      gpass::PassContext ctx;
+      ctx.precision = *gpass::parse_precision(precision);
+      gpass::run_passes(cast, ctx, {"autocast"});
+      interp::RunOptions ro;
+      ro.emulate_precision = true;
+      ref = interp::run(cast, in, ro);
+    }
+    const interp::TensorMap& judge = reference_fp32 ? ref32 : ref;
     std::vector<runtime::OutputCheck> checks;
     for (size_t k = 0; k < g.outputs().size(); ++k) {
       const ir::Value* v = g.outputs()[k];
       const ir::Tensor got = runtime::from_device(onnx_outputs.at(k), v->type);
-      auto f = ref32.find(v->name);
-      checks.push_back(runtime::check_output(v->name, got, ref.at(v->name),
-                                             f != ref32.end() ? f->second : ref.at(v->name), rtol,
-                                             atol));
+      checks.push_back(
+          runtime::check_output(v->name, got, judge.at(v->name), ref32.at(v->name), rtol, atol));
     }
     std::cout << "validate " << program_path << " on " << cfg.name << " (precision " << precision
-              << "; reference: the interpreter"
-              << (ro.emulate_precision ? " emulating " + precision + " matmul operands" : "")
+              << "; reference: the interpreter on the model as imported"
+              << (emulate && !reference_fp32 ? ", emulating " + precision + " matmul operands"
+                                             : ", fp32")
               << ")\n"
               << runtime::format_checks(checks, rtol, atol);
     size_t failed = 0;

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/common/python_env.h"
+
 namespace trnsim::test {
 
 struct CmdResult {
@@ -58,37 +60,19 @@ inline std::string write_text(const std::filesystem::path& p, const std::string&
   return p.string();
 }
 
-// True under CI=true, where a missing optional package fails a test instead of
-// skipping it.
-inline bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
-
 // Runs the Python `body` with /usr/bin/python3 (`d` is `dir`; numpy as np, onnx,
 // helper, TensorProto and numpy_helper as nh imported) to write models and data
-// into `dir`. Exit code 3: python3-onnx or numpy is missing.
-inline CmdResult run_python(const std::filesystem::path& dir, const std::string& name,
-                            const std::string& body) {
-  const std::string py = write_text(dir / (name + ".py"), R"(import sys
-try:
-    import numpy as np, onnx
-    from onnx import helper, TensorProto, numpy_helper as nh
-except ImportError:
-    sys.exit(3)
+// into `dir`. For TRNSIM_REQUIRE_PYTHON (tests/common/python_env.h): a missing numpy
+// or onnx is kMissingPackageExit, any other failure fails the test.
+inline PyRun run_python(const std::filesystem::path& dir, const std::string& name,
+                        const std::string& body) {
+  const std::string py = write_text(dir / (name + ".py"), python_require({"numpy", "onnx"}) +
+                                                              R"(import sys
+import numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper as nh
 d = sys.argv[1]
 )" + body);
-  return run_cmd("/usr/bin/python3 " + py + " " + dir.string());
+  return run_python(py + " " + dir.string());
 }
 
 }  // namespace trnsim::test
-
-// In a test body: skips when python3-onnx/numpy are missing (exit 3 of run_python),
-// except under CI=true; any other failure of the script fails the test.
-#define TRNSIM_REQUIRE_PYTHON(result)                          \
-  do {                                                         \
-    const ::trnsim::test::CmdResult& r_ = (result);            \
-    if (r_.code == 3 && !::trnsim::test::in_ci())              \
-      GTEST_SKIP() << "/usr/bin/python3 has no onnx or numpy"; \
-    ASSERT_EQ(r_.code, 0) << r_.out;                           \
-  } while (0)

@@ -39,7 +39,8 @@ np.save(d + '/wrong.npy', np.zeros((3, 2), np.float32))
 // defining `want` = {ONNX output name: array} (d is the test directory).
 CmdResult check_outputs(const std::filesystem::path& dir, const std::string& out,
                         const std::string& expect) {
-  return run_python(dir, "check_" + std::filesystem::path(out).filename().string(), expect + R"(
+  const PyRun p =
+      run_python(dir, "check_" + std::filesystem::path(out).filename().string(), expect + R"(
 import json, os
 out = )" + "'" + out + "'" + R"(
 m = json.load(open(os.path.join(out, 'outputs.json')))
@@ -57,6 +58,7 @@ for name, w in want.items():
         assert np.allclose(got, w, rtol=1e-5, atol=1e-6), (name, got, w)
 print('outputs ok:', ' '.join(sorted(m)))
 )");
+  return {p.code, p.out};
 }
 
 const char* kNamesExpect = R"(i = [np.load(d + '/i%d.npy' % k) for k in range(4)]
