@@ -896,7 +896,7 @@ class DaskReal(unittest.TestCase):
             self.assertEqual(ns(read_rows(d / "local")), ns(rows))
 
 
-@unittest.skipIf(importlib.util.find_spec("torch") is None, "python3-torch missing")
+@optional("torch")
 class RealSweep(unittest.TestCase):
     def test_more_hbm_bandwidth_never_slower_on_memory_bound_mlp(self):
         with tempfile.TemporaryDirectory(prefix="sweep-real-") as d:

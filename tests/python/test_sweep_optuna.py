@@ -8,7 +8,6 @@ Run: PYTHONPATH=runtime/python TRNSIM_BIN=build/runtime/trnsim \
 Exit 77 (skipped) when the real binary, yaml, numpy or optuna are missing.
 """
 
-import importlib.util
 import json
 import math
 import os
@@ -24,7 +23,7 @@ from skip_unless import require  # noqa: E402
 
 require(("optuna",))
 
-from test_sweep import PY, PYDIR, REAL_BIN, StubBase, read_rows, wait_for  # noqa: E402
+from test_sweep import PY, PYDIR, REAL_BIN, StubBase, optional, read_rows, wait_for  # noqa: E402
 
 from trnsim.sweep.config import Schema  # noqa: E402
 from trnsim.sweep.optuna_search import (hypervolume, objectives,  # noqa: E402
@@ -307,7 +306,7 @@ class OptunaStub(StubBase):
         self.assertEqual(list(self.pids.iterdir()), [])
 
 
-@unittest.skipIf(importlib.util.find_spec("onnx") is None, "python3-onnx missing")
+@optional("onnx")
 class OptunaReal(unittest.TestCase):
     def test_small_real_search_writes_both_fronts(self):
         import onnx
