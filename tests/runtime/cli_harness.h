@@ -39,6 +39,19 @@ inline CmdResult expect_exit(const std::string& cmd, int code, const std::string
   return r;
 }
 
+// A valid program: y = 2 * x over [128, 64] fp32, one DMA queue in, vector, one out.
+// Small, so its trace, VCD and stats stay in a stream's buffer until the file closes.
+inline constexpr const char* kScale = R"(.program scale2
+.semaphores 2
+.tensor x [128,64] fp32 input @0
+.tensor y [128,64] fp32 output @32768
+.queue dma 0 0
+dma_copy dst=sbuf[0:128, 0, fp32, [1,64]] src=hbm[128x64, @x, fp32, [1,64]] signal=s0+1
+dma_copy dst=hbm[128x64, @y, fp32, [1,64]] src=sbuf[0:128, 256, fp32, [1,64]] wait=s1>=1
+.queue vector
+tensor_scalar dst=sbuf[0:128, 256, fp32, [1,64]] src=sbuf[0:128, 0, fp32, [1,64]] op0=mul arg0=2 wait=s0>=1 signal=s1+1
+)";
+
 inline std::string trnsim_bin() {
   return std::string(TRNSIM_BINARY_DIR) + "/runtime/trnsim";
 }

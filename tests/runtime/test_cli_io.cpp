@@ -241,19 +241,6 @@ want = {'sum': a + b, 'prod': (a + b) * a, 'a': a}
               "validate: PASS (3 of 3 outputs");
 }
 
-// y = 2 x over [128, 64]: a small program, so its trace, VCD and stats stay in the
-// stream's buffer until the file is closed.
-const char* kScale = R"(.program scale2
-.semaphores 2
-.tensor x [128,64] fp32 input @0
-.tensor y [128,64] fp32 output @32768
-.queue dma 0 0
-dma_copy dst=sbuf[0:128, 0, fp32, [1,64]] src=hbm[128x64, @x, fp32, [1,64]] signal=s0+1
-dma_copy dst=hbm[128x64, @y, fp32, [1,64]] src=sbuf[0:128, 256, fp32, [1,64]] wait=s1>=1
-.queue vector
-tensor_scalar dst=sbuf[0:128, 256, fp32, [1,64]] src=sbuf[0:128, 0, fp32, [1,64]] op0=mul arg0=2 wait=s0>=1 signal=s1+1
-)";
-
 // Every file the CLI writes reports a full disk (/dev/full: writes fail with ENOSPC)
 // with the file's name and exit 1; the early path checks accept /dev/full.
 TEST(CliWrites, FullDiskIsAnErrorNamingTheFile) {
