@@ -1,15 +1,20 @@
-// What the compiler back end knows about the machine it compiles for: memory sizes
-// and the rules the ISA validator checks, how many DMA engines/queues and
-// semaphores to use, and first-order cost estimates per engine (the scheduler's
-// model; the simulator's own timing is the truth). Plain fields with trn2 defaults
-// (shared/hardware.md, configs/trn2.yaml); the runtime fills them from the platform
-// config. The compiler depends on the ISA only, so this is its own small struct.
+// What the compiler back end knows about the machine it compiles for: the
+// parameters of one core and the chip's HBM (`core`, `hbm`: the same params structs
+// the models take, one row per parameter in their headers, trn2 defaults), the views
+// of them the passes use (memory sizes, the ISA validator's rules, first-order
+// costs per engine: the scheduler's model; the simulator's own timing is the truth)
+// and the compiler's own policy knobs. The runtime fills `core` and `hbm` from the
+// platform config (runtime/target_from_config.h). A pass that needs a new hardware
+// parameter reads it from `core`/`hbm` directly: the parameter's row says the
+// compiler reads it, and the sweep's compile cache keys on such rows.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
+#include "models/common/core_params.h"
 #include "models/isa/instruction.h"
 #include "models/isa/validate.h"
 
@@ -18,46 +23,101 @@ namespace trnsim::compiler {
 // Sequencer timing of one compute engine: an instruction of N free elements costs
 // about overhead + max(min_ii, N x rate) cycles.
 struct EngineCost {
-  double clock_hz = 1.2e9;
-  uint32_t min_ii_cycles = 64;
-  uint32_t overhead_cycles = 64;
+  double clock_hz;
+  uint32_t min_ii_cycles;
+  uint32_t overhead_cycles;
 };
 
 struct Target {
   std::string name = "trn2";
 
-  // ---- memories
-  uint32_t partitions = 128;
-  uint64_t sbuf_partition_bytes = 224 * 1024;
-  uint64_t psum_partition_bytes = 16 * 1024;
-  uint64_t psum_bank_bytes = 2 * 1024;
-  uint64_t sbuf_alignment = 64;  // allocation granule within a partition [bytes]
-  uint64_t hbm_alignment = 64;   // tensor placement in the program's HBM space [bytes]
-  uint64_t hbm_bytes = 0;        // space a program may use (0: unchecked)
+  // ---- the machine (set these, then derive())
+  models::core_params core;
+  models::hbm_params hbm;
 
-  // ---- tensor-engine limits (K on SBUF partitions, M on PSUM partitions)
-  uint32_t matmul_max_k = 128;
-  uint32_t matmul_max_m = 128;
-  uint32_t matmul_max_n = 512;
-  bool matmul_double_row = false;  // fp8 matmuls may take K = 2 x partitions
+  Target() { derive(); }
+  Target(std::string name_, const models::core_params& core_, const models::hbm_params& hbm_)
+      : name(std::move(name_)), core(core_), hbm(hbm_) {
+    derive();
+  }
+
+  // ---- views of the machine, computed by derive() from `core` and `hbm`
+  // memories
+  uint32_t partitions;
+  uint64_t sbuf_partition_bytes;
+  uint64_t psum_partition_bytes;
+  uint64_t psum_bank_bytes;
+  uint64_t hbm_bytes;  // space a program may use
+  // tensor-engine limits (K on SBUF partitions, M on PSUM partitions)
+  uint32_t matmul_max_k;
+  uint32_t matmul_max_m;
+  uint32_t matmul_max_n;
+  bool matmul_double_row;  // fp8 matmuls may take K = 2 x partitions
+  // synchronisation and DMA resources the compiler may use
+  uint32_t semaphores;
+  uint32_t dma_engines;            // engines transfers are spread over
+  uint32_t dma_queues_per_engine;  // hardware queues per engine
+  // DMA cost: fixed + descriptors x per-descriptor + bytes / bandwidth
+  double dma_bandwidth_bytes_per_ns;  // per engine
+  double dma_fixed_ns;
+  double dma_descriptor_ns;  // per contiguous run
+  // HBM bandwidth of the chip: with every DMA engine busy each gets at most
+  // hbm / dma_engines (the cost model takes the lower of that and its own cap).
+  double hbm_bandwidth_bytes_per_ns;
+  // compute engines
+  EngineCost tensor, vector, scalar, gpsimd, sync;
+  uint32_t matmul_fp32_slowdown;
+  uint32_t vector_divide_slowdown;
+  bool vector_perf_modes;  // bf16 2x/4x modes
+  uint32_t scalar_func_switch_cycles;
+  uint32_t gpsimd_start_cycles;
+
+  // Recomputes the views above from `core` and `hbm`.
+  void derive() {
+    partitions = core.sbuf.partitions;
+    sbuf_partition_bytes = core.sbuf.partition_bytes;
+    psum_partition_bytes = core.psum.partition_bytes;
+    psum_bank_bytes = core.psum.bank_bytes;
+    hbm_bytes = hbm.size_bytes;
+    // A matmul's K lies on the SBUF partitions and its M becomes the PSUM
+    // partitions; a smaller PE array folds the matmul into passes.
+    matmul_max_k = core.sbuf.partitions;
+    matmul_max_m = core.psum.partitions;
+    matmul_max_n = core.tensor.max_moving_free;
+    matmul_double_row = core.tensor.fp8_double_row;
+    semaphores = core.semaphores.count;
+    dma_engines = core.dma.engines;
+    dma_queues_per_engine = core.dma.queues_per_engine;
+    dma_bandwidth_bytes_per_ns = core.dma.bandwidth_bps / 1e9;
+    dma_fixed_ns = core.dma.fixed_cost_s * 1e9;
+    dma_descriptor_ns = core.dma.descriptor_cost_s * 1e9;
+    hbm_bandwidth_bytes_per_ns = hbm.bandwidth_bps / 1e9;
+    const auto cost = [](const models::engine_params& p) {
+      return EngineCost{p.clock_hz, p.min_ii_cycles, p.overhead_cycles};
+    };
+    tensor = cost(core.tensor);
+    vector = cost(core.vector);
+    scalar = cost(core.scalar);
+    gpsimd = cost(core.gpsimd);
+    sync = cost(core.sync);
+    matmul_fp32_slowdown = core.tensor.fp32_slowdown;
+    vector_divide_slowdown = core.vector.reciprocal_slowdown;
+    vector_perf_modes = core.vector.perf_modes;
+    scalar_func_switch_cycles = core.scalar.func_switch_cycles;
+    gpsimd_start_cycles = core.gpsimd.start_cycles;
+  }
 
   // Tile sizes the lowering uses: a k-tile lies on SBUF partitions, an m-tile's PSUM
   // rows are copied to SBUF partitions, so both are bounded by the partitions too.
   int64_t k_tile() const { return std::min<int64_t>(matmul_max_k, partitions); }
   int64_t m_tile() const { return std::min<int64_t>(matmul_max_m, partitions); }
 
-  // ---- synchronisation and DMA resources the compiler may use
-  uint32_t semaphores = 256;
-  uint32_t dma_engines = 16;            // engines transfers are spread over
-  uint32_t dma_queues_per_engine = 16;  // hardware queues per engine
+  // ---- the compiler's own policy (not hardware)
+  uint64_t sbuf_alignment = 64;  // allocation granule within a partition [bytes]
+  uint64_t hbm_alignment = 64;   // tensor placement in the program's HBM space [bytes]
   // Queues per engine the compiler fills: loads, stores, other copies each get
   // their own so that a store waiting for compute never blocks a prefetch.
   uint32_t dma_queue_classes = 3;
-
-  // ---- DMA cost: fixed + descriptors x per-descriptor + bytes / bandwidth
-  double dma_bandwidth_bytes_per_ns = 27.2;  // per engine (configs/trn2.yaml)
-  double dma_fixed_ns = 170;
-  double dma_descriptor_ns = 9.4;  // per contiguous run
   // split_dma: large transfers become pieces of >= this many bytes (at most
   // dma_split_max; by 32/64-partition groups, then the outermost free dim) so
   // several engines share them.
@@ -66,24 +126,9 @@ struct Target {
   // ... and never cut a contiguous run (one descriptor each) so short that the
   // descriptor cost exceeds this fraction of its transfer time.
   double dma_split_max_descriptor_share = 0.25;
-  // HBM bandwidth of the chip: with every DMA engine busy each gets at most
-  // hbm / dma_engines (the cost model takes the lower of that and its own cap).
-  double hbm_bandwidth_bytes_per_ns = 2900.0;
-
-  // ---- compute engines
-  EngineCost tensor{2.4e9, 64, 64};
-  EngineCost vector{0.96e9, 64, 64};
-  EngineCost scalar{1.2e9, 64, 64};
-  EngineCost gpsimd{1.2e9, 64, 64};
-  EngineCost sync{1.2e9, 64, 64};
-  uint32_t matmul_fp32_slowdown = 4;
   // The next matmul's issue overhead hides under the running multiply (background
   // weight load), so back-to-back matmuls cost max(N, min_ii) each.
   bool tensor_pipelined = true;
-  uint32_t vector_divide_slowdown = 8;
-  bool vector_perf_modes = true;  // trn2 bf16 2x/4x modes
-  uint32_t scalar_func_switch_cycles = 128;
-  uint32_t gpsimd_start_cycles = 150;
 
   const EngineCost& engine_cost(isa::Engine e) const {
     switch (e) {

@@ -6,7 +6,8 @@ chip::chip(const sc_core::sc_module_name& name, const platform_config& cfg,
            models::sim_context& ctx)
     : sc_module(name), hbm("hbm", cfg.hbm) {
   for (uint32_t i = 0; i < cfg.cores; ++i) {
-    auto c = std::make_unique<neuron_core>(("core" + std::to_string(i)).c_str(), cfg.core, ctx);
+    auto c =
+        std::make_unique<neuron_core>(("core" + std::to_string(i)).c_str(), cfg.core_of(i), ctx);
     for (auto& d : c->dma) d->hbm_socket.bind(hbm.tgt_socket);
     cores.push_back(std::move(c));
   }

@@ -3,11 +3,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -31,6 +35,7 @@ struct Setting {
   std::string origin;  // "FILE:LINE" or "--set"
   int line = 0;        // 1-based; 0 for overrides
   std::string error;   // set when the YAML value is not a single scalar
+  int layer = 0;       // 0: the file given; 1, 2, ...: its base, the base's base
 
   // "FILE:LINE: KEY" or "--set KEY": the start of an error message about this key.
   std::string about(const std::string& key) const {
@@ -86,6 +91,26 @@ std::string suggestion(std::string_view unknown) {
   return "";
 }
 
+// A path under `core_types.NAME.` as the `core.` path the schema knows, with NAME;
+// {"", ""} for other paths, {"", NAME} for `core_types.NAME` itself.
+struct CoreTypePath {
+  std::string name;
+  std::string schema_path;
+};
+std::optional<CoreTypePath> core_type_path(const std::string& path) {
+  const std::string head = std::string(schema::kCoreTypesSection) + ".";
+  if (!path.starts_with(head)) return std::nullopt;
+  const std::string rest = path.substr(head.size());
+  const size_t dot = rest.find('.');
+  if (dot == std::string::npos) return CoreTypePath{rest, ""};
+  return CoreTypePath{rest.substr(0, dot), "core." + rest.substr(dot + 1)};
+}
+
+std::string find_preset(const std::string& name);
+
+// The layers of a preset: its own file, then its base, the base's base...
+constexpr int kMaxBaseDepth = 16;
+
 std::string first_key_in(const std::string& section) {
   for (const auto& k : schema::keys())
     if (k.key.starts_with(section + ".")) return k.key;
@@ -117,7 +142,18 @@ class Loader {
  public:
   explicit Loader(std::string file) : file_(std::move(file)) {}
 
+  // `text` is the file's YAML; `layer` 0 is the config given, its base 1, ...
   void read_yaml(const std::string& text) {
+    const std::string given = file_;
+    std::error_code ec;
+    chain_.insert(fs::weakly_canonical(given, ec).string());
+    read_root(text, given, 0);
+    file_ = given;
+    layer_ = 0;
+  }
+
+ private:
+  void read_root(const std::string& text, const std::string& file, int layer) {
     YAML::Node root;
     try {
       root = YAML::Load(text);
@@ -126,13 +162,51 @@ class Loader {
     }
     if (!root.IsMap()) {
       const YAML::Mark m = root.IsNull() ? YAML::Mark() : root.Mark();
-      throw ConfigError((m.is_null() || m.line < 0 ? file_ + ":1" : where(file_, m)) +
-                        ": expected a mapping of config keys (chip:, hbm:, core:), got " +
+      throw ConfigError((m.is_null() || m.line < 0 ? file + ":1" : where(file, m)) +
+                        ": expected a mapping of config keys (base:, chip:, hbm:, core:), got " +
                         (root.IsNull() ? "an empty document" : "a single value or list"));
     }
+    // `base:` first, so that this file's keys replace the base's.
+    if (const YAML::Node b = root["base"]) read_base(b, file, layer);
+    file_ = file;
+    layer_ = layer;
     walk(root, "");
   }
 
+  // `base: NAME` (a preset), `base: PATH.yaml` (relative to this file) or
+  // `base: defaults` (every key its row's default: the trn2 figures).
+  void read_base(const YAML::Node& b, const std::string& file, int layer) {
+    const std::string at = where(file, b.Mark());
+    if (!b.IsScalar() || b.Scalar().empty())
+      throw ConfigError(at + ": base: expected a preset name, a .yaml path or 'defaults'");
+    const std::string name = b.Scalar();
+    if (layer + 1 > kMaxBaseDepth)
+      throw ConfigError(at + ": base: more than " + std::to_string(kMaxBaseDepth) +
+                        " levels of base (a cycle?)");
+    if (name == "defaults") {
+      defaults_ = true;
+      return;
+    }
+    std::string path;
+    const bool is_path =
+        name.find('/') != std::string::npos || name.ends_with(".yaml") || name.ends_with(".yml");
+    try {
+      path = is_path ? (fs::path(file).parent_path() / name).lexically_normal().string()
+                     : find_preset(name);
+    } catch (const ConfigError& e) {
+      throw ConfigError(at + ": base: " + e.what());
+    }
+    const std::string canon = fs::weakly_canonical(path).string();
+    if (!chain_.insert(canon).second)
+      throw ConfigError(at + ": base: '" + name + "' is already in this config's base chain (" +
+                        path + ")");
+    std::string text;
+    if (const std::string why = isa::read_file(path, text); !why.empty())
+      throw ConfigError(at + ": base: cannot open " + path + ": " + why);
+    read_root(text, path, layer + 1);
+  }
+
+ public:
   void apply_override(const std::string& ov) {
     const size_t eq = ov.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -151,19 +225,25 @@ class Loader {
       rtl_overrides_.emplace_back(key, value);
       return;
     }
-    if (schema::find_choice_key(key)) {
-      values_[key] = Setting{value, "--set", 0, ""};
+    const auto ct = core_type_path(key);
+    const std::string lookup = ct ? ct->schema_path : key;
+    if (key == schema::kLayoutKey || schema::find_choice_key(lookup)) {
+      values_[key] = Setting{value, "--set", 0, "", -1};
       return;
     }
-    if (!schema::find_key(key)) {
-      if (schema::is_section(key))
+    const schema::KeyDef* def = schema::find_key(lookup);
+    if (!def || (ct && !def->per_core)) {
+      if (ct && ct->schema_path.empty())
+        errors_.push_back("--set " + key + ": is a core type, not a key (give a full key such as " +
+                          key + ".tensor.rows)");
+      else if (schema::is_section(lookup))
         errors_.push_back("--set " + key + ": is a section, not a key (give a full key such as " +
                           first_key_in(key) + ")");
       else
-        errors_.push_back("--set " + key + ": unknown key" + suggestion(key));
+        errors_.push_back("--set " + key + ": unknown key" + suggestion(lookup));
       return;
     }
-    values_[key] = Setting{value, "--set", 0, ""};
+    values_[key] = Setting{value, "--set", 0, "", -1};
   }
 
   platform_config finish() {
@@ -171,38 +251,17 @@ class Loader {
     for (const auto& k : schema::keys()) {
       const auto it = values_.find(k.key);
       if (it == values_.end()) {
-        if (is_broken(k.key)) continue;  // already reported where it was written
-        errors_.push_back(file_ + ": " + k.key + ": missing key (" + type_hint(k) + ")");
+        if (is_broken(k.key) || defaults_) continue;  // reported where written / the row's
+        errors_.push_back(file_ + ": " + k.key + ": missing key (" + type_hint(k) +
+                          "; or start the file with `base: trn2`)");
         continue;
       }
-      const Setting& s = it->second;
-      if (!s.error.empty()) {
-        errors_.push_back(s.about(k.key) + ": " + s.error);
-        continue;
-      }
-      try {
-        schema::set_value(k, s.text, cfg);
-      } catch (const UnitError& e) {
-        errors_.push_back(s.about(k.key) + ": " + e.what());
-      } catch (const std::range_error& e) {
-        errors_.push_back(s.about(k.key) + ": " + e.what() + " (got '" + s.text + "')");
-      }
+      set(k, it->second, cfg, 0);
     }
-    for (const auto& k : schema::choice_keys()) {
-      const auto it = values_.find(k.key);
-      if (it == values_.end()) {
-        k.set(cfg, 0);
-        continue;
-      }
-      const Setting& s = it->second;
-      try {
-        if (!s.error.empty()) throw std::range_error(s.error);
-        k.set(cfg, schema::parse_choice(k, s.text));
-      } catch (const std::range_error& e) {
-        errors_.push_back(s.about(k.key) + ": " + e.what());
-      }
-    }
+    for (const auto& k : schema::choice_keys()) set_choice(k, k.key, cfg.core);
     tensor_rtl(cfg);
+    core_types(cfg);
+    layout(cfg);
     throw_if_errors();
     // Cross-key checks only make sense once every value parsed.
     for (const auto& e : schema::cross_check(cfg)) {
@@ -213,6 +272,115 @@ class Loader {
     }
     throw_if_errors();
     return cfg;
+  }
+
+ private:
+  void set(const schema::KeyDef& k, const Setting& s, platform_config& cfg, size_t type,
+           const std::string& key = "") {
+    const std::string& name = key.empty() ? k.key : key;
+    if (!s.error.empty()) {
+      errors_.push_back(s.about(name) + ": " + s.error);
+      return;
+    }
+    try {
+      schema::set_value(k, s.text, cfg, type);
+    } catch (const UnitError& e) {
+      errors_.push_back(s.about(name) + ": " + e.what());
+    } catch (const std::range_error& e) {
+      errors_.push_back(s.about(name) + ": " + e.what() + " (got '" + s.text + "')");
+    }
+  }
+
+  void set_choice(const schema::ChoiceKeyDef& k, const std::string& key, core_config& core) {
+    const auto it = values_.find(key);
+    if (it == values_.end()) return;  // the default core type's value, or choices[0]
+    const Setting& s = it->second;
+    try {
+      if (!s.error.empty()) throw std::range_error(s.error);
+      k.set(core, schema::parse_choice(k, s.text));
+    } catch (const std::range_error& e) {
+      errors_.push_back(s.about(key) + ": " + e.what());
+    }
+  }
+
+  // `core_types.NAME.*`: each type is the `core` type with these keys changed.
+  void core_types(platform_config& cfg) {
+    for (const auto& [key, setting] : values_) {
+      const auto ct = core_type_path(key);
+      if (!ct || ct->schema_path.empty()) continue;
+      size_t t = 1;
+      while (t < cfg.core_types() && cfg.core_type_name(t) != ct->name) ++t;
+      if (t == cfg.core_types()) cfg.other_core_types.emplace_back(ct->name, cfg.core);
+      if (const schema::KeyDef* k = schema::find_key(ct->schema_path))
+        set(*k, setting, cfg, t, key);
+      else if (const schema::ChoiceKeyDef* c = schema::find_choice_key(ct->schema_path))
+        set_choice(*c, key, cfg.core_type(t));
+    }
+  }
+
+  // `chip.layout`: "core*6, small*2" or a list of names, one per core.
+  void layout(platform_config& cfg) {
+    const auto it = values_.find(std::string(schema::kLayoutKey));
+    if (it == values_.end()) {
+      if (!cfg.other_core_types.empty())
+        errors_.push_back(file_ + ": " + std::string(schema::kLayoutKey) +
+                          ": missing: core_types defines " + cfg.core_type_name(1) +
+                          " but no core uses it (give chip.layout, e.g. core*6, " +
+                          cfg.core_type_name(1) + "*2)");
+      return;
+    }
+    const Setting& s = it->second;
+    const std::string about = s.about(std::string(schema::kLayoutKey)) + ": ";
+    if (!s.error.empty()) {
+      errors_.push_back(about + s.error);
+      return;
+    }
+    std::vector<uint32_t> per_core;
+    std::vector<bool> used(cfg.core_types(), false);
+    std::string_view rest = s.text;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string item(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+      item.erase(0, item.find_first_not_of(" \t"));
+      item.erase(item.find_last_not_of(" \t") + 1);
+      uint64_t count = 1;
+      if (const size_t star = item.find('*'); star != std::string::npos) {
+        try {
+          count = parse_count(item.substr(star + 1));
+        } catch (const UnitError& e) {
+          errors_.push_back(about + "'" + item + "': " + e.what());
+          return;
+        }
+        item.erase(item.find_last_not_of(" \t", star - (star > 0)) + 1);
+      }
+      size_t t = 0;
+      while (t < cfg.core_types() && cfg.core_type_name(t) != item) ++t;
+      if (t == cfg.core_types()) {
+        std::string known;
+        for (size_t i = 0; i < cfg.core_types(); ++i)
+          known += (i ? ", " : "") + cfg.core_type_name(i);
+        errors_.push_back(about + "unknown core type '" + item + "' (known: " + known + ")");
+        return;
+      }
+      if (per_core.size() + count > cfg.cores) {
+        errors_.push_back(about + "names more cores than chip.cores (" + std::to_string(cfg.cores) +
+                          ")");
+        return;
+      }
+      used[t] = true;
+      per_core.insert(per_core.end(), count, static_cast<uint32_t>(t));
+    }
+    if (per_core.size() != cfg.cores) {
+      errors_.push_back(about + "names " + std::to_string(per_core.size()) +
+                        " cores, but chip.cores is " + std::to_string(cfg.cores));
+      return;
+    }
+    for (size_t t = 1; t < cfg.core_types(); ++t)
+      if (!used[t])
+        errors_.push_back(about + "core type " + cfg.core_type_name(t) +
+                          " is defined in core_types but no core uses it");
+    cfg.layout = std::move(per_core);
   }
 
  private:
@@ -228,6 +396,42 @@ class Loader {
         continue;
       }
       const std::string path = prefix.empty() ? kn.Scalar() : prefix + "." + kn.Scalar();
+      if (path == "base") continue;  // read_root took it
+      if (path == schema::kLayoutKey) {
+        Setting setting{"", at, kn.Mark().line + 1, "", layer_};
+        if (vn.IsScalar()) {
+          setting.text = vn.Scalar();
+        } else if (vn.IsSequence()) {
+          for (const auto& e : vn)
+            setting.text += (setting.text.empty() ? "" : ",") + (e.IsScalar() ? e.Scalar() : "?");
+        } else {
+          setting.error = "expected a list of core type names or 'NAME*COUNT, ...'";
+        }
+        values_[path] = setting;
+        continue;
+      }
+      const auto ct = core_type_path(path);
+      if (path == schema::kCoreTypesSection || (ct && ct->schema_path.empty())) {
+        if (ct && (ct->name == kDefaultCoreType || ct->name.empty() ||
+                   ct->name.find_first_of(" *,") != std::string::npos)) {
+          errors_.push_back(at + ": " + path + ": a core type needs its own name (not '" +
+                            ct->name + "'; the `core:` section is the default type)");
+          continue;
+        }
+        if (vn.IsMap()) {
+          walk(vn, path);
+        } else {
+          errors_.push_back(at + ": " + path + ": is a section: expected a mapping of " +
+                            (ct ? "core keys (tensor:, sbuf:, ...)" : "core types"));
+        }
+        continue;
+      }
+      if (ct && ct->schema_path.starts_with(std::string(schema::kTensorRtlSection))) {
+        errors_.push_back(at + ": " + path +
+                          ": the RTL block is configured in the core: section only");
+        continue;
+      }
+      const std::string lookup = ct ? ct->schema_path : path;
       if (path == schema::kTensorRtlSection) {
         if (has_rtl_node_) {
           errors_.push_back(at + ": " + path + ": duplicate section");
@@ -239,11 +443,13 @@ class Loader {
         }
         continue;
       }
-      const schema::KeyDef* def = schema::find_key(path);
-      const schema::ChoiceKeyDef* choice = def ? nullptr : schema::find_choice_key(path);
-      const bool section = !def && !choice && schema::is_section(path);
+      const schema::KeyDef* def = schema::find_key(lookup);
+      if (ct && def && !def->per_core) def = nullptr;
+      const schema::ChoiceKeyDef* choice = def ? nullptr : schema::find_choice_key(lookup);
+      const bool section =
+          !def && !choice && schema::is_section(lookup) && (!ct || lookup.starts_with("core."));
       if (!def && !choice && !section) {
-        errors_.push_back(at + ": " + path + ": unknown key" + suggestion(path));
+        errors_.push_back(at + ": " + path + ": unknown key" + suggestion(lookup));
         continue;
       }
       if (section) {
@@ -256,15 +462,17 @@ class Loader {
                           path + ".*)");
         continue;
       }
-      Setting setting{vn.IsScalar() ? vn.Scalar() : "", at, kn.Mark().line + 1, ""};
+      Setting setting{vn.IsScalar() ? vn.Scalar() : "", at, kn.Mark().line + 1, "", layer_};
       if (!vn.IsScalar())  // reported in finish() unless an override replaces it
         setting.error =
             std::string(vn.IsNull() ? "missing value" : "expected a single value") + " (" +
             (choice ? "one of " + choice_list(*choice) + ": " + choice->description
                     : type_hint(*def) + "; e.g. " + std::string(example_value(def->type))) +
             ")";
-      const auto [prev, fresh] = values_.emplace(path, std::move(setting));
-      if (!fresh)
+      const auto [prev, fresh] = values_.emplace(path, setting);
+      if (!fresh && prev->second.layer > layer_)
+        prev->second = std::move(setting);  // this file replaces its base's value
+      else if (!fresh)
         errors_.push_back(at + ": " + path + ": duplicate key (first set at line " +
                           std::to_string(prev->second.line) + ")");
     }
@@ -414,6 +622,9 @@ class Loader {
   std::map<std::string, Setting> values_;
   std::vector<std::string> errors_;
   std::set<std::string> broken_;  // sections written as a single value
+  bool defaults_ = false;         // `base: defaults`: missing keys take their rows' defaults
+  int layer_ = 0;                 // the layer walk() is reading
+  std::set<std::string> chain_;   // files of the base chain, for cycles
   bool has_rtl_node_ = false;
   YAML::Node rtl_node_;                             // the core.tensor.rtl section as written
   std::map<std::string, std::string> rtl_origins_;  // its keys: "FILE:LINE" or "--set"
@@ -457,23 +668,39 @@ std::string find_preset(const std::string& name) {
 
 }  // namespace
 
-isa::Limits platform_config::limits() const {
+isa::Limits core_config::limits(uint64_t hbm_bytes) const {
   isa::Limits l;
-  l.partitions = core.sbuf.partitions;
-  l.sbuf_partition_bytes = core.sbuf.partition_bytes;
-  l.psum_partition_bytes = core.psum.partition_bytes;
-  l.psum_bank_bytes = core.psum.bank_bytes;
+  l.partitions = sbuf.partitions;
+  l.sbuf_partition_bytes = sbuf.partition_bytes;
+  l.psum_partition_bytes = psum.partition_bytes;
+  l.psum_bank_bytes = psum.bank_bytes;
   // A matmul's K lies on the SBUF partitions and its M becomes the PSUM partitions;
   // a smaller PE array folds the matmul into passes (tensor_engine.h).
-  l.matmul_max_k = core.sbuf.partitions;
-  l.matmul_max_m = core.psum.partitions;
-  l.matmul_max_n = core.tensor.max_moving_free;
-  l.matmul_double_row = core.tensor.fp8_double_row;
-  l.hbm_bytes = hbm.size_bytes;
-  l.dma_engines = core.dma.engines;
-  l.dma_queues = core.dma.queues_per_engine;
-  l.max_semaphores = core.semaphores;
+  l.matmul_max_k = sbuf.partitions;
+  l.matmul_max_m = psum.partitions;
+  l.matmul_max_n = tensor.max_moving_free;
+  l.matmul_double_row = tensor.fp8_double_row;
+  l.hbm_bytes = hbm_bytes;
+  l.dma_engines = dma.engines;
+  l.dma_queues = dma.queues_per_engine;
+  l.max_semaphores = semaphores.count;
   return l;
+}
+
+const core_config& platform_config::core_type(size_t t) const {
+  return t == 0 ? core : other_core_types.at(t - 1).second;
+}
+core_config& platform_config::core_type(size_t t) {
+  return t == 0 ? core : other_core_types.at(t - 1).second;
+}
+std::string platform_config::core_type_name(size_t t) const {
+  return t == 0 ? std::string(kDefaultCoreType) : other_core_types.at(t - 1).first;
+}
+const core_config& platform_config::core_of(uint32_t i) const {
+  return layout.empty() ? core : core_type(layout.at(i));
+}
+isa::Limits platform_config::limits() const {
+  return core.limits(hbm.size_bytes);
 }
 
 platform_config parse_config(const std::string& yaml_text, const std::string& file_name,
@@ -504,46 +731,173 @@ std::string describe(const platform_config& cfg) {
   for (const auto& k : schema::keys())
     out += k.key + " = " + schema::get_value(k, cfg) + "  # " + k.description + "\n";
   for (const auto& k : schema::choice_keys())
-    if (const uint32_t v = k.get(cfg); v != 0)
+    if (const uint32_t v = k.get(cfg.core); v != 0)
       out += k.key + " = " + k.choices[v] + "  # " + k.description + "\n";
   if (cfg.core.tensor_rtl)
     out += std::string(schema::kTensorRtlSection) + " = " + cosim::to_flow(*cfg.core.tensor_rtl) +
            "  # the RTL block of the Tensor Engine (docs/rtl-cosim.md)\n";
+  // Other core types: the keys where they differ from `core`.
+  for (size_t t = 1; t < cfg.core_types(); ++t) {
+    const std::string p = std::string(schema::kCoreTypesSection) + "." + cfg.core_type_name(t);
+    for (const auto& k : schema::keys()) {
+      if (!k.per_core) continue;
+      const std::string v = schema::get_value(k, cfg, t);
+      if (v != schema::get_value(k, cfg, 0))
+        out += p + k.key.substr(4) + " = " + v + "  # " + k.description + "\n";
+    }
+    for (const auto& k : schema::choice_keys())
+      if (const uint32_t v = k.get(cfg.core_type(t)); v != k.get(cfg.core))
+        out += p + k.key.substr(4) + " = " + k.choices[v] + "  # " + k.description + "\n";
+  }
+  if (!cfg.layout.empty()) {
+    std::string l;
+    for (size_t i = 0; i < cfg.layout.size();) {
+      size_t n = 1;
+      while (i + n < cfg.layout.size() && cfg.layout[i + n] == cfg.layout[i]) ++n;
+      l += (l.empty() ? "" : ",") + cfg.core_type_name(cfg.layout[i]) + "*" + std::to_string(n);
+      i += n;
+    }
+    out += std::string(schema::kLayoutKey) + " = " + l + "  # the core type of each core\n";
+  }
   return out;
 }
 
+namespace {
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;  // UTF-8 passes through (JSON text is UTF-8)
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
 std::string schema_table() {
   const auto& keys = schema::keys();
-  size_t wk = 3, wt = 4, wu = 4, wc = 5;
-  for (const auto& k : keys) {
-    wk = std::max(wk, k.key.size());
-    wt = std::max(wt, value_type_name(k.type).size());
-    wu = std::max(wu, k.unit.size());
-    wc = std::max(wc, k.check.text(k.type).size());
-  }
-  const auto pad = [](std::string s, size_t w) {
-    s.resize(std::max(w, s.size()), ' ');
-    return s;
+  struct Row {
+    std::string key, type, unit, dflt, check, readers, description;
   };
-  std::string out = pad("key", wk) + "  " + pad("type", wt) + "  " + pad("unit", wu) + "  " +
-                    pad("check", wc) + "  description\n";
-  for (const auto& k : keys) {
-    const std::string check = k.check.text(k.type);
-    out += pad(k.key, wk) + "  " + pad(std::string(value_type_name(k.type)), wt) + "  " +
-           pad(k.unit.empty() ? "-" : k.unit, wu) + "  " +
-           pad(k.type == ValueType::boolean ? "-" : check, wc) + "  " + k.description + "\n";
-  }
-  // Optional keys: a word of a fixed list (the first is the default), and the RTL section.
+  std::vector<Row> rows;
+  for (const auto& k : keys)
+    rows.push_back({k.key, std::string(value_type_name(k.type)), k.unit.empty() ? "-" : k.unit,
+                    schema::default_value(k),
+                    k.type == ValueType::boolean ? "-" : schema::check_text(k.check, k.type),
+                    std::string(schema::readers_name(k.readers)),
+                    k.description + " [source: " + k.source + "]"});
+  // Optional keys: a word of a fixed list (the first is the default), and the sections.
   for (const auto& k : schema::choice_keys()) {
     std::string words;
     for (const auto& c : k.choices) words += (words.empty() ? "" : "|") + c;
-    out += pad(k.key, wk) + "  " + pad("choice", wt) + "  " + pad("-", wu) + "  " + pad(words, wc) +
-           "  " + k.description + " (optional, default " + k.choices[0] + ")\n";
+    rows.push_back({k.key, "choice", "-", k.choices[0], words,
+                    std::string(schema::readers_name(k.readers)), k.description + " (optional)"});
   }
-  out += pad(std::string(schema::kTensorRtlSection), wk) + "  " + pad("section", wt) + "  " +
-         pad("-", wu) + "  " + pad("-", wc) +
-         "  RTL block of the tensor engine, used with impl: rtl (optional; docs/rtl-cosim.md)\n";
+  rows.push_back({std::string(schema::kTensorRtlSection), "section", "-", "-", "-", "sim",
+                  "RTL block of the tensor engine, used with impl: rtl (optional; "
+                  "docs/rtl-cosim.md)"});
+  rows.push_back({std::string(schema::kCoreTypesSection), "section", "-", "-", "-", "sim+compiler",
+                  "other core types: core_types.NAME.<any core.* key> (optional; NAME is `core` "
+                  "plus these differences)"});
+  rows.push_back({std::string(schema::kLayoutKey), "layout", "-", "core*<chip.cores>", "-", "sim",
+                  "the core type of each core: NAME*COUNT, ... or a list of names (optional)"});
+  rows.insert(rows.begin(),
+              Row{"key", "type", "unit", "default", "check", "readers", "description"});
+  size_t w[6] = {};
+  const auto fields = [](const Row& r) {
+    return std::array<const std::string*, 6>{&r.key,  &r.type,  &r.unit,
+                                             &r.dflt, &r.check, &r.readers};
+  };
+  for (const Row& r : rows)
+    for (int i = 0; i < 6; ++i) w[i] = std::max(w[i], fields(r)[i]->size());
+  const auto line = [&](const Row& r) {
+    std::string out;
+    for (int i = 0; i < 6; ++i) {
+      std::string c = *fields(r)[i];
+      c.resize(std::max(w[i], c.size()), ' ');
+      out += c + "  ";
+    }
+    return out + r.description + "\n";
+  };
+  std::string out;
+  for (const auto& r : rows) out += line(r);
   return out;
+}
+
+std::string schema_json() {
+  std::string out = "{\"keys\": [";
+  bool first = true;
+  const auto sep = [&]() -> std::string {
+    const bool f = first;
+    first = false;
+    return f ? "\n  " : ",\n  ";
+  };
+  for (const auto& k : schema::keys()) {
+    out += sep() + "{\"key\": " + json_string(k.key) +
+           ", \"type\": " + json_string(value_type_name(k.type)) +
+           ", \"unit\": " + json_string(k.unit) +
+           ", \"default\": " + json_string(schema::default_value(k)) + ", \"check\": " +
+           json_string(k.type == ValueType::boolean ? "" : schema::check_text(k.check, k.type)) +
+           ", \"min\": " + json_number(k.check.min) +
+           ", \"min_exclusive\": " + (k.check.min_exclusive ? "true" : "false") +
+           ", \"max\": " + json_number(k.check.max) +
+           ", \"multiple_of\": " + std::to_string(k.check.multiple_of) +
+           ", \"power_of_two\": " + (k.check.power_of_two ? "true" : "false") +
+           ", \"readers\": " + json_string(schema::readers_name(k.readers)) +
+           ", \"per_core\": " + (k.per_core ? "true" : "false") +
+           ", \"description\": " + json_string(k.description) +
+           ", \"source\": " + json_string(k.source) + "}";
+  }
+  for (const auto& k : schema::choice_keys()) {
+    std::string words;
+    for (const auto& c : k.choices) words += (words.empty() ? "" : ", ") + json_string(c);
+    out += sep() + "{\"key\": " + json_string(k.key) +
+           ", \"type\": \"choice\", \"unit\": \"\", \"default\": " + json_string(k.choices[0]) +
+           ", \"choices\": [" + words +
+           "], \"readers\": " + json_string(schema::readers_name(k.readers)) +
+           ", \"per_core\": true, \"description\": " + json_string(k.description) +
+           ", \"source\": \"\"}";
+  }
+  for (const auto& [key, desc] :
+       {std::pair<std::string, std::string>{std::string(schema::kTensorRtlSection),
+                                            "RTL block of the tensor engine (docs/rtl-cosim.md)"},
+        {std::string(schema::kCoreTypesSection), "other core types: core plus differences"}})
+    out += sep() + "{\"key\": " + json_string(key) +
+           ", \"type\": \"section\", \"readers\": \"sim\", \"description\": " + json_string(desc) +
+           "}";
+  out += sep() + "{\"key\": " + json_string(schema::kLayoutKey) +
+         ", \"type\": \"layout\", \"readers\": \"sim\", \"description\": "
+         "\"the core type of each core: NAME*COUNT, ...\"}";
+  out += "\n],\n\"units\": {";
+  bool first_type = true;
+  for (const ValueType t :
+       {ValueType::frequency, ValueType::bandwidth, ValueType::size, ValueType::time}) {
+    out += std::string(first_type ? "\n  " : ",\n  ") + json_string(value_type_name(t)) + ": {";
+    first_type = false;
+    bool first_unit = true;
+    for (const auto& [name, mult] : unit_table(t)) {
+      out += std::string(first_unit ? "" : ", ") + json_string(name) + ": " + json_number(mult);
+      first_unit = false;
+    }
+    out += "}";
+  }
+  return out + "\n}}\n";
 }
 
 }  // namespace trnsim::platform

@@ -7,15 +7,34 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
-#include "models/engines/engine_params.h"
+#include "models/common/core_params.h"
 #include "models/isa/validate.h"
-#include "models/memory/memory_params.h"
 
 namespace trnsim::cosim {
 struct rtl_config;  // models/cosim/rtl_config.h
 }
+
+// clang-format off
+
+// Rows of the chip and the host link
+// (models/common/params.h).
+#define TRNSIM_CHIP_PARAMS(X)                                                                     \
+  X(cores, uint32_t, 8, "cores", count, "cores", range(1, 1024), sim, "NeuronCores per chip",     \
+    "docs/hardware.md: Chips, NeuronCores per chip (8 physical NC-v3 on trn2)")
+
+#define TRNSIM_HOST_PARAMS(X)                                                                     \
+  X(link_bandwidth_bps, double, 25e9, "link_bandwidth", bandwidth, "B/s", bandwidth(), sim,       \
+    "host <-> device link bandwidth per direction (host-fallback transfers)",                    \
+    "no public figure; chosen: PCIe Gen4 x16 (32 GB/s per direction) at about 80 % efficiency")  \
+  X(link_latency_s, double, 2e-6, "link_latency", time, "s", duration(), sim,                     \
+    "host <-> device latency per transfer",                                                      \
+    "no public figure; chosen: the order of a PCIe DMA round trip plus driver overhead")
+
+// clang-format on
 
 namespace trnsim::platform {
 
@@ -25,38 +44,46 @@ namespace trnsim::platform {
 enum class TensorImpl : uint32_t { cpp, rtl };
 enum class TensorNumerics : uint32_t { fast, systolic };
 
-struct core_config {
-  models::tensor_engine_params tensor;
-  models::vector_engine_params vector;
-  models::scalar_engine_params scalar;
-  models::gpsimd_engine_params gpsimd;
-  models::sync_engine_params sync;
-  models::sbuf_params sbuf;
-  models::psum_params psum;
-  models::dma_params dma;
-  uint32_t semaphores = 256;  // semaphores per core
+// One core type: every NeuronCore of this type has these blocks, and the choice of
+// what computes its matmuls.
+struct core_config : models::core_params {
   TensorImpl tensor_impl = TensorImpl::cpp;
   TensorNumerics tensor_numerics = TensorNumerics::fast;
   // The core.tensor.rtl section, parsed and checked against the build; null when the
   // config has none (it may be there with impl: cpp, unused).
   std::shared_ptr<const cosim::rtl_config> tensor_rtl;
+
+  isa::Limits limits(uint64_t hbm_bytes) const;  // what the ISA validator needs
 };
 
 // The host link that host-fallback segments cross (runtime/fallback.h).
 struct host_config {
-  double link_bandwidth_bps = 32e9;  // bytes per second, each direction
-  double link_latency_s = 2e-6;      // per transfer
+  TRNSIM_HOST_PARAMS(TRNSIM_PARAM_FIELD)
 };
 
-struct platform_config {
-  std::string name;    // preset or file stem
-  std::string source;  // file the config came from
-  uint32_t cores = 1;  // NeuronCores per chip
-  models::hbm_params hbm;
-  core_config core;
-  host_config host;
+// The default core type's name: the `core:` section.
+inline constexpr std::string_view kDefaultCoreType = "core";
 
-  isa::Limits limits() const;  // what the ISA validator needs
+struct platform_config {
+  std::string name;                       // preset or file stem
+  std::string source;                     // file the config came from
+  TRNSIM_CHIP_PARAMS(TRNSIM_PARAM_FIELD)  // the `chip:` section
+  models::hbm_params hbm;
+  core_config core;  // the default core type, `core`
+  host_config host;
+  // Other core types (`core_types.NAME:` sections: `core` plus differences), and
+  // which type each core is (`chip.layout`; empty: every core is `core`).
+  std::vector<std::pair<std::string, core_config>> other_core_types;
+  std::vector<uint32_t> layout;  // per core: 0 = `core`, i = other_core_types[i - 1]
+
+  // Core type `t` (0: `core`) and its name.
+  const core_config& core_type(size_t t) const;
+  core_config& core_type(size_t t);
+  std::string core_type_name(size_t t) const;
+  size_t core_types() const { return 1 + other_core_types.size(); }
+  // The type of core `i` of the chip.
+  const core_config& core_of(uint32_t i) const;
+  isa::Limits limits() const;  // the default core type's, for the ISA validator
 };
 
 // Error naming the file, line (when known) and key.
@@ -74,7 +101,10 @@ platform_config parse_config(const std::string& yaml_text, const std::string& fi
 
 // One line per key: name, value with unit, description (for `trnsim info`).
 std::string describe(const platform_config& cfg);
-// The schema as a table (key, type, unit, description) for docs and `trnsim info --keys`.
+// The schema as a table (key, type, unit, default, range, readers, description,
+// source) for docs and `trnsim info --keys`; schema_json() is the same as JSON, with
+// the units each value type accepts (the sweep's one source for both).
 std::string schema_table();
+std::string schema_json();
 
 }  // namespace trnsim::platform

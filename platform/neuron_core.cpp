@@ -7,7 +7,7 @@ namespace trnsim::platform {
 neuron_core::neuron_core(const sc_core::sc_module_name& name, const core_config& cfg,
                          models::sim_context& ctx)
     : sc_module(name),
-      sems("sems", models::semaphores_params{cfg.semaphores}),
+      sems("sems", cfg.semaphores),
       sbuf("sbuf", cfg.sbuf),
       psum("psum", cfg.psum),
       tensor("tensor", cfg.tensor, sems, ctx),

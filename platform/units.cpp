@@ -183,6 +183,30 @@ std::string format_scaled(double x, std::span<const DisplayUnit> units) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, double>> unit_table(ValueType t) {
+  std::span<const Unit> units;
+  switch (t) {
+    case ValueType::frequency:
+      units = kFrequencyUnits;
+      break;
+    case ValueType::bandwidth:
+      units = kBandwidthUnits;
+      break;
+    case ValueType::size:
+      units = kSizeUnits;
+      break;
+    case ValueType::time:
+      units = kTimeUnits;
+      break;
+    default:
+      return {};
+  }
+  std::vector<std::pair<std::string, double>> out;
+  for (const Unit& u : units)
+    out.emplace_back(std::string(u.name), std::pow(10.0, u.p10) * std::ldexp(1.0, u.p2));
+  return out;
+}
+
 std::string_view value_type_name(ValueType t) {
   switch (t) {
     case ValueType::frequency:

@@ -8,16 +8,23 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include "models/common/params.h"
 
 namespace trnsim::platform {
 
-// The value types of config keys. Base units: Hz, bytes/s, bytes, seconds; count
-// and cycles are plain integers; ratio is a fraction (0.5 == 50%).
-enum class ValueType : uint8_t { frequency, bandwidth, size, time, count, cycles, boolean, ratio };
+// The value types of config keys (models/common/params.h).
+using ValueType = models::ValueType;
 
 std::string_view value_type_name(ValueType t);  // "frequency", ...
 // The units accepted for a type, for messages and docs ("Hz, kHz, MHz, GHz, THz").
 std::string_view accepted_units(ValueType t);
+// The unit suffixes of a type and their multipliers into the base unit ("GHz", 1e9);
+// empty for types without units. The one table: `trnsim info --keys --json` exports
+// it for the sweep.
+std::vector<std::pair<std::string, double>> unit_table(ValueType t);
 // An example of a well-formed value ("2.8GHz").
 std::string_view example_value(ValueType t);
 

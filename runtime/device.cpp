@@ -234,7 +234,7 @@ RunReport Device::run(const std::vector<Launch>& launches) {
     if (!used.insert(l.core).second)
       throw RunError("two launches on core " + std::to_string(l.core) + " in one run");
     if (is_loaded(l.program)) continue;  // validated at load, placed above
-    isa::Limits lim = I.cfg.limits();
+    isa::Limits lim = I.cfg.core_of(l.core).limits(I.cfg.hbm.size_bytes);
     lim.hbm_bytes = l.program->hbm_bytes();
     try {
       isa::validate(*l.program, lim);

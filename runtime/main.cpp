@@ -122,11 +122,12 @@ const char* kValidateHelp =
     "  --core, --poison=0xNN, --races)\n";
 
 const char* kInfoHelp =
-    "usage: trnsim info [-c CONFIG] [--set KEY=VALUE]... [--keys | --target]\n"
+    "usage: trnsim info [-c CONFIG] [--set KEY=VALUE]... | --keys [--json]\n"
     "  prints the platform's resources and peak figures, then every config key;\n"
-    "  --keys prints the schema (key, type, unit, description) instead;\n"
-    "  --target prints what the compiler is given of the config (one JSON object):\n"
-    "  two configs with the same target compile a model to the same program\n";
+    "  --keys prints the schema instead: each key's type, unit, default, valid range,\n"
+    "  readers (sim: the simulator's timing depends on it; compiler: the compiled\n"
+    "  program does), description and source; --json as one JSON object, with the\n"
+    "  units each value type accepts\n";
 
 // Pulls "--flag value" or "--flag=value" from args.
 bool take_value(std::vector<std::string>& args, size_t& i, const std::string& flag,
@@ -672,7 +673,7 @@ int cmd_compile(std::vector<std::string> args) {
 int cmd_info(std::vector<std::string> args) {
   std::string config = "trn2", v;
   std::vector<std::string> sets;
-  bool keys = false, target = false;
+  bool keys = false, json = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-h" || args[i] == "--help") {
       std::cout << kInfoHelp;
@@ -683,22 +684,18 @@ int cmd_info(std::vector<std::string> args) {
       sets.push_back(v);
     } else if (args[i] == "--keys") {
       keys = true;
-    } else if (args[i] == "--target") {
-      target = true;
+    } else if (args[i] == "--json") {
+      json = true;
     } else {
       throw UsageError("info: unknown argument '" + args[i] + "'");
     }
   }
-  if (keys && target) throw UsageError("info: give --keys or --target, not both");
+  if (json && !keys) throw UsageError("info: --json goes with --keys");
   if (keys) {
-    std::cout << platform::schema_table();
+    std::cout << (json ? platform::schema_json() : platform::schema_table());
     return 0;
   }
   const auto cfg = platform::load_config(config, sets);
-  if (target) {
-    std::cout << runtime::target_json(runtime::target_from_config(cfg)) << "\n";
-    return 0;
-  }
   std::cout << runtime::format_platform(cfg) << "\n" << platform::describe(cfg);
   return 0;
 }

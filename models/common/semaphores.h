@@ -13,6 +13,7 @@
 #include <systemc>
 #include <vector>
 
+#include "models/common/core_params.h"
 #include "models/common/scheduler.h"
 
 namespace trnsim::trace {
@@ -20,10 +21,6 @@ class recorder;
 }
 
 namespace trnsim::models {
-
-struct semaphores_params {
-  uint32_t count = 256;  // semaphores per core
-};
 
 class semaphores : public sc_core::sc_module {
  public:

@@ -1,44 +1,123 @@
-// Parameters of the memories and the DMA engines. Plain structs with defaults and
-// units; defaults are trn2 figures from shared/hardware.md.
+// Parameters of the memories and the DMA engines, one row each
+// (models/common/params.h). Defaults are the trn2 (NC-v3) figures of
+// docs/hardware.md.
 #pragma once
 
 #include <cstdint>
 
+#include "models/common/params.h"
+#include "models/isa/limits.h"
+
+namespace trnsim::models::checks {
+// Up to the ISA's HBM address space.
+inline constexpr Check hbm_size() {
+  return Check{.min = 0, .min_exclusive = true, .max = double(isa::kMaxHbmBytes)};
+}
+}  // namespace trnsim::models::checks
+
+// clang-format off
+
+#define TRNSIM_SBUF_PARAMS(X)                                                                     \
+  X(partitions, uint32_t, 128, "partitions", count, "partitions", partitions(), both,             \
+    "SBUF partitions", "docs/hardware.md: NeuronCore generations, SBUF 128 partitions")           \
+  X(partition_bytes, uint64_t, 224 * 1024, "partition_size", size, "B", partition_size(), both,   \
+    "SBUF bytes per partition",                                                                  \
+    "docs/hardware.md: NeuronCore generations, SBUF 28 MiB = 128 x 224 KiB (NC-v3)")              \
+  X(clock_hz, double, 2.4e9, "clock", frequency, "Hz", clock(), sim, "SBUF port clock",           \
+    "no public figure; chosen: the Tensor Engine clock, so one port streams a 128-row moving "   \
+    "tile one column per Tensor Engine cycle")                                                   \
+  X(port_elems_per_cycle, uint32_t, 128, "port_width", count, "elements/cycle", at_least(1), sim, \
+    "elements per cycle per SBUF read or write port",                                            \
+    "docs/hardware.md: Memories, SBUF peak 128 elements/cycle per port")                          \
+  X(vector_gpsimd_shared_port, bool, false, "vector_gpsimd_shared_port", boolean, "", any(), sim, \
+    "vector and GpSimd engines share one SBUF port (NC-v2)",                                     \
+    "docs/hardware.md: Memories, the NC-v2 Vector/GpSimd SBUF port conflict (lifted in NC-v3)")
+
+#define TRNSIM_PSUM_PARAMS(X)                                                                     \
+  X(partitions, uint32_t, 128, "partitions", count, "partitions", partitions(), both,             \
+    "PSUM partitions", "docs/hardware.md: NeuronCore generations, PSUM 128 partitions")           \
+  X(partition_bytes, uint64_t, 16 * 1024, "partition_size", size, "B", partition_size(), both,    \
+    "PSUM bytes per partition",                                                                  \
+    "docs/hardware.md: NeuronCore generations, PSUM 2 MiB = 128 x 16 KiB")                        \
+  /* Power of two so that a bank index is an address bit field. */                                \
+  X(bank_bytes, uint64_t, 2 * 1024, "bank_size", size, "B",                                       \
+    power_of_two(4, std::numeric_limits<double>::infinity()), both,                               \
+    "PSUM bank bytes per partition",                                                             \
+    "docs/hardware.md: NeuronCore generations, PSUM 8 banks x 2 KiB per partition")               \
+  X(clock_hz, double, 2.4e9, "clock", frequency, "Hz", clock(), sim, "PSUM port clock",           \
+    "no public figure; chosen: the Tensor Engine clock, which writes one result column per "     \
+    "cycle")                                                                                     \
+  X(port_elems_per_cycle, uint32_t, 128, "port_width", count, "elements/cycle", at_least(1), sim, \
+    "elements per cycle per PSUM port", "no public figure; chosen: as SBUF (128 elements/cycle)") \
+  X(vector_scalar_shared_port, bool, true, "vector_scalar_shared_port", boolean, "", any(), sim,  \
+    "vector and scalar engines share one PSUM port",                                             \
+    "docs/hardware.md: Memories, Vector and Scalar cannot access PSUM at the same time")          \
+  X(shared_port_per_bank, bool, true, "shared_port_per_bank", boolean, "", any(), sim,            \
+    "the vector/scalar PSUM port sharing applies only within one bank (NC-v3)",                  \
+    "docs/hardware.md: Memories, NC-v3 lifts the conflict while they use different banks")
+
+/* Storage is paged on first write: any size up to the ISA's limit costs only what */
+/* programs touch. */
+#define TRNSIM_HBM_PARAMS(X)                                                                      \
+  X(size_bytes, uint64_t, 96ull << 30, "size", size, "B", hbm_size(), both,                       \
+    "HBM capacity of the chip", "docs/hardware.md: Chips, HBM (96 GiB on trn2)")                  \
+  X(bandwidth_bps, double, 2.9e12, "bandwidth", bandwidth, "B/s", bandwidth(), both,              \
+    "peak HBM bandwidth of the chip, shared by all DMA engines",                                 \
+    "docs/hardware.md: Chips, HBM (2.9 TB/s on trn2; another page says 3 TB/s, we take the "    \
+    "lower)")                                                                                    \
+  X(latency_s, double, 100e-9, "latency", time, "s", duration(), sim, "HBM access latency",       \
+    "no public figure; chosen: the order of a DRAM row access plus the controller; the DMA "     \
+    "fixed cost dominates anyway")                                                               \
+  X(stacks, uint32_t, 4, "stacks", count, "stacks", range(1, 128), sim, "HBM stacks",             \
+    "docs/hardware.md: Chips, HBM (4 stacks on trn2)")                                            \
+  X(channels_per_stack, uint32_t, 16, "channels_per_stack", count, "channels", range(1, 1024),    \
+    sim, "independent channels per stack; each serves bandwidth / (stacks x channels)",          \
+    "no public trn2 figure; chosen: an HBM3 stack has 16 independent channels (JEDEC JESD238)")   \
+  X(interleave_bytes, uint64_t, 256, "interleave", size, "B", power_of_two(1, 1 << 30), sim,      \
+    "address interleaving granule: consecutive granules go to different channels",               \
+    "no public figure (the hardware hashes addresses over channels); chosen: 4 x 64 B bursts, " \
+    "so any run of >= channels x 256 B spreads over every channel")
+
+/* DMA engine and queue numbers are 16 bits in the ISA. Queues cost only when a */
+/* program uses them; engines are modules (cross_check bounds them per chip too). */
+#define TRNSIM_DMA_PARAMS(X)                                                                      \
+  X(engines, uint32_t, 16, "engines", count, "engines", range(1, 1024), both,                     \
+    "DMA engines per core", "docs/hardware.md: NeuronCore generations, DMA engines per core")      \
+  X(queues_per_engine, uint32_t, 16, "queues_per_engine", count, "queues", range(1, 65536), both, \
+    "queues per DMA engine (served round-robin)",                                                \
+    "docs/hardware.md: DMA, 16 queues per engine served round-robin")                             \
+  X(bandwidth_bps, double, 27.2e9, "bandwidth", bandwidth, "B/s", bandwidth(), both,              \
+    "bandwidth cap of one DMA engine",                                                           \
+    "docs/hardware.md: DMA (27.2 GB/s per engine in theory, NC-v2/v3) and Chips (3.5 TB/s "     \
+    "chip DMA bandwidth / 128 engines = 27.3 GB/s)")                                             \
+  X(fixed_cost_s, double, 170e-9, "fixed_cost", time, "s", duration(), both,                      \
+    "fixed cost per transfer, from semaphore to data movement",                                  \
+    "fitted to docs/hardware.md: DMA (32 KiB on one engine in 1416 ns): 32768 B / 27.2 B/ns "   \
+    "= 1204.7 ns, + 170 + 9.4 = 1384 ns as one chunk, + 170 + 8 x 9.4 = 1450 ns as 8 x 4 KiB "  \
+    "(both within 2.5 %)")                                                                       \
+  X(descriptor_cost_s, double, 9.4e-9, "descriptor_cost", time, "s", duration(), both,            \
+    "cost per contiguous chunk (descriptor) of a transfer",                                      \
+    "docs/hardware.md: DMA efficiency (< 256 B per partition is overhead-bound, >= 4 KiB "       \
+    "saturates): 256 B / 27.2 B/ns = 9.4 ns, so a 256 B chunk moves at 50 % of the cap")
+
+// clang-format on
+
 namespace trnsim::models {
 
 struct sbuf_params {
-  uint32_t partitions = 128;               // [partitions]
-  uint64_t partition_bytes = 224 * 1024;   // [bytes] per partition
-  double clock_hz = 1.4e9;                 // port clock [Hz]
-  uint32_t port_elems_per_cycle = 128;     // elements per cycle per read/write port
-  bool vector_gpsimd_shared_port = false;  // NC-v2: vector and GpSimd share one port
+  TRNSIM_SBUF_PARAMS(TRNSIM_PARAM_FIELD)
 };
 
 struct psum_params {
-  uint32_t partitions = 128;               // [partitions]
-  uint64_t partition_bytes = 16 * 1024;    // [bytes] per partition
-  uint64_t bank_bytes = 2 * 1024;          // [bytes] per bank per partition
-  double clock_hz = 1.4e9;                 // port clock [Hz]
-  uint32_t port_elems_per_cycle = 128;     // elements per cycle per port
-  bool vector_scalar_shared_port = false;  // NC-v2/v3: vector and scalar share a port ...
-  bool shared_port_per_bank = false;       // ... NC-v3: only when both use the same bank
+  TRNSIM_PSUM_PARAMS(TRNSIM_PARAM_FIELD)
 };
 
 struct hbm_params {
-  uint64_t size_bytes = 96ull << 30;  // capacity [bytes]
-  double bandwidth_bps = 2.9e12;      // peak bandwidth shared by all DMA engines [bytes/s]
-  double latency_s = 100e-9;          // access latency [s]
-  uint32_t stacks = 4;                // HBM stacks
-  uint32_t channels_per_stack = 16;   // independent channels per stack (HBM3: 16)
-  uint64_t interleave_bytes = 256;    // address interleaving granule across channels [bytes]
+  TRNSIM_HBM_PARAMS(TRNSIM_PARAM_FIELD)
 };
 
 struct dma_params {
-  uint32_t engines = 16;              // DMA engines per core
-  uint32_t queues_per_engine = 16;    // queues per DMA engine
-  double bandwidth_bps = 27.2e9;      // per-engine bandwidth cap [bytes/s]
-  double fixed_cost_s = 170e-9;       // start cost of every transfer (or share) [s]
-  double descriptor_cost_s = 9.4e-9;  // per contiguous chunk [s]
+  TRNSIM_DMA_PARAMS(TRNSIM_PARAM_FIELD)
 };
 
 }  // namespace trnsim::models

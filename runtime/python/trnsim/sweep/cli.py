@@ -17,7 +17,7 @@ EPILOG = """\
 Points run in OUTDIR/points/ID/ (config.yaml, point.json, log.txt, stats.json,
 status.json); OUTDIR/results.csv and results.jsonl hold one row per point. A rerun
 skips finished points; compiled programs are cached in OUTDIR/cache/ by (workload,
-precision, trnsim version, `trnsim info --target` of the config). results.csv is plain
+precision, trnsim version, the config's compiler-read values). results.csv is plain
 CSV; results.jsonl's first line holds the schema version. Spec format: trnsim/sweep/spec.py;
 examples: configs/sweeps/. Plots: trnsim plot OUTDIR. `strategy: optuna` runs an
 adaptive search beside a random baseline of the same budget (optuna_search.py) and

@@ -1,24 +1,48 @@
 """Config keys, units and resolved configs, as the simulator defines them.
 
-The schema (key -> value type) comes from `trnsim info --keys`; a resolved config from
+The schema (key -> value type, readers) and the units table come from `trnsim info
+--keys --json`; a resolved config from
 `trnsim info -c BASE --set k=v ...`, so the simulator stays the one judge of what a
 config is (unknown keys, ranges, multiples). Values are held canonically in SI base
 units (Hz, B/s, bytes, seconds, fractions; counts as ints) so that `1` and `1.0`, or
 `820GB/s` and `0.82TB/s`, compare and hash equal.
 """
 
+import json
+import os
 import re
 import subprocess
 from decimal import Decimal, InvalidOperation
 
-# Units per value type: suffix -> multiplier into the base unit (units.cpp).
-_BANDWIDTH = {"B/s": 1, "kB/s": 1e3, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12,
-              "KiB/s": 2**10, "MiB/s": 2**20, "GiB/s": 2**30, "TiB/s": 2**40, "B/ns": 1e9}
-_SIZE = {"B": 1, "kB": 10**3, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-         "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
-_FREQUENCY = {"Hz": 1, "kHz": 1e3, "MHz": 1e6, "GHz": 1e9, "THz": 1e12}
-_TIME = {"s": 1, "ms": 1e-3, "us": 1e-6, "\u00b5s": 1e-6, "ns": 1e-9, "ps": 1e-12}
-_UNITS = {"bandwidth": _BANDWIDTH, "size": _SIZE, "frequency": _FREQUENCY, "time": _TIME}
+# Units per value type (suffix -> multiplier into the base unit): the simulator's own
+# table (platform/units.cpp), read from `trnsim info --keys --json` once per process.
+_UNITS = None
+
+
+def load_units(binary=None):
+    """The simulator's units table; `binary` defaults to TRNSIM_BIN (set by `trnsim
+    sweep`), else the build tree's trnsim."""
+    global _UNITS
+    if _UNITS is None:
+        _UNITS = _schema_json(binary)["units"]
+    return _UNITS
+
+
+def _default_binary():
+    from pathlib import Path
+    return os.environ.get("TRNSIM_BIN") or str(
+        Path(__file__).resolve().parents[4] / "build" / "runtime" / "trnsim")
+
+
+def _schema_json(binary=None):
+    binary = binary or _default_binary()
+    out = _check_output([binary, "info", "--keys", "--json"], "trnsim info --keys --json")
+    try:
+        return json.loads(out)
+    except ValueError as e:
+        raise ConfigError(f"{binary} info --keys --json printed no JSON ({e})") from e
+
+
 INT_TYPES = ("count", "cycles", "size")
 FLOAT_TYPES = ("frequency", "bandwidth", "time", "ratio")
 
@@ -75,7 +99,7 @@ def parse_value(vtype, value, key="value"):
         if num != num.to_integral_value():
             raise ConfigError(f"{key}: {value!r} is not a whole number")
         return int(num)
-    units = _UNITS.get(vtype)
+    units = load_units().get(vtype)
     if units is None:
         raise ConfigError(f"{key}: unknown value type {vtype!r}")
     if not unit:
@@ -117,9 +141,10 @@ def human(vtype, canon):
     if vtype == "ratio":
         return f"{canon * 100:g}%"
     if vtype == "size":
+        sizes = load_units()["size"]
         for u in ("TiB", "GiB", "MiB", "KiB"):
-            if canon >= _SIZE[u] and canon % _SIZE[u] == 0:
-                return f"{canon // _SIZE[u]}{u}"
+            if canon >= sizes[u] and canon % int(sizes[u]) == 0:
+                return f"{canon // int(sizes[u])}{u}"
         return f"{canon}B"
     scales = {"bandwidth": (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1)),
               "frequency": (("THz", 1e12), ("GHz", 1e9), ("MHz", 1e6), ("Hz", 1)),
@@ -131,38 +156,59 @@ def human(vtype, canon):
 
 
 class Schema:
-    """Key -> value type (and the choices of a `choice` key), from `trnsim info --keys`."""
+    """Key -> value type, readers and the choices of a `choice` key, from `trnsim info
+    --keys --json`. Keys of other core types (`core_types.NAME.X`) take the type and
+    readers of `core.X`; `chip.layout` is a text value."""
 
-    def __init__(self, types, choices=None):
+    LAYOUT = "chip.layout"
+    CORE_TYPES = "core_types."
+
+    def __init__(self, types, choices=None, readers=None):
         self.types = dict(types)
         self.choices = dict(choices or {})
+        self.readers = dict(readers or {})
 
     @classmethod
     def from_binary(cls, binary):
-        out = _check_output([binary, "info", "--keys"], "trnsim info --keys")
-        lines = out.splitlines()
-        # Columns by the header's word offsets (a check such as "> 0" holds a space).
-        head = lines[0] if lines else ""
-        check_at, desc_at = head.find("check"), head.find("description")
-        types, choices = {}, {}
-        for line in lines[1:]:
-            parts = line.split()
-            if len(parts) >= 2 and "." in parts[0]:
-                types[parts[0]] = parts[1]
-                if parts[1] == "choice" and 0 <= check_at < desc_at:
-                    choices[parts[0]] = line[check_at:desc_at].strip().split("|")
+        data = _schema_json(binary)
+        global _UNITS
+        _UNITS = data.get("units", _UNITS)
+        types, choices, readers = {}, {}, {}
+        for k in data.get("keys", []):
+            if k.get("type") in ("section", "layout"):
+                continue
+            types[k["key"]] = k["type"]
+            readers[k["key"]] = k.get("readers", "sim")
+            if k["type"] == "choice":
+                choices[k["key"]] = list(k.get("choices", []))
         if not types:
-            raise ConfigError(f"{binary} info --keys printed no config keys")
-        return cls(types, choices)
+            raise ConfigError(f"{binary} info --keys --json printed no config keys")
+        return cls(types, choices, readers)
+
+    def _base(self, key):
+        """`core_types.NAME.X` -> `core.X`; other keys unchanged."""
+        if key.startswith(self.CORE_TYPES):
+            rest = key[len(self.CORE_TYPES):].split(".", 1)
+            if len(rest) == 2:
+                return "core." + rest[1]
+        return key
 
     def __contains__(self, key):
-        return key in self.types
+        return key == self.LAYOUT or self._base(key) in self.types
 
     def vtype(self, key):
-        return self.types[key]
+        return "layout" if key == self.LAYOUT else self.types[self._base(key)]
+
+    def compiler_reads(self, key):
+        """True when the compiled program may depend on the key (its row's readers).
+        Other core types' keys do not: programs are compiled for the `core` type."""
+        return key == self._base(key) and "compiler" in self.readers.get(key, "")
+
+    def compiler_keys(self):
+        return sorted(k for k in self.types if self.compiler_reads(k))
 
     def check_key(self, key, where):
-        if key not in self.types:
+        if key not in self:
             import difflib
             near = difflib.get_close_matches(key, list(self.types), n=3)
             hint = f" (did you mean {', '.join(near)}?)" if near else ""
@@ -170,16 +216,19 @@ class Schema:
                               "`trnsim info --keys` lists them")
 
     def parse(self, key, value):
-        v = parse_value(self.types[key], value, key)
-        if key in self.choices and v not in self.choices[key]:
-            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(self.choices[key])}")
+        if key == self.LAYOUT:
+            return str(value).replace(" ", "")
+        v = parse_value(self.vtype(key), value, key)
+        base = self._base(key)
+        if base in self.choices and v not in self.choices[base]:
+            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(self.choices[base])}")
         return v
 
     def cli(self, key, canon):
-        return to_cli(self.types[key], canon)
+        return canon if key == self.LAYOUT else to_cli(self.vtype(key), canon)
 
     def human(self, key, canon):
-        return human(self.types[key], canon)
+        return canon if key == self.LAYOUT else human(self.vtype(key), canon)
 
 
 def _check_output(cmd, what):

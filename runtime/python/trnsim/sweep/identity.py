@@ -4,8 +4,9 @@ A point's id is the SHA-256 of (canonical resolved config, workload content hash
 precision, timing-only flag, trnsim version): key order, `1` vs `1.0` and unit
 spellings cannot change it because every value is canonical before hashing
 (config.py). The compile-cache key covers what the compiler is given: the workload, the
-precision and the config as the compiler sees it (`trnsim info --target`: the runtime's
-compiler::Target, every field), so no hand-kept list of keys can fall behind the code.
+precision and the values of the keys whose parameter rows say the compiler reads them
+(`trnsim info --keys --json`, "readers"), so no hand-kept list of keys can fall behind
+the code.
 """
 
 import hashlib
@@ -14,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from trnsim.sweep.config import ConfigError, _check_output
+from trnsim.sweep.config import ConfigError
 
 _REPO = Path(__file__).resolve().parents[4]
 
@@ -65,11 +66,13 @@ def point_id(resolved, workload_hash, precision, timing_only, version, pins=None
 
 
 class Targets:
-    """What the compiler is given of (base, overrides): `trnsim info -c BASE --set k=v ...
-    --target`, canonical JSON text, one call per distinct override set."""
+    """What the compiler is given of (base, overrides): the resolved values of the
+    compiler-read keys, as canonical JSON text, one resolution per distinct override set."""
 
-    def __init__(self, binary, base):
-        self.binary, self.base = binary, base
+    def __init__(self, binary, base, resolver=None):
+        from trnsim.sweep.config import Resolver
+        self.resolver = resolver or Resolver(binary, base)
+        self.schema = self.resolver.schema
         self._memo = {}
 
     def get(self, sets):
@@ -78,25 +81,17 @@ class Targets:
         key = tuple(sorted(sets))
         hit = self._memo.get(key)
         if hit is None:
-            cmd = [self.binary, "info", "-c", self.base, "--target"]
-            for s in key:
-                cmd += ["--set", s]
             try:
-                out = _check_output(cmd, "trnsim info --target")
+                overrides = {}
+                for s in key:
+                    k, _, v = s.partition("=")
+                    self.schema.check_key(k, "--set")
+                    overrides[k] = self.schema.parse(k, v)
+                resolved = self.resolver.resolve(overrides)
+                hit = canonical_json({k: resolved[k] for k in self.schema.compiler_keys()
+                                      if k in resolved})
             except ConfigError as e:
-                if "unknown argument '--target'" in str(e):
-                    # Not a refused config: a binary that cannot say what it compiles.
-                    raise ConfigError(f"{self.binary} has no `info --target` (an older "
-                                      "trnsim): rebuild it or point TRNSIM_BIN at a newer "
-                                      "one") from e
-                out = e
-            if isinstance(out, ConfigError):
-                hit = out
-            else:
-                try:
-                    hit = canonical_json(json.loads(out))
-                except ValueError as e:
-                    hit = ConfigError(f"trnsim info --target printed no JSON ({e})")
+                hit = e
             self._memo[key] = hit
         if isinstance(hit, Exception):
             raise hit
@@ -104,7 +99,7 @@ class Targets:
 
 
 def compile_key(target, workload_hash, precision, version):
-    """Same key, same program: the workload, the precision, the compiler's target (JSON
+    """Same key, same program: the workload, the precision, the compiler-read values (JSON
     from Targets.get) and the trnsim version (a newer compiler may emit another program)."""
     blob = canonical_json({"workload": workload_hash, "precision": precision,
                            "target": json.loads(target), "version": version})

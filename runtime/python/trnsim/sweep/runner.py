@@ -51,7 +51,7 @@ class Plan:
             self.base = self.resolver.resolve({})
         except ConfigError as e:
             raise SpecError(f"{spec.path}: base '{spec.base}': {e}") from e
-        self.targets = identity.Targets(binary, spec.base)
+        self.targets = identity.Targets(binary, spec.base, self.resolver)
         try:
             self.cost = CostModel(spec.cost)
         except ValueError as e:
@@ -133,8 +133,6 @@ class Plan:
         try:
             return self.targets.get(sets)
         except ConfigError as e:
-            if "no `info --target`" in str(e):
-                raise
             return f"refused: {e}"
 
     def compile_key(self, p):
@@ -163,7 +161,7 @@ class Plan:
             if values and all(self._target([f"{k}={self.schema.cli(k, v)}"]) ==
                               self._target([]) for v in values):
                 self.warnings.append(f"compile_pin: '{k}' does not change what the compiler "
-                                     "is given (trnsim info --target); pinning it changes "
+                                     "is given (no compiler-read value changes); pinning it changes "
                                      "nothing")
         for k in self.spec.keys():
             if k in self.spec.compile_pin and not any(k in s for s in settings):
