@@ -15,7 +15,7 @@ bool is_graph_pass(const std::string& name) {
   return false;
 }
 bool is_tile_pass(const std::string& name) {
-  for (const tile::PassInfo* p : tile::all_passes())
+  for (const passes::PassInfo* p : passes::all_passes())
     if (p->name == name) return true;
   return false;
 }
@@ -43,7 +43,7 @@ DumpPlan plan_dumps(const CompileOnnxOptions& o) {
       std::string known;
       for (const gpass::PassInfo* q : gpass::all_passes())
         known += (known.empty() ? "" : ", ") + std::string(q->name);
-      for (const tile::PassInfo* q : tile::all_passes()) known += ", " + std::string(q->name);
+      for (const passes::PassInfo* q : passes::all_passes()) known += ", " + std::string(q->name);
       throw ir::CompileError("--print-after: unknown pass '" + p + "'; passes: " + known);
     }
   }
@@ -74,7 +74,7 @@ isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::stri
   codegen::CompileOptions co;
   co.dump_after = plan_dumps(o).tile;
   co.dump = dump_fn(o, dump_text);
-  if (!o.keep_on_chip) std::erase(co.passes, std::string(tile::keep_on_chip_pass().name));
+  if (!o.keep_on_chip) std::erase(co.passes, std::string(passes::keep_on_chip_pass().name));
   codegen::CompileResult r = codegen::compile(std::move(k), o.target, co);
   if (stats)
     for (const auto& [name, v] : r.stats) (*stats)[name] += v;
