@@ -10,12 +10,12 @@ namespace trnsim::compiler {
 namespace {
 
 bool is_graph_pass(const std::string& name) {
-  for (const gpass::PassInfo* p : gpass::all_passes())
+  for (const graph_passes::PassInfo* p : graph_passes::all_passes())
     if (p->name == name) return true;
   return false;
 }
 bool is_tile_pass(const std::string& name) {
-  for (const tile::PassInfo* p : tile::all_passes())
+  for (const passes::PassInfo* p : passes::all_passes())
     if (p->name == name) return true;
   return false;
 }
@@ -41,9 +41,9 @@ DumpPlan plan_dumps(const CompileOnnxOptions& o) {
       d.tile.push_back(p);
     } else {
       std::string known;
-      for (const gpass::PassInfo* q : gpass::all_passes())
+      for (const graph_passes::PassInfo* q : graph_passes::all_passes())
         known += (known.empty() ? "" : ", ") + std::string(q->name);
-      for (const tile::PassInfo* q : tile::all_passes()) known += ", " + std::string(q->name);
+      for (const passes::PassInfo* q : passes::all_passes()) known += ", " + std::string(q->name);
       throw ir::CompileError("--print-after: unknown pass '" + p + "'; passes: " + known);
     }
   }
@@ -54,18 +54,18 @@ std::function<void(const std::string&, const std::string&)> dump_fn(const Compil
                                                                     std::string* text) {
   if (o.dump) return o.dump;
   return [text](const std::string& pass, const std::string& t) {
-    if (text) *text += gpass::dump_header(pass) + "\n" + t;
+    if (text) *text += graph_passes::dump_header(pass) + "\n" + t;
   };
 }
 
 }  // namespace
 
 void run_graph_pipeline(ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text) {
-  gpass::PassContext ctx;
+  graph_passes::PassContext ctx;
   ctx.precision = o.precision;
   ctx.dump_after = plan_dumps(o).graph;
   ctx.dump = dump_fn(o, dump_text);
-  gpass::run_default_pipeline(g, ctx);
+  graph_passes::run_default_pipeline(g, ctx);
 }
 
 isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text,
@@ -74,7 +74,7 @@ isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::stri
   codegen::CompileOptions co;
   co.dump_after = plan_dumps(o).tile;
   co.dump = dump_fn(o, dump_text);
-  if (!o.keep_on_chip) std::erase(co.passes, std::string(tile::keep_on_chip_pass().name));
+  if (!o.keep_on_chip) std::erase(co.passes, std::string(passes::keep_on_chip_pass().name));
   codegen::CompileResult r = codegen::compile(std::move(k), o.target, co);
   if (stats)
     for (const auto& [name, v] : r.stats) (*stats)[name] += v;

@@ -16,7 +16,7 @@
 namespace trnsim::compiler {
 
 struct CompileOnnxOptions {
-  gpass::Precision precision = gpass::Precision::bf16;
+  graph_passes::Precision precision = graph_passes::Precision::bf16;
   Target target;
   // Graph or tile passes after which to dump the IR ("*" = every pass). Names that
   // are neither a graph pass nor a tile pass are an error.

@@ -496,9 +496,9 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
     interp::TensorMap ref = ref32;
     if (emulate) {
       ir::Graph cast = g.clone();
-      gpass::PassContext ctx;
-      ctx.precision = *gpass::parse_precision(precision);
-      gpass::run_passes(cast, ctx, {"autocast"});
+      graph_passes::PassContext ctx;
+      ctx.precision = *graph_passes::parse_precision(precision);
+      graph_passes::run_passes(cast, ctx, {"autocast"});
       interp::RunOptions ro;
       ro.emulate_precision = true;
       ref = interp::run(cast, in, ro);

@@ -187,7 +187,7 @@ OnnxModel compile_onnx_model(const std::string& path, const platform::platform_c
                              const std::vector<std::string>& print_after, std::ostream& dumps,
                              bool allow_fallback, bool keep_on_chip,
                              const frontend::ImportOptions& import) {
-  if (!gpass::parse_precision(precision))
+  if (!graph_passes::parse_precision(precision))
     throw std::invalid_argument("--precision: '" + precision + "' is not one of bf16, fp32, fp8");
   return compile_onnx_graph(frontend::import_onnx_file(path, import),  // its errors name the file
                             path, cfg, precision, print_after, dumps, allow_fallback, keep_on_chip);
@@ -199,7 +199,7 @@ OnnxModel compile_onnx_graph(ir::Graph imported, const std::string& path,
                              bool allow_fallback, bool keep_on_chip) {
   compiler::CompileOnnxOptions o;
   o.keep_on_chip = keep_on_chip;
-  const auto p = gpass::parse_precision(precision);
+  const auto p = graph_passes::parse_precision(precision);
   if (!p)
     throw std::invalid_argument("--precision: '" + precision + "' is not one of bf16, fp32, fp8");
   o.precision = *p;

@@ -72,12 +72,12 @@ isa::Program generate(const tile::Kernel& k, const compiler::Target& t) {
 }
 
 CompileResult compile(tile::Kernel k, const compiler::Target& t, const CompileOptions& o) {
-  tile::PassContext ctx;
+  passes::PassContext ctx;
   ctx.target = t;
   ctx.dump_after = o.dump_after;
   ctx.dump = o.dump;
   tile::verify(k);
-  tile::run_passes(k, ctx, o.passes);
+  passes::run_passes(k, ctx, o.passes);
   CompileResult r;
   r.program = generate(k, t);
   r.kernel = std::move(k);

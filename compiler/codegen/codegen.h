@@ -23,7 +23,7 @@ namespace trnsim::codegen {
 isa::Program generate(const tile::Kernel& k, const compiler::Target& t);
 
 struct CompileOptions {
-  std::vector<std::string> passes = tile::default_pipeline();
+  std::vector<std::string> passes = passes::default_pipeline();
   std::vector<std::string> dump_after;  // pass names, or "*"
   std::function<void(const std::string& pass, const std::string& text)> dump;
 };

@@ -14,7 +14,7 @@
 #include "compiler/graph_passes/util.h"
 #include "compiler/ir/trn_ops.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 namespace {
 
 constexpr std::string_view kPass = "autocast";
@@ -39,4 +39,4 @@ const PassInfo& autocast_pass() {
   return p;
 }
 
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

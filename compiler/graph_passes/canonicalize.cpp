@@ -29,7 +29,7 @@
 #include "compiler/interp/fold.h"
 #include "compiler/ir/ops.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 namespace {
 
 using ir::Node;
@@ -306,4 +306,4 @@ const PassInfo& canonicalize_pass() {
   return p;
 }
 
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

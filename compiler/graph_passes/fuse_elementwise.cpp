@@ -23,7 +23,7 @@
 #include "compiler/ir/ops.h"
 #include "compiler/ir/trn_ops.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 namespace {
 
 using ir::Node;
@@ -105,4 +105,4 @@ const PassInfo& fuse_elementwise_pass() {
   return p;
 }
 
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

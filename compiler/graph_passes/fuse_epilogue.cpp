@@ -26,7 +26,7 @@
 #include "compiler/ir/ops.h"
 #include "compiler/ir/trn_ops.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 namespace {
 
 using ir::Node;
@@ -106,4 +106,4 @@ const PassInfo& fuse_epilogue_pass() {
   return p;
 }
 
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

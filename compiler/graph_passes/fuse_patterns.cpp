@@ -27,7 +27,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/ir/ops.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 namespace {
 
 using ir::Node;
@@ -406,4 +406,4 @@ const PassInfo& fuse_patterns_pass() {
   return p;
 }
 
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

@@ -29,7 +29,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ir/text.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 
 // The precision policy (like neuronx-cc --auto-cast matmult): the operand type of
 // tensor-engine ops. Accumulation (PSUM) and everything else stay fp32.
@@ -81,4 +81,4 @@ void run_default_pipeline(ir::Graph& g, PassContext& ctx);
 // "# IR after PASS" + the graph: what dump_text collects for each dump.
 std::string dump_header(std::string_view pass);
 
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

@@ -4,7 +4,7 @@
 #include "compiler/graph_passes/pass.h"
 #include "compiler/ir/error.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 
 std::string_view precision_name(Precision p) {
   switch (p) {
@@ -84,4 +84,4 @@ void run_default_pipeline(ir::Graph& g, PassContext& ctx) {
   run_passes(g, ctx, default_graph_pipeline(ctx.precision));
 }
 
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

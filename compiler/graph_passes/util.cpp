@@ -4,7 +4,7 @@
 
 #include "compiler/ir/error.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 
 void Uses::refresh() {
   users_.clear();
@@ -108,4 +108,4 @@ void bump(PassContext& ctx, std::string_view pass, std::string_view key, double 
   ctx.stats[std::string(pass) + "." + std::string(key)] += n;
 }
 
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

@@ -12,7 +12,7 @@
 #include "compiler/graph_passes/pass.h"
 #include "compiler/ir/graph.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 
 // Who reads each value, computed once; call refresh() after editing the graph.
 class Uses {
@@ -74,4 +74,4 @@ ir::Value* other_input(const ir::Node* n, const ir::Value* v);
 // ctx.stats["pass.key"] += n.
 void bump(PassContext& ctx, std::string_view pass, std::string_view key, double n = 1);
 
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

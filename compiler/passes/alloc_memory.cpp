@@ -18,7 +18,17 @@
 
 #include "compiler/passes/pass.h"
 
-namespace trnsim::tile {
+namespace trnsim::passes {
+
+using tile::kDst;
+using tile::Kernel;
+using tile::KernelError;
+using tile::Op;
+using tile::op_label;
+using tile::Operand;
+using tile::operands;
+using tile::Pool;
+using tile::Tile;
 
 namespace {
 
@@ -182,4 +192,4 @@ const PassInfo& alloc_memory_pass() {
   return p;
 }
 
-}  // namespace trnsim::tile
+}  // namespace trnsim::passes

@@ -15,7 +15,16 @@
 #include "compiler/tile/cost.h"
 #include "compiler/tile/deps.h"
 
-namespace trnsim::tile {
+namespace trnsim::passes {
+
+using tile::build_deps;
+using tile::DepGraph;
+using tile::DepMode;
+using tile::Kernel;
+using tile::KernelError;
+using tile::Op;
+using tile::op_cost_ns;
+using tile::Tile;
 
 namespace {
 
@@ -70,4 +79,4 @@ const PassInfo& assign_dma_queues_pass() {
   return p;
 }
 
-}  // namespace trnsim::tile
+}  // namespace trnsim::passes

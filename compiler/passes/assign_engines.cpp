@@ -12,7 +12,17 @@
 #include "compiler/tile/cost.h"
 #include "compiler/tile/deps.h"
 
-namespace trnsim::tile {
+namespace trnsim::passes {
+
+using tile::build_deps;
+using tile::DepGraph;
+using tile::DepMode;
+using tile::engine_can_run;
+using tile::Kernel;
+using tile::KernelError;
+using tile::Op;
+using tile::op_cost_ns;
+using tile::op_label;
 
 namespace {
 
@@ -68,4 +78,4 @@ const PassInfo& assign_engines_pass() {
   return p;
 }
 
-}  // namespace trnsim::tile
+}  // namespace trnsim::passes

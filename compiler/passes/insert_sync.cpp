@@ -20,7 +20,18 @@
 #include "compiler/passes/pass.h"
 #include "compiler/tile/deps.h"
 
-namespace trnsim::tile {
+namespace trnsim::passes {
+
+using tile::build_deps;
+using tile::DepGraph;
+using tile::DepMode;
+using tile::Kernel;
+using tile::KernelError;
+using tile::Op;
+using tile::op_label;
+using tile::queue_of;
+using tile::QueueId;
+using tile::Tile;
 
 namespace {
 
@@ -129,4 +140,4 @@ const PassInfo& insert_sync_pass() {
   return p;
 }
 
-}  // namespace trnsim::tile
+}  // namespace trnsim::passes

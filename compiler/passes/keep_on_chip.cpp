@@ -26,7 +26,17 @@
 
 #include "compiler/passes/pass.h"
 
-namespace trnsim::tile {
+namespace trnsim::passes {
+
+using tile::kDst;
+using tile::Kernel;
+using tile::kSrc0;
+using tile::Op;
+using tile::Operand;
+using tile::operands;
+using tile::Pool;
+using tile::Tensor;
+using tile::Tile;
 
 namespace {
 
@@ -389,4 +399,4 @@ const PassInfo& keep_on_chip_pass() {
   return p;
 }
 
-}  // namespace trnsim::tile
+}  // namespace trnsim::passes

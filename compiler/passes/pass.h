@@ -12,7 +12,7 @@
 #include "compiler/target.h"
 #include "compiler/tile/ir.h"
 
-namespace trnsim::tile {
+namespace trnsim::passes {
 
 struct PassContext {
   compiler::Target target;
@@ -26,7 +26,7 @@ struct PassContext {
 struct PassInfo {
   std::string_view name;
   std::string_view summary;
-  void (*run)(Kernel& k, PassContext& ctx);
+  void (*run)(tile::Kernel& k, PassContext& ctx);
 };
 
 // The passes, one per file.
@@ -41,15 +41,15 @@ const PassInfo& keep_on_chip_pass();
 
 // alloc_memory's placement of the pools of `space` without changing `k`: the
 // bytes per partition they would need (keep_on_chip sizes what it keeps with it).
-uint64_t placed_bytes(const Kernel& k, const compiler::Target& t, isa::MemSpace space);
+uint64_t placed_bytes(const tile::Kernel& k, const compiler::Target& t, isa::MemSpace space);
 
 // Every pass in default pipeline order.
 const std::vector<const PassInfo*>& all_passes();
 std::vector<std::string> default_pipeline();
-const PassInfo& find_pass(std::string_view name);  // throws KernelError listing the passes
+const PassInfo& find_pass(std::string_view name);  // throws tile::KernelError listing the passes
 
 // Runs the named passes in order, verifying the IR after each and dumping it
 // where asked. Errors name the pass.
-void run_passes(Kernel& k, PassContext& ctx, const std::vector<std::string>& names);
+void run_passes(tile::Kernel& k, PassContext& ctx, const std::vector<std::string>& names);
 
-}  // namespace trnsim::tile
+}  // namespace trnsim::passes

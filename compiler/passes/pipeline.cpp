@@ -2,7 +2,12 @@
 
 #include <algorithm>
 
-namespace trnsim::tile {
+namespace trnsim::passes {
+
+using tile::Kernel;
+using tile::KernelError;
+using tile::to_text;
+using tile::verify;
 
 const std::vector<const PassInfo*>& all_passes() {
   static const std::vector<const PassInfo*> passes = {
@@ -43,4 +48,4 @@ void run_passes(Kernel& k, PassContext& ctx, const std::vector<std::string>& nam
   }
 }
 
-}  // namespace trnsim::tile
+}  // namespace trnsim::passes

@@ -28,7 +28,18 @@
 #include "compiler/tile/cost.h"
 #include "compiler/tile/deps.h"
 
-namespace trnsim::tile {
+namespace trnsim::passes {
+
+using tile::build_deps;
+using tile::DepGraph;
+using tile::DepMode;
+using tile::engine_can_run;
+using tile::Kernel;
+using tile::KernelError;
+using tile::Op;
+using tile::op_cost_ns;
+using tile::op_label;
+using tile::Tile;
 
 namespace {
 
@@ -228,4 +239,4 @@ const PassInfo& schedule_pass() {
   return p;
 }
 
-}  // namespace trnsim::tile
+}  // namespace trnsim::passes

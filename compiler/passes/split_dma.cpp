@@ -15,7 +15,10 @@
 
 #include "compiler/passes/pass.h"
 
-namespace trnsim::tile {
+namespace trnsim::passes {
+
+using tile::Kernel;
+using tile::Op;
 
 namespace {
 
@@ -154,4 +157,4 @@ const PassInfo& split_dma_pass() {
   return p;
 }
 
-}  // namespace trnsim::tile
+}  // namespace trnsim::passes

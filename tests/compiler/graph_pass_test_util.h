@@ -14,7 +14,7 @@
 #include "compiler/interp/interpreter.h"
 #include "compiler/ir/text.h"
 
-namespace trnsim::gpass::testing {
+namespace trnsim::graph_passes::testing {
 
 inline ir::Graph parse_body(const std::string& body) {
   return ir::parse_graph("graph t {\n" + body + "\n}\n", "test.tir");
@@ -114,4 +114,4 @@ inline int count_op(const ir::Graph& g, const std::string& op) {
                                         [&](const auto& n) { return n->op == op; }));
 }
 
-}  // namespace trnsim::gpass::testing
+}  // namespace trnsim::graph_passes::testing

@@ -12,7 +12,7 @@
 #include "compiler/ir/trn_ops.h"
 #include "tests/compiler/graph_pass_test_util.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 namespace {
 
 using namespace testing;
@@ -800,4 +800,4 @@ TEST(GraphPassesTrnOps, BadFusedNodesAreRefusedWithTheReason) {
 }
 
 }  // namespace
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

@@ -19,7 +19,7 @@
 #include "tests/common/python_env.h"
 #include "tests/compiler/graph_pass_test_util.h"
 
-namespace trnsim::gpass {
+namespace trnsim::graph_passes {
 namespace {
 
 using namespace testing;
@@ -435,4 +435,4 @@ TEST(GraphPipelineTorch, ConvBatchNormRelu) {
 }
 
 }  // namespace
-}  // namespace trnsim::gpass
+}  // namespace trnsim::graph_passes

@@ -29,7 +29,7 @@
 namespace trnsim::e2e {
 
 namespace fs = std::filesystem;
-using gpass::Precision;
+using graph_passes::Precision;
 using ir::ElemType;
 using ir::Tensor;
 
@@ -79,9 +79,9 @@ inline interp::TensorMap reference_outputs(const ir::Graph& original, const inte
                                            Precision p) {
   if (p == Precision::fp32) return interp::run(original, in);
   ir::Graph g = original.clone();
-  gpass::PassContext ctx;
+  graph_passes::PassContext ctx;
   ctx.precision = p;
-  gpass::run_passes(g, ctx, {"autocast"});
+  graph_passes::run_passes(g, ctx, {"autocast"});
   interp::RunOptions ro;
   ro.emulate_precision = true;
   return interp::run(g, in, ro);

@@ -35,7 +35,7 @@ interp::TensorMap simulate(const platform::platform_config& cfg,
                            std::unique_ptr<runtime::Device>& dev, const ir::Graph& g,
                            const interp::TensorMap& feed) {
   compiler::CompileOnnxOptions o;
-  o.precision = gpass::Precision::fp32;
+  o.precision = graph_passes::Precision::fp32;
   o.target = runtime::target_from_config(cfg);
   compiler::CompileOnnxResult r = compiler::compile_graph(g.clone(), o);
   const std::map<std::string, std::string> io = lower::io_tensor_names(r.graph);

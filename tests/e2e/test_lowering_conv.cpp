@@ -16,8 +16,8 @@ namespace trnsim::e2e {
 namespace {
 
 ir::Graph graph(const std::string& body, uint32_t seed = 3) {
-  ir::Graph g = gpass::testing::parse_body(body);
-  gpass::testing::fill_constants(g, seed, -0.5f, 0.5f);
+  ir::Graph g = graph_passes::testing::parse_body(body);
+  graph_passes::testing::fill_constants(g, seed, -0.5f, 0.5f);
   return g;
 }
 
@@ -119,8 +119,9 @@ TEST(LoweringConv, EpilogueFusedAndLowered) {
     %d: fp32[1,8,6,6] = Add(%c, %b) @bias
     %y: fp32[1,8,6,6] = Relu(%d) @relu
     output %y)IR";
-  ir::Graph f = gpass::testing::run_on_copy(gpass::testing::parse_body(body), {"fuse_epilogue"});
-  EXPECT_EQ(ir::print_graph(f), gpass::testing::canon(R"IR(
+  ir::Graph f = graph_passes::testing::run_on_copy(graph_passes::testing::parse_body(body),
+                                                   {"fuse_epilogue"});
+  EXPECT_EQ(ir::print_graph(f), graph_passes::testing::canon(R"IR(
     input %x: fp32[1,4,6,6]
     const %w: fp32[8,4,3,3]
     const %b: fp32[8,1,1]

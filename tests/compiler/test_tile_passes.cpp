@@ -22,6 +22,14 @@
 namespace trnsim::tile {
 namespace {
 
+using passes::all_passes;
+using passes::default_pipeline;
+using passes::find_pass;
+using passes::PassContext;
+using passes::PassInfo;
+using passes::placed_bytes;
+using passes::run_passes;
+
 compiler::Target test_target() {
   compiler::Target t;
   t.name = "test";
