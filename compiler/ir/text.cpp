@@ -1,15 +1,14 @@
 #include "compiler/ir/text.h"
 
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <sstream>
 
 #include "compiler/ir/error.h"
 #include "compiler/ir/ops.h"
+#include "models/isa/lexer.h"
 
 namespace trnsim::ir {
 namespace {
@@ -17,14 +16,16 @@ namespace {
 // ---------------------------------------------------------------------------
 // Printing
 
-bool bare_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' ||
-         c == '-';
-}
+// The lexer's view of the text: `#` comments; blanks within a line are ' ', '\t', '\r'.
+constexpr isa::LexSyntax kSyntax{'#', " \t\r"};
+constexpr isa::CharClass kWord{true, true, "_"};     // keywords, element types, ops
+constexpr isa::CharClass kBare{true, true, "_./-"};  // unquoted names
+constexpr isa::NumberSyntax kInt{true, false};
+constexpr isa::NumberSyntax kNumber{true, true};
 
 std::string ident(const std::string& s) {
   bool bare = !s.empty();
-  for (char c : s) bare = bare && bare_char(c);
+  for (char c : s) bare = bare && kBare.has(c);
   if (bare) return s;
   std::string r = "\"";
   for (char c : s) {
@@ -95,9 +96,18 @@ std::string fmt_attr(const Attribute& a) {
 
 class Parser {
  public:
-  Parser(const std::string& text, const std::string& file) : s_(text), file_(file) {}
+  Parser(const std::string& text, const std::string& file) : lex_(text, kSyntax), file_(file) {}
 
   Graph parse() {
+    try {
+      return parse_graph();
+    } catch (const isa::LexError& e) {
+      error_at(e.offset, e.msg);
+    }
+  }
+
+ private:
+  Graph parse_graph() {
     skip_space();
     expect_word("graph");
     g_.name = parse_ident("graph name");
@@ -105,10 +115,7 @@ class Parser {
     for (;;) {
       skip_space();
       if (at_end()) error("missing '}' at the end of the graph");
-      if (peek() == '}') {
-        ++pos_;
-        break;
-      }
+      if (lex_.accept('}')) break;
       statement();
     }
     skip_space();
@@ -121,97 +128,42 @@ class Parser {
     return std::move(g_);
   }
 
- private:
   // --- lexing helpers -------------------------------------------------------
-  bool at_end() const { return pos_ >= s_.size(); }
-  char peek() const { return at_end() ? '\0' : s_[pos_]; }
+  bool at_end() const { return lex_.at_end(); }
+  char peek() const { return lex_.peek(); }
 
-  [[noreturn]] void error(const std::string& msg) const { error_at(pos_, msg); }
+  [[noreturn]] void error(const std::string& msg) const { error_at(lex_.offset(), msg); }
   [[noreturn]] void error_at(size_t pos, const std::string& msg) const {
-    int line = 1, col = 1;
-    for (size_t k = 0; k < pos && k < s_.size(); ++k) {
-      if (s_[k] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    throw CompileError(file_ + ":" + std::to_string(line) + ":" + std::to_string(col) +
+    const isa::TextPos p = lex_.pos_at(pos);
+    throw CompileError(file_ + ":" + std::to_string(p.line) + ":" + std::to_string(p.col) +
                        ": error: " + msg);
   }
 
   // Skips blanks and comments, including newlines.
-  void skip_space() {
-    while (!at_end()) {
-      char c = s_[pos_];
-      if (c == '#') {
-        while (!at_end() && s_[pos_] != '\n') ++pos_;
-      } else if (std::isspace(static_cast<unsigned char>(c))) {
-        ++pos_;
-      } else {
-        break;
-      }
-    }
-  }
+  void skip_space() { lex_.skip_space(); }
   // Skips blanks and comments on the current line only.
-  void skip_inline() {
-    while (!at_end()) {
-      char c = s_[pos_];
-      if (c == '#') {
-        while (!at_end() && s_[pos_] != '\n') ++pos_;
-      } else if (c == ' ' || c == '\t' || c == '\r') {
-        ++pos_;
-      } else {
-        break;
-      }
-    }
-  }
+  void skip_inline() { lex_.skip_blanks(); }
   bool accept(char c) {
     skip_space();
-    if (peek() == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
+    return lex_.accept(c);
   }
   void expect(char c) {
     if (!accept(c)) error(std::string("expected '") + c + "'");
   }
   std::string word() {
     skip_space();
-    size_t b = pos_;
-    while (!at_end() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
-      ++pos_;
-    return s_.substr(b, pos_ - b);
+    return std::string(lex_.span(kWord));
   }
   void expect_word(const std::string& w) {
-    size_t at = pos_;
+    size_t at = lex_.offset();
     if (word() != w) error_at(at, "expected '" + w + "'");
-  }
-  std::string quoted() {
-    // At '"'.
-    ++pos_;
-    std::string r;
-    for (;;) {
-      if (at_end() || peek() == '\n') error("unterminated string");
-      char c = s_[pos_++];
-      if (c == '"') break;
-      if (c == '\\') {
-        if (at_end()) error("unterminated string");
-        c = s_[pos_++];
-      }
-      r += c;
-    }
-    return r;
   }
   std::string parse_ident(const std::string& what) {
     skip_space();
-    if (peek() == '"') return quoted();
-    size_t b = pos_;
-    while (!at_end() && bare_char(s_[pos_])) ++pos_;
-    if (b == pos_) error("expected " + what);
-    return s_.substr(b, pos_ - b);
+    if (peek() == '"') return lex_.quoted();
+    const auto n = lex_.span(kBare);
+    if (n.empty()) error("expected " + what);
+    return std::string(n);
   }
   std::string value_name() {
     expect('%');
@@ -220,66 +172,43 @@ class Parser {
   }
   int64_t parse_int() {
     skip_space();
-    size_t b = pos_;
-    if (peek() == '-' || peek() == '+') ++pos_;
-    while (std::isdigit(static_cast<unsigned char>(peek()))) ++pos_;
-    std::string t = s_.substr(b, pos_ - b);
-    if (t.empty() || t == "-" || t == "+") error_at(b, "expected an integer");
-    errno = 0;
-    char* end = nullptr;
-    long long v = std::strtoll(t.c_str(), &end, 10);
-    if (errno == ERANGE) error_at(b, "integer '" + t + "' is out of range");
+    size_t b = lex_.offset();
+    const std::string t(lex_.number(kInt));
+    if (t.empty()) error_at(b, "expected an integer");
+    int64_t v = 0;
+    if (isa::parse_int(t, v) != isa::NumParse::ok)
+      error_at(b, "integer '" + t + "' is out of range");
     return v;
   }
   // A number token: returns its text; `is_float` if it has '.', an exponent, or is
   // inf/nan.
   std::string number(bool& is_float) {
     skip_space();
-    size_t b = pos_;
-    if (peek() == '-' || peek() == '+') ++pos_;
-    if (s_.compare(pos_, 3, "inf") == 0 || s_.compare(pos_, 3, "nan") == 0) {
-      pos_ += 3;
-      is_float = true;
-      return s_.substr(b, pos_ - b);
-    }
-    is_float = false;
-    while (!at_end()) {
-      char c = s_[pos_];
-      if (std::isdigit(static_cast<unsigned char>(c))) {
-        ++pos_;
-      } else if (c == '.' || c == 'e' || c == 'E') {
-        is_float = true;
-        ++pos_;
-        if ((c == 'e' || c == 'E') && (peek() == '-' || peek() == '+')) ++pos_;
-      } else {
-        break;
-      }
-    }
-    std::string t = s_.substr(b, pos_ - b);
-    if (t.empty() || t == "-" || t == "+") error_at(b, "expected a number");
+    size_t b = lex_.offset();
+    const std::string t(lex_.number(kNumber, &is_float));
+    if (t.empty()) error_at(b, "expected a number");
     return t;
   }
   float to_float(const std::string& t, size_t at) const {
     if (t == "inf" || t == "+inf") return std::numeric_limits<float>::infinity();
     if (t == "-inf") return -std::numeric_limits<float>::infinity();
     if (t == "nan" || t == "-nan" || t == "+nan") return std::numeric_limits<float>::quiet_NaN();
-    char* end = nullptr;
-    float v = std::strtof(t.c_str(), &end);
-    if (!end || *end) error_at(at, "bad number '" + t + "'");
+    float v = 0;
+    // Out of float range reads as inf.
+    if (isa::parse_float(t, v) == isa::NumParse::bad) error_at(at, "bad number '" + t + "'");
     return v;
   }
   int64_t to_int(const std::string& t, size_t at) const {
-    errno = 0;
-    char* end = nullptr;
-    long long v = std::strtoll(t.c_str(), &end, 10);
-    if (!end || *end) error_at(at, "expected an integer, got '" + t + "'");
-    if (errno == ERANGE) error_at(at, "integer '" + t + "' is out of range");
+    int64_t v = 0;
+    const auto r = isa::parse_int(t, v);
+    if (r == isa::NumParse::bad) error_at(at, "expected an integer, got '" + t + "'");
+    if (r == isa::NumParse::range) error_at(at, "integer '" + t + "' is out of range");
     return v;
   }
 
   TensorType parse_type() {
     skip_space();
-    size_t at = pos_;
+    size_t at = lex_.offset();
     std::string e = word();
     auto elem = parse_elem_type(e);
     if (!elem) error_at(at, "unknown element type '" + e + "'");
@@ -288,7 +217,7 @@ class Parser {
     expect('[');
     if (!accept(']')) {
       do {
-        size_t dat = pos_;
+        size_t dat = lex_.offset();
         int64_t d = parse_int();
         if (d < 0) error_at(dat, "dims must not be negative");
         t.shape.push_back(d);
@@ -305,7 +234,7 @@ class Parser {
     if (!accept(']')) {
       do {
         skip_space();
-        size_t at = pos_;
+        size_t at = lex_.offset();
         bool f = false;
         std::string tok = number(f);
         if (is_float(t.elem))
@@ -327,19 +256,19 @@ class Parser {
 
   Attribute parse_attr_value() {
     skip_space();
-    size_t at = pos_;
+    size_t at = lex_.offset();
     char c = peek();
-    if (c == '"') return Attribute(quoted());
+    if (c == '"') return Attribute(lex_.quoted());
     if (c == '[') return parse_list(at, 0);
     if (std::isalpha(static_cast<unsigned char>(c))) {
-      size_t save = pos_;
+      size_t save = lex_.offset();
       std::string w = word();
       if (w == "ints" && peek() == '[') return parse_list(at, 1);
       if (w == "floats" && peek() == '[') return parse_list(at, 2);
       if (w == "inf" || w == "nan") {
-        pos_ = save;
+        lex_.seek(save);
       } else {
-        pos_ = save;
+        lex_.seek(save);
         TensorType t = parse_type();
         return Attribute(parse_data(t));
       }
@@ -358,7 +287,7 @@ class Parser {
     if (!accept(']')) {
       do {
         skip_space();
-        where.push_back(pos_);
+        where.push_back(lex_.offset());
         bool f = false;
         toks.push_back(number(f));
         any_float = any_float || f;
@@ -394,26 +323,25 @@ class Parser {
   }
 
   void statement() {
-    size_t at = pos_;
+    size_t at = lex_.offset();
     if (peek() == '%') return node_statement();
     std::string kw = word();
     if (kw == "input") {
       skip_space();
-      size_t nat = pos_;
+      size_t nat = lex_.offset();
       std::string name = value_name();
       check_new(name, nat);
       expect(':');
       g_.add_input(name, parse_type());
     } else if (kw == "const") {
       skip_space();
-      size_t nat = pos_;
+      size_t nat = lex_.offset();
       std::string name = value_name();
       check_new(name, nat);
       expect(':');
       TensorType t = parse_type();
       skip_inline();
-      if (peek() == '=') {
-        ++pos_;
+      if (lex_.accept('=')) {
         g_.add_constant(name, parse_data(t));
       } else {
         g_.add_constant(name, t);
@@ -421,7 +349,7 @@ class Parser {
     } else if (kw == "output") {
       do {
         skip_space();
-        size_t vat = pos_;
+        size_t vat = lex_.offset();
         g_.add_output(lookup(value_name(), vat));
       } while (accept(','));
     } else {
@@ -431,12 +359,12 @@ class Parser {
   }
 
   void node_statement() {
-    size_t stmt_at = pos_;
+    size_t stmt_at = lex_.offset();
     std::vector<std::pair<std::string, TensorType>> outs;
     std::vector<size_t> out_at;
     do {
       skip_space();
-      out_at.push_back(pos_);
+      out_at.push_back(lex_.offset());
       std::string name = value_name();
       check_new(name, out_at.back());
       for (const auto& o : outs)
@@ -446,10 +374,9 @@ class Parser {
     } while (accept(','));
     expect('=');
     skip_space();
-    size_t op_at = pos_;
+    size_t op_at = lex_.offset();
     std::string op = word();
-    while (peek() == '.') {  // prefixed ops: trn.Gelu
-      ++pos_;
+    while (lex_.accept('.')) {  // prefixed ops: trn.Gelu
       op += "." + word();
     }
     if (op.empty()) error("expected an op type");
@@ -459,9 +386,8 @@ class Parser {
     if (!accept(')')) {
       do {
         skip_space();
-        size_t iat = pos_;
-        if (peek() == '_') {
-          ++pos_;
+        size_t iat = lex_.offset();
+        if (lex_.accept('_')) {
           inputs.push_back(nullptr);
         } else {
           inputs.push_back(lookup(value_name(), iat));
@@ -471,12 +397,11 @@ class Parser {
     }
     std::map<std::string, Attribute> attrs;
     skip_inline();
-    if (peek() == '{') {
-      ++pos_;
+    if (lex_.accept('{')) {
       if (!accept('}')) {
         do {
           skip_space();
-          size_t kat = pos_;
+          size_t kat = lex_.offset();
           std::string key = parse_ident("attribute name");
           if (attrs.count(key)) error_at(kat, "attribute '" + key + "' is given twice");
           expect('=');
@@ -487,8 +412,7 @@ class Parser {
     }
     std::string node_name;
     skip_inline();
-    if (peek() == '@') {
-      ++pos_;
+    if (lex_.accept('@')) {
       node_name = parse_ident("node name");
     }
     end_of_statement();
@@ -520,9 +444,8 @@ class Parser {
     g_.add_node(op, std::move(inputs), outs, std::move(probe.attrs), node_name);
   }
 
-  const std::string& s_;
+  isa::Lexer lex_;
   std::string file_;
-  size_t pos_ = 0;
   Graph g_;
 };
 

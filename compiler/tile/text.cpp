@@ -19,6 +19,7 @@
 
 #include "compiler/tile/ir.h"
 #include "models/isa/assembler.h"
+#include "models/isa/lexer.h"
 
 namespace trnsim::tile {
 
@@ -142,23 +143,24 @@ std::string to_text(const Kernel& k, const TextOptions& opts) {
 
 namespace {
 
+// '#' comments; every white space character is a blank. Names are
+// [A-Za-z_][A-Za-z0-9_.]*, as in assembly.
+constexpr isa::LexSyntax kSyntax{'#', " \t\r\v\f"};
+constexpr isa::CharClass kNameStart{true, false, "_"};
+constexpr isa::CharClass kNameRest{true, true, "_."};
+
 class Parser {
  public:
   Parser(std::string_view text, std::string file) : text_(text), file_(std::move(file)) {}
 
   Kernel run() {
-    size_t pos = 0;
-    while (pos <= text_.size()) {
-      size_t nl = text_.find('\n', pos);
-      if (nl == std::string_view::npos) nl = text_.size();
-      ++line_;
-      std::string_view l = text_.substr(pos, nl - pos);
-      pos = nl + 1;
-      const size_t hash = l.find('#');
-      if (hash != std::string_view::npos) l = l.substr(0, hash);
-      l = trim(l);
-      if (!l.empty()) statement(l);
-      if (nl == text_.size()) break;
+    isa::Lexer lex(text_, kSyntax);
+    while (lex.next_line()) {
+      line_ = lex.line();
+      // Words are separated by blanks outside brackets.
+      std::vector<std::string_view> w;
+      for (lex.skip_blanks(); !lex.at_end(); lex.skip_blanks()) w.push_back(lex.word(true));
+      if (!w.empty()) statement(w);
     }
     verify_or_fail();
     return std::move(k_);
@@ -175,38 +177,18 @@ class Parser {
     return s;
   }
 
-  // Splits at spaces outside brackets.
-  static std::vector<std::string_view> words(std::string_view s) {
-    std::vector<std::string_view> w;
-    int depth = 0;
-    size_t start = std::string_view::npos;
-    for (size_t i = 0; i <= s.size(); ++i) {
-      const char c = i < s.size() ? s[i] : ' ';
-      if (c == '[') ++depth;
-      if (c == ']') --depth;
-      const bool sep = depth == 0 && std::isspace(static_cast<unsigned char>(c));
-      if (!sep && start == std::string_view::npos) start = i;
-      if (sep && start != std::string_view::npos) {
-        w.push_back(s.substr(start, i - start));
-        start = std::string_view::npos;
-      }
-    }
-    return w;
-  }
-
   int64_t integer(std::string_view s, const std::string& what) {
     if (s.empty()) fail("missing " + what);
     int64_t v = 0;
-    bool neg = false;
-    size_t i = 0;
-    if (s[0] == '-') neg = true, i = 1;
-    if (i == s.size()) fail("bad " + what + " '" + std::string(s) + "'");
-    for (; i < s.size(); ++i) {
-      if (!std::isdigit(static_cast<unsigned char>(s[i])))
+    switch (isa::parse_int(s, v, /*plus=*/false)) {
+      case isa::NumParse::ok:
+        break;
+      case isa::NumParse::bad:
         fail("bad " + what + " '" + std::string(s) + "'");
-      v = v * 10 + (s[i] - '0');
+      case isa::NumParse::range:
+        fail(what + " '" + std::string(s) + "' is out of range");
     }
-    return neg ? -v : v;
+    return v;
   }
 
   std::vector<int64_t> shape(std::string_view s) {
@@ -232,10 +214,9 @@ class Parser {
   }
 
   void name_ok(std::string_view n) {
-    bool ok = !n.empty() && (std::isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_');
-    for (char c : n)
-      ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
-    if (!ok) fail("bad name '" + std::string(n) + "'");
+    isa::Lexer lex(n);
+    if (n.empty() || lex.name(kNameStart, kNameRest).size() != n.size())
+      fail("bad name '" + std::string(n) + "'");
   }
 
   // "key=value" -> value, or empty when the word is not that key.
@@ -246,8 +227,7 @@ class Parser {
     return true;
   }
 
-  void statement(std::string_view l) {
-    const auto w = words(l);
+  void statement(const std::vector<std::string_view>& w) {
     const std::string_view head = w[0];
     if (head == "kernel") {
       if (w.size() != 2) fail("expected: kernel NAME");
@@ -263,7 +243,7 @@ class Parser {
     } else if (head == "tile") {
       tile(w);
     } else {
-      op(l);
+      op(w);
     }
   }
 
@@ -352,10 +332,9 @@ class Parser {
     k_.tiles.push_back(std::move(t));
   }
 
-  void op(std::string_view l) {
+  void op(const std::vector<std::string_view>& w) {
     Op op;
     op.id = k_.next_op_id();
-    auto w = words(l);
     size_t i = 0;
     if (w[0][0] == '%') {
       op.id = static_cast<int>(integer(w[0].substr(1), "op id"));
@@ -395,9 +374,7 @@ class Parser {
       const size_t eq = word.find('=');
       if (eq != std::string::npos) {
         size_t j = eq + 1;
-        while (j < word.size() && (std::isalnum(static_cast<unsigned char>(word[j])) ||
-                                   word[j] == '_' || word[j] == '.'))
-          ++j;
+        while (j < word.size() && kNameRest.has(word[j])) ++j;
         if (j > eq + 1 && j < word.size() && word[j] == ':') {
           named.push_back({word.substr(0, eq), word.substr(eq + 1, j - eq - 1)});
           word.erase(eq + 1, j - eq);

@@ -1,17 +1,15 @@
 #include "models/isa/assembler.h"
 #include "models/isa/file_io.h"
+#include "models/isa/lexer.h"
 #include "models/isa/limits.h"
 
 #include <bit>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 
 namespace trnsim::isa {
 
@@ -42,167 +40,120 @@ std::string i128_str(i128 v) {
   return s;
 }
 
-bool is_name_start(char c) {
-  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
-}
-bool is_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-}
-bool is_ws(char c) {
-  return c == ' ' || c == '\t';
-}
+// Names are [A-Za-z_][A-Za-z0-9_.]*; blanks are ' ' and '\t'; '#' starts a comment.
+constexpr LexSyntax kAsmSyntax{'#', " \t", {true, false, "_"}, {true, true, "_."}};
 
 // ---------------------------------------------------------------------------
-// Character-level reader over one source line (comment already stripped). Every
-// error carries the 1-based column of the token that is wrong.
-class Cursor {
+// The lexer walking the text line by line, plus the assembler's value syntax and
+// messages. Every error carries the 1-based column of the token that is wrong.
+class Cursor : public Lexer {
  public:
-  Cursor(const std::string& file, uint32_t line, std::string_view s)
-      : file_(file), line_(line), s_(s) {}
+  Cursor(std::string_view text, const std::string& file) : Lexer(text, kAsmSyntax), file_(file) {}
 
   [[noreturn]] void fail_at(size_t p, const std::string& msg) const {
-    throw AsmError(file_, line_, static_cast<uint32_t>(p + 1), ctx_ + msg);
+    throw AsmError(file_, line(), col_at(p), ctx_ + msg);
   }
-  [[noreturn]] void fail(const std::string& msg) const { fail_at(pos_, msg); }
+  [[noreturn]] void fail(const std::string& msg) const { fail_at(offset(), msg); }
 
-  size_t pos() const { return pos_; }
-  uint32_t line_no() const { return line_; }
-  void seek(size_t p) { pos_ = p; }
-  void skip_ws() {
-    while (pos_ < s_.size() && is_ws(s_[pos_])) ++pos_;
-  }
-  bool at_end() {
-    skip_ws();
-    return pos_ >= s_.size();
-  }
-  bool at_value_end() const { return pos_ >= s_.size() || is_ws(s_[pos_]); }
-  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
-  bool accept(char c) {
-    if (peek() != c) return false;
-    ++pos_;
-    return true;
-  }
+  bool at_value_end() const { return at_end() || is_blank(peek()); }
   // What is at the cursor, for "found ..." in messages.
-  std::string found() const { return found_at(pos_); }
+  std::string found() const { return found_at(offset()); }
   std::string found_at(size_t p) const {
-    if (p >= s_.size()) return "end of line";
+    if (p >= limit()) return "end of line";
     size_t e = p;
-    while (e < s_.size() && !is_ws(s_[e]) && e - p < 16) ++e;
-    return "'" + std::string(s_.substr(p, e - p)) + "'";
+    while (e < limit() && !is_blank(text()[e]) && e - p < 16) ++e;
+    return "'" + std::string(text().substr(p, e - p)) + "'";
   }
   // Skips blanks before (not after: a value must end at a blank).
   void expect(char c, std::string_view what) {
-    skip_ws();
+    skip_blanks();
     if (!accept(c))
       fail("expected '" + std::string(1, c) + "' " + std::string(what) + ", found " + found());
   }
   void expect_str(std::string_view t, std::string_view what) {
-    if (s_.substr(pos_, t.size()) != t)
+    if (!accept(t))
       fail("expected '" + std::string(t) + "' " + std::string(what) + ", found " + found());
-    pos_ += t.size();
   }
 
-  // [A-Za-z_][A-Za-z0-9_.]*; empty when the cursor is not at a name.
-  std::string_view name() {
-    const size_t b = pos_;
-    if (pos_ < s_.size() && is_name_start(s_[pos_]))
-      while (pos_ < s_.size() && is_name_char(s_[pos_])) ++pos_;
-    return s_.substr(b, pos_ - b);
-  }
   std::string_view name_or_fail(std::string_view what) {
-    skip_ws();
+    skip_blanks();
     auto n = name();
     if (n.empty()) fail("expected " + std::string(what) + ", found " + found());
     return n;
-  }
-  // Run of non-blank characters.
-  std::string_view token() {
-    const size_t b = pos_;
-    while (pos_ < s_.size() && !is_ws(s_[pos_])) ++pos_;
-    return s_.substr(b, pos_ - b);
   }
 
   // Decimal or 0x-hex integer with optional sign, range-checked. `x_follows` lets a
   // number end right before 'x' (hbm "ROWSxSTRIDE").
   i128 integer(i128 lo, i128 hi, std::string_view what, bool x_follows = false) {
-    skip_ws();
-    const size_t b = pos_;
+    skip_blanks();
+    const size_t b = offset();
     bool neg = false;
-    if (peek() == '-' || peek() == '+') neg = s_[pos_++] == '-';
-    bool hex = peek() == '0' && pos_ + 2 < s_.size() &&
-               (s_[pos_ + 1] == 'x' || s_[pos_ + 1] == 'X') &&
-               std::isxdigit(static_cast<unsigned char>(s_[pos_ + 2]));
+    if (peek() == '-' || peek() == '+') {
+      neg = peek() == '-';
+      seek(b + 1);
+    }
+    bool hex = peek() == '0' && (peek(1) == 'x' || peek(1) == 'X') &&
+               std::isxdigit(static_cast<unsigned char>(peek(2)));
     if (hex && x_follows) {
       // An hbm row count is hex only if its digits end at the 'x': "0x2x0x3" is 2 rows
       // of stride 3, "0x640," is 0 rows of stride 640 (as the disassembler prints it).
-      size_t e = pos_ + 2;
-      while (e < s_.size() && std::isxdigit(static_cast<unsigned char>(s_[e]))) ++e;
-      hex = e < s_.size() && s_[e] == 'x';
+      size_t e = 2;
+      while (std::isxdigit(static_cast<unsigned char>(peek(e)))) ++e;
+      hex = peek(e) == 'x';
     }
-    if (hex) pos_ += 2;
-    const int base = hex ? 16 : 10;
-    i128 mag = 0;
-    size_t ndig = 0;
-    bool overflow = false;
-    for (; pos_ < s_.size(); ++pos_, ++ndig) {
-      const char c = s_[pos_];
-      int d;
-      if (c >= '0' && c <= '9') {
-        d = c - '0';
-      } else if (hex && std::isxdigit(static_cast<unsigned char>(c))) {
-        d = std::tolower(static_cast<unsigned char>(c)) - 'a' + 10;
-      } else {
-        break;
-      }
-      mag = mag * base + d;
-      if (mag > kU64) overflow = true, mag = kU64 + 1;
-    }
+    if (hex) seek(offset() + 2);
+    const std::string_view ds = digits(hex ? 16 : 10);
+    const auto mag = parse_magnitude(ds, hex ? 16 : 10);
     const char next = peek();
-    const bool glued = is_name_char(next) && !(x_follows && next == 'x');
-    if (ndig == 0 && !glued && (pos_ >= s_.size() || !is_name_char(s_[b])))
+    const bool glued = kAsmSyntax.name_rest.has(next) && !(x_follows && next == 'x');
+    if (ds.empty() && !glued && (at_end() || !kAsmSyntax.name_rest.has(text()[b])))
       fail_at(b, "expected a number for " + std::string(what) + ", found " + found_at(b));
-    if (ndig == 0 || glued) {
-      size_t e = pos_;
-      while (e < s_.size() && (is_name_char(s_[e]) || s_[e] == '-' || s_[e] == '+')) ++e;
-      if (e == b) e = std::min(s_.size(), b + 1);
-      fail_at(b, "bad number '" + std::string(s_.substr(b, e - b)) + "' for " + std::string(what));
+    if (ds.empty() || glued) {
+      size_t e = offset();
+      while (e < limit() &&
+             (kAsmSyntax.name_rest.has(text()[e]) || text()[e] == '-' || text()[e] == '+'))
+        ++e;
+      if (e == b) e = std::min(limit(), b + 1);
+      fail_at(b,
+              "bad number '" + std::string(text().substr(b, e - b)) + "' for " + std::string(what));
     }
-    const i128 v = neg ? -mag : mag;
-    if (overflow || v < lo || v > hi)
-      fail_at(b, std::string(what) + " " + std::string(s_.substr(b, pos_ - b)) + " out of range (" +
-                     i128_str(lo) + ".." + i128_str(hi) + ")");
+    const i128 m = mag ? static_cast<i128>(*mag) : kU64 + 1;
+    const i128 v = neg ? -m : m;
+    if (!mag || v < lo || v > hi)
+      fail_at(b, std::string(what) + " " + std::string(text().substr(b, offset() - b)) +
+                     " out of range (" + i128_str(lo) + ".." + i128_str(hi) + ")");
     return v;
   }
 
   // Float immediate: anything strtof reads completely (1.5, -inf, nan, 0x1p-3).
   float real(std::string_view what) {
-    skip_ws();
-    const size_t b = pos_;
-    while (pos_ < s_.size() && !is_ws(s_[pos_]) && s_[pos_] != ']' && s_[pos_] != ',') ++pos_;
-    const std::string tok(s_.substr(b, pos_ - b));
+    skip_blanks();
+    const size_t b = offset();
+    const std::string tok(until("],"));
     if (tok.empty())
       fail_at(b, "expected a number for " + std::string(what) + ", found " + found());
-    char* end = nullptr;
-    errno = 0;
-    const float f = std::strtof(tok.c_str(), &end);
-    if (end != tok.c_str() + tok.size())
-      fail_at(b, "bad number '" + tok + "' for " + std::string(what));
-    // ERANGE on underflow is fine (subnormals must round-trip); on overflow it is not.
-    if (errno == ERANGE && std::isinf(f))
-      fail_at(b, "number '" + tok + "' for " + std::string(what) + " is out of float range");
+    float f = 0;
+    switch (parse_float(tok, f)) {
+      case NumParse::ok:
+        break;
+      case NumParse::bad:
+        fail_at(b, "bad number '" + tok + "' for " + std::string(what));
+      case NumParse::range:
+        fail_at(b, "number '" + tok + "' for " + std::string(what) + " is out of float range");
+    }
     return f;
   }
 
   std::vector<i128> int_list(i128 lo, i128 hi, std::string_view what, size_t max_len) {
-    skip_ws();
-    const size_t b = pos_;
+    skip_blanks();
+    const size_t b = offset();
     expect('[', "to open the list");
     std::vector<i128> v;
-    skip_ws();
+    skip_blanks();
     if (!accept(']')) {
       do {
         v.push_back(integer(lo, hi, what));
-        skip_ws();
+        skip_blanks();
       } while (accept(','));
       expect(']', "to close the list");
     }
@@ -216,9 +167,6 @@ class Cursor {
 
  private:
   const std::string& file_;
-  uint32_t line_;
-  std::string_view s_;
-  size_t pos_ = 0;
 };
 
 struct CtxGuard {
@@ -329,8 +277,8 @@ std::vector<KeySpec> keys_for(Opcode op) {
 
 AccessPattern parse_ap(Cursor& c, const Program& prog) {
   CtxGuard g(c, "bad access pattern: ");
-  c.skip_ws();
-  const size_t b = c.pos();
+  c.skip_blanks();
+  const size_t b = c.offset();
   const auto sp = c.name();
   AccessPattern ap;
   if (sp == "sbuf") {
@@ -349,7 +297,7 @@ AccessPattern parse_ap(Cursor& c, const Program& prog) {
     c.expect('x', "between row count and row stride");
     ap.partition_stride = static_cast<int64_t>(c.integer(kI64Min, kI64Max, "row stride"));
   } else {
-    const size_t pb = c.pos();
+    const size_t pb = c.offset();
     const i128 s = c.integer(0, kU32, "partition start");
     c.expect(':', "in the partition range");
     const i128 e = c.integer(0, kU32, "partition end");
@@ -358,11 +306,11 @@ AccessPattern parse_ap(Cursor& c, const Program& prog) {
     ap.partition_count = static_cast<uint32_t>(e - s);
   }
   c.expect(',', "after the partitions");
-  c.skip_ws();
-  const size_t ob = c.pos();
+  c.skip_blanks();
+  const size_t ob = c.offset();
   if (c.accept('@')) {
     if (ap.space != MemSpace::hbm) c.fail_at(ob, "@name offsets are only for hbm patterns");
-    const size_t nb = c.pos();
+    const size_t nb = c.offset();
     const auto nm = c.name();
     if (nm.empty()) c.fail("expected a tensor name after '@', found " + c.found());
     const TensorDecl* t = prog.find_tensor(nm);
@@ -375,17 +323,17 @@ AccessPattern parse_ap(Cursor& c, const Program& prog) {
     ap.offset = static_cast<uint64_t>(c.integer(0, kU64, "offset"));
   }
   c.expect(',', "after the offset");
-  c.skip_ws();
-  const size_t db = c.pos();
+  c.skip_blanks();
+  const size_t db = c.offset();
   const auto dt = c.name();
   const auto t = parse_dtype(dt);
   if (!t)
     c.fail_at(db, dt.empty() ? "expected a dtype, found " + c.found()
                              : "unknown dtype '" + std::string(dt) + "'");
   ap.dtype = *t;
-  c.skip_ws();
+  c.skip_blanks();
   while (c.accept(',')) {
-    c.skip_ws();
+    c.skip_blanks();
     if (ap.ndims == kMaxDims) c.fail("more than " + std::to_string(kMaxDims) + " free-axis dims");
     c.expect('[', "to open a [stride,size] dim");
     ap.dims[ap.ndims].stride = static_cast<int64_t>(c.integer(kI64Min, kI64Max, "stride"));
@@ -393,17 +341,17 @@ AccessPattern parse_ap(Cursor& c, const Program& prog) {
     ap.dims[ap.ndims].size = static_cast<uint32_t>(c.integer(0, kU32, "size"));
     c.expect(']', "to close the dim");
     ++ap.ndims;
-    c.skip_ws();
+    c.skip_blanks();
   }
   c.expect(']', "to close the pattern");
   return ap;
 }
 
 ScalarOperand parse_scalar(Cursor& c, const Program& prog, std::string_view key) {
-  c.skip_ws();
+  c.skip_blanks();
   ScalarOperand s;
   // A pattern starts with a memory-space name and '['; anything else is a number.
-  const size_t b = c.pos();
+  const size_t b = c.offset();
   const bool named = !c.name().empty() && c.peek() == '[';
   c.seek(b);
   if (named) {
@@ -416,12 +364,12 @@ ScalarOperand parse_scalar(Cursor& c, const Program& prog, std::string_view key)
 }
 
 AluOp parse_alu(Cursor& c, std::string_view key) {
-  c.skip_ws();
-  const size_t b = c.pos();
+  c.skip_blanks();
+  const size_t b = c.offset();
   const auto n = c.name();
   const auto op = parse_alu_op(n);
   if (!op)
-    c.fail_at(b, "unknown ALU op '" + std::string(n.empty() ? c.token() : n) + "' for " +
+    c.fail_at(b, "unknown ALU op '" + std::string(n.empty() ? c.word() : n) + "' for " +
                      std::string(key));
   return *op;
 }
@@ -432,7 +380,7 @@ bool parse_bool(Cursor& c, std::string_view key) {
 
 uint16_t parse_sem(Cursor& c, const Program& prog) {
   c.expect_str("s", "to start a semaphore (sN)");
-  const size_t b = c.pos();
+  const size_t b = c.offset();
   const auto n = static_cast<uint16_t>(c.integer(0, kU16, "semaphore"));
   if (n >= prog.num_semaphores)
     c.fail_at(b, "semaphore s" + std::to_string(n) + " out of range (.semaphores " +
@@ -495,19 +443,8 @@ class Assembler {
   Assembler(std::string_view text, const std::string& file) : text_(text), file_(file) {}
 
   Program run() {
-    size_t start = 0;
-    uint32_t line = 0;
-    while (start <= text_.size()) {
-      size_t end = text_.find('\n', start);
-      if (end == std::string_view::npos) end = text_.size();
-      std::string_view l = text_.substr(start, end - start);
-      ++line;
-      if (const auto h = l.find('#'); h != std::string_view::npos) l = l.substr(0, h);
-      if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-      statement(line, l);
-      if (end == text_.size()) break;
-      start = end + 1;
-    }
+    Cursor c(text_, file_);
+    while (c.next_line()) statement(c);
     for (const auto& [name, bytes] : p_.constants) {
       const TensorDecl* t = p_.find_tensor(name);
       if (bytes.size() != t->bytes()) {
@@ -521,18 +458,17 @@ class Assembler {
   }
 
  private:
-  void statement(uint32_t line, std::string_view l) {
-    Cursor c(file_, line, l);
-    if (c.at_end()) return;
+  void statement(Cursor& c) {
+    if (c.at_line_end()) return;
     if (c.peek() == '.') {
       directive(c);
     } else {
-      instruction(c, line);
+      instruction(c, c.line());
     }
   }
 
   void end_of_statement(Cursor& c, std::string_view what) {
-    if (!c.at_end()) c.fail("unexpected " + c.found() + " after " + std::string(what));
+    if (!c.at_line_end()) c.fail("unexpected " + c.found() + " after " + std::string(what));
   }
 
   void before_queues(Cursor& c, size_t b, std::string_view d) {
@@ -541,7 +477,7 @@ class Assembler {
   }
 
   void directive(Cursor& c) {
-    const size_t b = c.pos();
+    const size_t b = c.offset();
     c.accept('.');
     const std::string d = "." + std::string(c.name());
     if (d == ".program") {
@@ -570,29 +506,29 @@ class Assembler {
 
   void tensor(Cursor& c) {
     TensorDecl t;
-    c.skip_ws();
-    const size_t nb = c.pos();
+    c.skip_blanks();
+    const size_t nb = c.offset();
     t.name = c.name_or_fail("a tensor name");
     if (p_.find_tensor(t.name)) c.fail_at(nb, "duplicate tensor '" + t.name + "'");
     for (auto d : c.int_list(0, kI64Max, "dimension", 64))
       t.shape.push_back(static_cast<int64_t>(d));
-    c.skip_ws();
-    const size_t db = c.pos();
+    c.skip_blanks();
+    const size_t db = c.offset();
     const auto dt = c.name();
     const auto ty = parse_dtype(dt);
     if (!ty)
       c.fail_at(db, dt.empty() ? "expected a dtype, found " + c.found()
                                : "unknown dtype '" + std::string(dt) + "'");
     t.dtype = *ty;
-    c.skip_ws();
-    const size_t rb = c.pos();
+    c.skip_blanks();
+    const size_t rb = c.offset();
     const auto role = c.name();
     bool ok = false;
     for (auto r :
          {TensorRole::input, TensorRole::output, TensorRole::constant, TensorRole::scratch})
       if (tensor_role_name(r) == role) t.role = r, ok = true;
     if (!ok)
-      c.fail_at(rb, "unknown tensor role '" + std::string(role.empty() ? c.token() : role) +
+      c.fail_at(rb, "unknown tensor role '" + std::string(role.empty() ? c.word() : role) +
                         "' (input, output, constant, scratch)");
     c.expect('@', "before the tensor's hbm offset");
     t.hbm_offset = static_cast<uint64_t>(c.integer(0, kU64, "hbm offset"));
@@ -605,24 +541,24 @@ class Assembler {
   }
 
   void data(Cursor& c) {
-    c.skip_ws();
-    const size_t nb = c.pos();
+    c.skip_blanks();
+    const size_t nb = c.offset();
     const std::string name(c.name_or_fail("a tensor name"));
     if (!p_.find_tensor(name)) c.fail_at(nb, "unknown tensor '" + name + "'");
-    data_pos_.try_emplace(name, c.line_no(), static_cast<uint32_t>(nb + 1));
+    data_pos_.try_emplace(name, c.line(), c.col_at(nb));
     auto& bytes = p_.constants[name];
-    c.skip_ws();
-    const size_t tb = c.pos();
-    b64_decode(c, c.token(), tb, bytes);
+    c.skip_blanks();
+    const size_t tb = c.offset();
+    b64_decode(c, c.word(), tb, bytes);
   }
 
   void queue(Cursor& c) {
-    c.skip_ws();
-    const size_t eb = c.pos();
+    c.skip_blanks();
+    const size_t eb = c.offset();
     const auto en = c.name();
     const auto e = parse_engine(en);
     if (!e)
-      c.fail_at(eb, "unknown engine '" + std::string(en.empty() ? c.token() : en) +
+      c.fail_at(eb, "unknown engine '" + std::string(en.empty() ? c.word() : en) +
                         "' (tensor, vector, scalar, gpsimd, sync, dma)");
     Queue q;
     q.engine = *e;
@@ -644,7 +580,7 @@ class Assembler {
   }
 
   void instruction(Cursor& c, uint32_t line) {
-    const size_t ob = c.pos();
+    const size_t ob = c.offset();
     const auto on = c.name();
     if (on.empty()) c.fail("expected an opcode or a directive, found " + c.found());
     if (!cur_) c.fail_at(ob, "instruction before any .queue");
@@ -659,8 +595,8 @@ class Assembler {
     const auto specs = keys_for(*op);
     std::vector<bool> seen(specs.size(), false);
 
-    while (!c.at_end()) {
-      const size_t kb = c.pos();
+    while (!c.at_line_end()) {
+      const size_t kb = c.offset();
       const auto key = c.name();
       if (key.empty()) c.fail("expected key=value, found " + c.found());
       if (!c.accept('='))
@@ -677,13 +613,13 @@ class Assembler {
         c.expect_str("+", "in signal=sN+K");
         s.inc = static_cast<uint32_t>(c.integer(0, kU32, "signal increment"));
         if (c.accept('@')) {
-          const size_t wb = c.pos();
+          const size_t wb = c.offset();
           const auto when = c.name();
           if (when == "start") {
             s.when = SignalWhen::start;
           } else if (when != "done") {
             c.fail_at(wb, "expected @start or @done after the signal, found '" +
-                              std::string(when.empty() ? c.token() : when) + "'");
+                              std::string(when.empty() ? c.word() : when) + "'");
           }
         }
         in.signals.push_back(s);
@@ -738,13 +674,13 @@ class Assembler {
         in.fill = c.real(k.name);
         break;
       case Key::func: {
-        c.skip_ws();
-        const size_t b = c.pos();
+        c.skip_blanks();
+        const size_t b = c.offset();
         const auto n = c.name();
         const auto f = parse_act_func(n);
         if (!f)
           c.fail_at(b,
-                    "unknown activation function '" + std::string(n.empty() ? c.token() : n) + "'");
+                    "unknown activation function '" + std::string(n.empty() ? c.word() : n) + "'");
         in.func = *f;
         break;
       }
@@ -772,8 +708,8 @@ class Assembler {
         in.reverse1 = parse_bool(c, k.name);
         break;
       case Key::axes: {
-        c.skip_ws();
-        const size_t b = c.pos();
+        c.skip_blanks();
+        const size_t b = c.offset();
         for (auto a : c.int_list(0, kMaxDims - 1, "axis", kMaxDims)) {
           const auto m = static_cast<uint8_t>(1u << static_cast<int>(a));
           if (in.axes & m) c.fail_at(b, "axis " + i128_str(a) + " listed twice");

@@ -144,6 +144,20 @@ TEST(TilePassesText, ErrorsNameTheLine) {
             std::string::npos);
 }
 
+// Out-of-range numbers and unbalanced brackets are errors: never a wrapped value, a
+// crash, or a word silently dropped.
+TEST(TilePassesText, RejectsOverflowAndUnbalancedBrackets) {
+  auto err = [](const std::string& text) { return error_of([&] { parse(text, "bad.tir"); }); };
+  EXPECT_NE(err("kernel k\nsemaphores 99999999999999999999\n")
+                .find("bad.tir:2: error: semaphore count '99999999999999999999' is out of range"),
+            std::string::npos);
+  EXPECT_NE(err("kernel k\ntensor t [2] fp32 input [junk\n")
+                .find("bad.tir:2: error: unexpected '[junk' in tensor declaration"),
+            std::string::npos);
+  EXPECT_NE(err("kernel k\n] x\n").find("bad.tir:2: error: unknown engine '] x'"),
+            std::string::npos);
+}
+
 // ---- split_dma ------------------------------------------------------------------------
 
 TEST(TilePassesSplitDma, RowGroupsThenColumns) {
