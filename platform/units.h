@@ -36,7 +36,7 @@ class UnitError : public std::runtime_error {
 // Negative values are rejected (no config quantity can be negative).
 double parse_frequency(std::string_view text);  // Hz, kHz, MHz, GHz, THz -> Hz
 // B/s with SI (kB/s or KB/s, MB/s, GB/s, TB/s) or binary (KiB/s ...) prefixes, and
-// B/ns (the unit hardware.md quotes DMA rates in) -> bytes per second.
+// B/ns (the unit docs/hardware.md quotes DMA rates in) -> bytes per second.
 double parse_bandwidth(std::string_view text);
 // B, KiB, MiB, GiB, TiB (1024^n) and kB/KB, MB, GB, TB (1000^n) -> bytes; exact,
 // so "1.5KiB" is 1536 but "0.5B" is an error.

@@ -6,10 +6,10 @@ trnsim (timing only). Prints size -> simulated ns -> GB/s for two shapes:
                fixed start cost amortised over the size.
   partitions   HBM -> SBUF, fp32, SIZE bytes over min(128, SIZE/4) partitions, so
                the per-partition chunk is SIZE/128 from 512 B on: the per-descriptor
-               cost (hardware.md: < 256 B per partition overhead-bound, >= 4 KiB
+               cost (docs/hardware.md: < 256 B per partition overhead-bound, >= 4 KiB
                saturating).
 
-Then the calibration figure (hardware.md: 32 KiB on one trn2 engine in 1416 ns).
+Then the calibration figure (docs/hardware.md: 32 KiB on one trn2 engine in 1416 ns).
 
 usage: scripts/bench_dma.py [--config trn2] [--trnsim PATH] [--max-size BYTES]
 """
@@ -93,7 +93,7 @@ def main():
             print(f"{size_text(size):>8} | {t1:12.1f} {size / t1:6.2f} | {shape:>18} "
                   f"{t2:9.1f} {size / t2:6.2f}")
             size *= 2
-        # Calibration: hardware.md, 32 KiB on one trn2 engine in 1416 ns.
+        # Calibration: docs/hardware.md, 32 KiB on one trn2 engine in 1416 ns.
         one = simulate(a.trnsim, a.config, program(32768, "chunk")[0], tmp)
         n = 1024
         eight = simulate(a.trnsim, a.config,
@@ -103,7 +103,7 @@ def main():
                                     f"src=hbm[8x{n}, @x, fp32, [1,{n}]] signal=s0+1"]) + "\n",
                          tmp)
     trn2 = a.config == "trn2"
-    print("calibration (hardware.md: 32 KiB on one trn2 engine in 1416 ns):" if trn2 else
+    print("calibration (docs/hardware.md: 32 KiB on one trn2 engine in 1416 ns):" if trn2 else
           "32 KiB on one engine (the 1416 ns measurement is trn2's):")
     for what, t in (("one 32 KiB chunk (HBM -> HBM)", one), ("8 x 4 KiB (HBM -> SBUF)", eight)):
         vs = f"  {100 * (t / 1416 - 1):+5.1f} %" if trn2 else ""

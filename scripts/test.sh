@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The test command: install what is missing, check formatting, build and run every
-# test (each simulation checked for races and poisoned reads), fuzz the parsers for a
-# minute each, then build and run the unit tests again under AddressSanitizer +
-# UndefinedBehaviorSanitizer. Exits non-zero on any failure.
+# The test command: install what is missing, check formatting and citations
+# (scripts/check_citations.sh), build and run every test (each simulation checked for
+# races and poisoned reads), fuzz the parsers for a minute each, then build and run
+# the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer. Exits
+# non-zero on any failure.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${TRNSIM_JOBS:-$(nproc)}"
@@ -10,6 +11,9 @@ jobs="${TRNSIM_JOBS:-$(nproc)}"
 
 echo "== clang-format check"
 "$root/scripts/format.sh" --check
+
+echo "== citation check"
+"$root/scripts/check_citations.sh"
 
 echo "== build and test"
 "$root/scripts/build.sh" "$root/build"

@@ -6,9 +6,10 @@
 // the array rows, M on its columns, N streamed); K folds are summed in fold order in
 // fp32 (IEEE, as PSUM accumulates); the PSUM write keeps its own accumulate flag.
 // The elapsed RTL cycles, ceil(K/R) ceil(M/C) (2R + C + N - 2) without back-pressure
-// (issue 3's fold formula), are added to `delay` at `clock_hz`. Errors (dtype,
-// shape, watchdog, protocol) become TLM_GENERIC_ERROR_RESPONSE on `dst` with the
-// message in its ap_extension::error, as a C++ target reports them.
+// (the weight-stationary fold formula, models/engines/tensor_engine.h), are added
+// to `delay` at `clock_hz`. Errors (dtype, shape, watchdog, protocol) become
+// TLM_GENERIC_ERROR_RESPONSE on `dst` with the message in its ap_extension::error,
+// as a C++ target reports them.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,9 @@
 // GpSimd engine: 8 general-purpose SIMD cores over SBUF (no PSUM access): iota,
 // affine_select, partition reductions and broadcasts, and the vector engine's
-// elementwise ops. First-order cost (hardware.md): start_cycles + N for iota and
-// affine_select; the vector engine's table otherwise; partition reduce/broadcast
-// also start_cycles + N (no public figure). Not modelled yet: custom kernels.
+// elementwise ops. First-order cost (docs/hardware.md, Engines): start_cycles + N
+// for iota and affine_select; the vector engine's table otherwise; partition
+// reduce/broadcast also start_cycles + N (no public figure). Not modelled yet:
+// custom kernels.
 #pragma once
 
 #include "models/engines/engine.h"

@@ -1,8 +1,8 @@
 // Scalar (activation) engine: func(in*scale+bias) with optional add-reduce, copies,
-// memsets. First-order cost (hardware.md): max(min_ii, N), +min_ii with reduce, plus
-// func_switch_cycles whenever the activation function differs from the previous
-// one (its table is reloaded). Not modelled yet: PSUM port sharing with the vector
-// engine on NC-v2.
+// memsets. First-order cost (docs/hardware.md, Engines): max(min_ii, N), +min_ii
+// with reduce, plus func_switch_cycles whenever the activation function differs
+// from the previous one (its table is reloaded). Not modelled yet: PSUM port
+// sharing with the vector engine on NC-v2.
 #pragma once
 
 #include "models/engines/engine.h"

@@ -17,8 +17,9 @@ uint64_t elementwise_cost(const isa::Instruction& in, uint32_t min_ii,
   auto sbuf_bf16 = [](const isa::AccessPattern& ap) {
     return ap.dtype == isa::DType::bf16 && ap.space == isa::MemSpace::sbuf;
   };
-  // trn2 performance modes (hardware.md): bf16 SBUF->SBUF copies and tensor_scalar
-  // run 4x when contiguous, 2x otherwise; bf16 tensor_tensor from SBUF runs 2x.
+  // trn2 performance modes (docs/hardware.md, Engines): bf16 SBUF->SBUF copies and
+  // tensor_scalar run 4x when contiguous, 2x otherwise; bf16 tensor_tensor from SBUF
+  // runs 2x.
   const bool perf = vec && vec->perf_modes;
   const bool div = in.op0 == isa::AluOp::div || in.op1 == isa::AluOp::div;
   const uint64_t div_factor = vec && div ? vec->reciprocal_slowdown : 1;

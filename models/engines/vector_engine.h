@@ -1,10 +1,10 @@
 // Vector engine: elementwise, tensor_tensor, reductions along the free axis,
 // bn_stats/bn_aggr, select. Reads and writes SBUF and PSUM. First-order cost table
-// of hardware.md (N = free elements per partition): max(min_ii, N) for one-input
-// ops; max(min_ii, 2N) for tensor_tensor with both inputs in SBUF; +min_ii with an
-// accumulate; N/2 for bf16 add/max reductions and bf16 zero memsets; divides cost
-// reciprocal_slowdown x; trn2 bf16 performance modes (2x/4x) when enabled. Not
-// modelled yet: port sharing with GpSimd on NC-v2.
+// of docs/hardware.md, Engines (N = free elements per partition): max(min_ii, N)
+// for one-input ops; max(min_ii, 2N) for tensor_tensor with both inputs in SBUF;
+// +min_ii with an accumulate; N/2 for bf16 add/max reductions and bf16 zero
+// memsets; divides cost reciprocal_slowdown x; trn2 bf16 performance modes (2x/4x)
+// when enabled. Not modelled yet: port sharing with GpSimd on NC-v2.
 #pragma once
 
 #include "models/engines/engine.h"

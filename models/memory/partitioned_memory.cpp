@@ -96,7 +96,7 @@ sc_core::sc_time partitioned_memory::port_time(const isa::AccessPattern& ap) con
 
 sc_core::sc_time partitioned_memory::port_time(const isa::AccessPattern& ap, uint64_t n,
                                                uint64_t es) const {
-  // Strides wider than 16 bytes halve the port rate (hardware.md, Memories).
+  // Strides wider than 16 bytes halve the port rate (docs/hardware.md, Memories).
   const int inner = fast::innermost_dim(ap);
   const bool wide = inner >= 0 && std::llabs(ap.dims[inner].stride) * int64_t(es) > 16;
   // A pure function of (n, wide): programs repeat a few shapes, so remember them.

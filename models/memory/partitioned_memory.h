@@ -2,7 +2,7 @@
 // of `partition_bytes`, a TLM-2.0 target taking access-pattern transactions
 // (ap_extension). Timing: each access is charged its port time, free elements per
 // partition at the per-partition lane rate, halved when the innermost stride
-// exceeds 16 bytes (hardware.md, Memories). Ports: every initiator (engine, DMA
+// exceeds 16 bytes (docs/hardware.md, Memories). Ports: every initiator (engine, DMA
 // engine) has its own read port and write port unless the platform makes two share
 // one (NC-v2: vector/GpSimd on SBUF, vector/scalar on PSUM; NC-v3: PSUM sharing only
 // within a bank). A port is an analytic resource: an access waits for the port to be

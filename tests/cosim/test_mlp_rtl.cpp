@@ -1,11 +1,12 @@
-// End to end (issue 7, item 10): an ONNX MLP compiled for the small-array config
-// configs/tiny_rtl.yaml runs with the tensor engine's matmuls on the RTL PE array
-// (`core.tensor.impl: rtl`), and again on the C++ model in the array's numerics
-// (`--set core.tensor.impl=cpp`, `numerics: systolic` from the config). The
-// outputs are the same bits; the simulated times are printed side by side, and with
-// every N >= min_ii (the config's 16) the RTL's cycles equal the model's fold
-// formula, so the simulated times are equal too. The trnsim command line runs each
-// simulation in its own process (SystemC elaborates once per process).
+// End to end (docs/rtl-cosim.md, End to end): an ONNX MLP compiled for the
+// small-array config configs/tiny_rtl.yaml runs with the tensor engine's matmuls on
+// the RTL PE array (`core.tensor.impl: rtl`), and again on the C++ model in the
+// array's numerics (`--set core.tensor.impl=cpp`, `numerics: systolic` from the
+// config). The outputs are the same bits; the simulated times are printed side by
+// side, and with every N >= min_ii (the config's 16) the RTL's cycles equal the
+// model's fold formula, so the simulated times are equal too. The trnsim command
+// line runs each simulation in its own process (SystemC elaborates once per
+// process).
 #include <gtest/gtest.h>
 
 #include <algorithm>

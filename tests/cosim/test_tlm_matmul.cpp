@@ -1,6 +1,7 @@
 // The platform side of contract v1: a matmul as TLM payloads with ap_extension,
 // folded onto the 8x8 RTL tile; data against the systolic numerics per fold, cycles
-// against issue 3's fold formula, errors as TLM error responses.
+// against the weight-stationary fold formula (models/engines/tensor_engine.h),
+// errors as TLM error responses.
 #include <gtest/gtest.h>
 
 #include <bit>

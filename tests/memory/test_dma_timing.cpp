@@ -1,6 +1,6 @@
 // DMA timing (models/memory/dma_engine.*) on trn2 figures: the bandwidth curve
 // against transfer size (monotone, saturating at the per-engine cap, knees where
-// hardware.md's DMA Efficiency puts them), the 32 KiB calibration figure, and
+// docs/hardware.md's DMA Efficiency puts them), the 32 KiB calibration figure, and
 // dma_copy spread=N: rows split over N engines that are busy for their share and
 // each signal completion.
 #include <gtest/gtest.h>
@@ -197,7 +197,7 @@ TEST(DmaTiming, KneesWhereDocumented) {
     ADD_FAILURE() << "no chunk " << chunk;
     return 0.0;
   };
-  // hardware.md, DMA Efficiency: < 256 B per partition is overhead-bound; 256 B is
+  // docs/hardware.md, DMA Efficiency: < 256 B per partition is overhead-bound; 256 B is
   // where per-chunk overhead equals data time: 128 x 256 B = 170 + 128 x (9.4 +
   // 256 / 27.2) = 170 + 2407.9 = 2577.9 ns, 46.7 % of the cap.
   EXPECT_NEAR(128 * 256 / (eff(256) * kCap), 2577.9, 0.5);
@@ -224,7 +224,7 @@ TEST(DmaTiming, CalibrationMatchesTheMeasured32KiBTransfer) {
   core c("c");
   std::vector<sc_time> done;
   test::record_semaphore(c.sems, 0, 2, &done);
-  // hardware.md: 32 KiB through one trn2 DMA engine in ~1416 ns.
+  // docs/hardware.md: 32 KiB through one trn2 DMA engine in ~1416 ns.
   // One contiguous chunk: 170 + 9.4 + 32768 / 27.2 = 170 + 9.4 + 1204.7 = 1384.1 ns.
   c.q[0][0].push_back(with_signal(dma_copy(hb(1, 8192, 32 * kMiB, DType::fp32, {{1, 8192}}),
                                            hb(1, 8192, 0, DType::fp32, {{1, 8192}})),

@@ -110,7 +110,7 @@ TEST(ConfigPresets, Trn1MatchesHardwareMd) {
   EXPECT_EQ(c.core.sbuf.partition_bytes, 192u * 1024);
   EXPECT_EQ(c.core.sbuf.partitions * c.core.sbuf.partition_bytes, 24ull << 20);
   EXPECT_DOUBLE_EQ(c.core.dma.bandwidth_bps, 17e9);  // 17 B/ns
-  // 128 * 128 * 2 * 2.8e9 = 91.75e12; hardware.md: 92 TFLOPS bf16, 23 fp32 (4x slower).
+  // 128 * 128 * 2 * 2.8e9 = 91.75e12; docs/hardware.md: 92 TFLOPS bf16, 23 fp32 (4x slower).
   EXPECT_NEAR(peak_tflops(c), 91.75, 0.01);
   EXPECT_NEAR(peak_tflops(c) / c.core.tensor.fp32_slowdown, 23, 0.1);  // 91.75 / 4 = 22.94
 }
@@ -128,11 +128,11 @@ TEST(ConfigPresets, Trn2MatchesHardwareMd) {
   EXPECT_TRUE(c.core.vector.perf_modes);
   // SBUF 28 MiB = 128 x 224 KiB.
   EXPECT_EQ(c.core.sbuf.partitions * c.core.sbuf.partition_bytes, 28ull << 20);
-  // 128 * 128 * 2 * 2.4e9 = 78.64e12; hardware.md: 79 bf16, 158 fp8 (double-row), 20 fp32.
+  // 128 * 128 * 2 * 2.4e9 = 78.64e12; docs/hardware.md: 79 bf16, 158 fp8 (double-row), 20 fp32.
   EXPECT_NEAR(peak_tflops(c), 78.64, 0.01);
   EXPECT_NEAR(peak_tflops(c) * (c.core.tensor.fp8_double_row ? 2 : 1), 157.3, 0.1);
   EXPECT_NEAR(peak_tflops(c) / c.core.tensor.fp32_slowdown, 19.66, 0.01);
-  // hardware.md: 32 KiB on one engine in 1416 ns. As one chunk at the 27.2 B/ns cap:
+  // docs/hardware.md: 32 KiB on one engine in 1416 ns. As one chunk at the 27.2 B/ns cap:
   // 32768 / 27.2 = 1204.7 ns + 170 ns fixed + 9.4 ns per descriptor = 1384.1 ns, within
   // 5 % of the measurement (simulated in tests/memory/test_dma_timing.cpp).
   EXPECT_DOUBLE_EQ(c.core.dma.bandwidth_bps, 27.2e9);
@@ -155,7 +155,7 @@ TEST(ConfigPresets, Trn3MatchesHardwareMd) {
   EXPECT_EQ(c.core.sbuf.partition_bytes, 256u * 1024);
   EXPECT_EQ(c.core.sbuf.partitions * c.core.sbuf.partition_bytes, 32ull << 20);
   EXPECT_DOUBLE_EQ(c.core.dma.bandwidth_bps, 38.4e9);  // 4.9 TB/s chip DMA / 128 engines
-  EXPECT_NEAR(peak_tflops(c), 78.64, 0.01);  // 128 * 128 * 2 * 2.4e9; hardware.md: 79 bf16
+  EXPECT_NEAR(peak_tflops(c), 78.64, 0.01);  // 128 * 128 * 2 * 2.4e9; docs/hardware.md: 79 bf16
 }
 
 TEST(ConfigPresets, TinyIsRoundNumbers) {
