@@ -69,6 +69,7 @@ void hbm::check_range(uint64_t addr, uint64_t n) const {
 }
 
 uint32_t hbm::rotation(uint64_t block) const {
+  if (!params_.channel_hash) return 0;
   // splitmix64 finaliser: neighbouring blocks get unrelated rotations.
   uint64_t z = block + 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

@@ -76,7 +76,11 @@ inline constexpr Check hbm_size() {
   X(interleave_bytes, uint64_t, 256, "interleave", size, "B", power_of_two(1, 1 << 30), sim,      \
     "address interleaving granule: consecutive granules go to different channels",               \
     "no public figure (the hardware hashes addresses over channels); chosen: 4 x 64 B bursts, " \
-    "so any run of >= channels x 256 B spreads over every channel")
+    "so any run of >= channels x 256 B spreads over every channel")                              \
+  X(channel_hash, bool, true, "channel_hash", boolean, "", any(), sim,                            \
+    "rotate each block of granules' channel order by a hash of the block index (off: plain "     \
+    "modulo interleaving, where power-of-two strides can pile onto one channel)",                \
+    "no public figure (the hardware hashes addresses over channels); chosen: on")
 
 /* DMA engine and queue numbers are 16 bits in the ISA. Queues cost only when a */
 /* program uses them; engines are modules (cross_check bounds them per chip too). */

@@ -110,6 +110,17 @@ TEST(HbmTiming, PowerOfTwoRowStridesDoNotPileOnOneChannel) {
   EXPECT_LE(*std::max_element(per.begin(), per.end()), 8u * 256);
 }
 
+TEST(HbmTiming, WithoutTheHashPowerOfTwoRowStridesPileOnOneChannel) {
+  // The same 128 rows 16 KiB apart with hbm.channel_hash off: granule 0 of every
+  // block is channel 0, so all 128 x 256 B land there.
+  hbm_params p = params(4, 16, 256, 2.9e12);
+  p.channel_hash = false;
+  hbm_only h("h", p);
+  const auto per = h.mem.channel_bytes(hb(128, 4096, 0, DType::fp32, {{1, 64}}));
+  EXPECT_EQ(per[0], 128u * 256);
+  EXPECT_EQ(std::count_if(per.begin(), per.end(), [](uint64_t b) { return b > 0; }), 1);
+}
+
 TEST(HbmTiming, OneChannelIsSlowerThanAllChannels) {
   // 8 channels at 8 B/ns each (64 B/ns in all), 256 B granules, 100 ns latency.
   hbm_only h("h", params(2, 4, 256, 64e9), 2);
