@@ -465,6 +465,26 @@ class Identity(unittest.TestCase):
             t.get(["hbm.size=0B"])
 
 
+class SpecBase(unittest.TestCase):
+    def test_spec_base_inherits_like_a_config(self):
+        """A spec's `base:` YAML may itself say `base: tiny`: resolved by the simulator, it
+        is tiny with the file's differences, and core types resolve too."""
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, "mine.yaml").write_text(
+                "base: tiny\nhbm:\n  latency: 300ns\n"
+                "core_types:\n  small:\n    dma: {engines: 4}\nchip:\n  layout: core, small\n")
+            Path(d, "spec.yaml").write_text(
+                "base: mine.yaml\nworkloads: [{onnx: m.onnx}]\naxes:\n  core.dma.engines: [2, 8]\n")
+            spec = load_spec(str(Path(d, "spec.yaml")))
+            self.assertEqual(spec.base, str(Path(d, "mine.yaml")))
+            mine = Resolver(REAL_BIN, spec.base).resolve({})
+            tiny = Resolver(REAL_BIN, "tiny").resolve({})
+            diff = {k for k in set(mine) | set(tiny) if mine.get(k) != tiny.get(k)}
+            self.assertEqual(diff, {"hbm.latency", "core_types.small.dma.engines", "chip.layout"})
+            self.assertEqual(mine["core_types.small.dma.engines"], 4)
+            self.assertEqual(mine["chip.layout"], "core*1,small*1")
+
+
 def _covering_points(resolver, keys):
     """Config changes covering `keys`: for each, points {key: other value, ...} that
     the simulator accepts and that change the resolved config. A key tied to others
