@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "models/common/stats.h"
 #include "models/cosim/rtl_config.h"
 #include "models/cosim/rtl_registry.h"
 #include "models/isa/file_io.h"
@@ -765,27 +766,12 @@ std::string describe(const platform_config& cfg) {
 namespace {
 
 std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;  // UTF-8 passes through (JSON text is UTF-8)
-    }
-  }
-  return out + "\"";
+  return "\"" + stats::json_escape(std::string(s)) + "\"";
 }
 
+// Shortest text that reads back as `v`; null for the unbounded (inf) range ends.
 std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  return stats::json_number(v, false);
 }
 
 }  // namespace
