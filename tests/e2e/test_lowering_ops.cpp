@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numbers>
 #include <string>
 
 #include "compiler/ir/error.h"
@@ -463,6 +464,48 @@ std::map<std::string, std::vector<float>> run_fp32(Graph g, const interp::Tensor
   std::map<std::string, std::vector<float>> out;
   for (const std::string& name : names) out[name] = got.at(io.at(name)).to_float();
   return out;
+}
+
+// The one-instruction steps (Neg, both forms of trn.Gelu, Not, Where) against
+// their definitions computed here in double. (Identity never reaches the lowering:
+// canonicalize forwards it.)
+TEST(LoweringOps, SingleInstructionStepsMatchSpec) {
+  const ir::Shape shape = {150, 40};
+  Graph g;
+  Value* x = g.add_input("x", {ElemType::fp32, shape});
+  Value* z = g.add_input("z", {ElemType::fp32, shape});
+  Value* m = g.add_input("m", {ElemType::boolean, shape});
+  Value* neg = node(g, "Neg", {x});
+  Value* ge = node(g, "trn.Gelu", {x}, {{"approximate", Attribute("none")}});
+  Value* gt = node(g, "trn.Gelu", {x}, {{"approximate", Attribute("tanh")}});
+  Value* nm = node(g, "Not", {m});
+  Value* wh = node(g, "Where", {m, x, z});
+  for (Value* v : {neg, ge, gt, nm, wh}) g.add_output(v);
+  // The values' names (the graph is consumed by the compile).
+  const std::string n_neg = neg->name, n_ge = ge->name, n_gt = gt->name, n_not = nm->name,
+                    n_where = wh->name;
+  const Tensor xt = random_tensor(shape, 41, -4, 4), zt = random_tensor(shape, 42);
+  std::vector<int64_t> mv(static_cast<size_t>(ir::num_elements(shape)));
+  for (size_t i = 0; i < mv.size(); ++i) mv[i] = (i * 7) % 3 == 0;
+  const Tensor mt = Tensor::from_ints(shape, mv, ElemType::boolean);
+  const auto got = run_fp32(std::move(g), {{"x", xt}, {"z", zt}, {"m", mt}});
+
+  const std::vector<float> xs = xt.floats(), zs = zt.floats();
+  std::vector<double> w_neg, w_ge, w_gt, w_not, w_where;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double v = xs[i];
+    w_neg.push_back(-v);
+    w_ge.push_back(gelu_erf(v));
+    const double k = std::sqrt(2.0 / std::numbers::pi);
+    w_gt.push_back(0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v))));
+    w_not.push_back(mv[i] ? 0.0 : 1.0);
+    w_where.push_back(mv[i] ? v : zs[i]);
+  }
+  EXPECT_TRUE(all_close("Neg", got.at(n_neg), w_neg, shape, 0, 0));
+  EXPECT_TRUE(all_close("Gelu none", got.at(n_ge), w_ge, shape, 1e-5, 1e-4));
+  EXPECT_TRUE(all_close("Gelu tanh", got.at(n_gt), w_gt, shape, 1e-5, 1e-4));
+  EXPECT_TRUE(all_close("Not", got.at(n_not), w_not, shape, 0, 0));
+  EXPECT_TRUE(all_close("Where", got.at(n_where), w_where, shape, 0, 0));
 }
 
 // The norms with one-element scale and bias (broadcast along the row), resident
