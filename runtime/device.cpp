@@ -101,6 +101,20 @@ struct Device::Impl {
 
   void build_stats(const RunReport& rep, const std::vector<uint32_t>& cores,
                    const std::array<uint64_t, isa::kNumDTypes>& flops);
+
+  // The phases of Device::run, in order.
+  bool is_loaded(const isa::Program* p) const;
+  void place(const std::vector<Launch>& launches, std::vector<uint64_t>& bases,
+             std::vector<bool>& fresh);
+  uint64_t upload(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases,
+                  const std::vector<bool>& fresh);
+  void load_queues(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases);
+  double simulate(const std::vector<Launch>& launches);
+  void check_finished(const std::vector<Launch>& launches) const;
+  void collect_launch(const Launch& l, uint64_t base, const sc_core::sc_time& t0, RunReport& rep,
+                      std::array<uint64_t, isa::kNumDTypes>& flops);
+  void collect_dma_queues(const Launch& l, RunReport& rep) const;
+  void add_totals(RunReport& rep, const std::array<uint64_t, isa::kNumDTypes>& flops) const;
 };
 
 Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
@@ -196,45 +210,49 @@ RunReport Device::wait() {
   return run(l);
 }
 
-RunReport Device::run(const std::vector<Launch>& launches) {
-  auto& I = *impl_;
-  auto& chip = *I.chip;
-  if (!I.ctx.faults.empty()) throw RunError("device is unusable after an earlier model fault");
-  if (launches.empty()) return {};
-  std::set<uint32_t> used;
-  auto align = [](uint64_t b) { return (b + kProgramAlign - 1) / kProgramAlign * kProgramAlign; };
-  auto is_loaded = [&](const isa::Program* p) {
-    for (const auto& q : I.loaded)
-      if (q.get() == p) return true;
-    return false;
-  };
-  // Loaded programs keep an image per core; the rest share the HBM above them.
-  std::vector<bool> fresh(launches.size(), true);
-  std::vector<uint64_t> bases(launches.size(), 0);
+namespace {
+uint64_t align_program(uint64_t b) {
+  return (b + kProgramAlign - 1) / kProgramAlign * kProgramAlign;
+}
+}  // namespace
+
+// Whether `p` was loaded with Device::load (and so keeps a resident image).
+bool Device::Impl::is_loaded(const isa::Program* p) const {
+  for (const auto& q : loaded)
+    if (q.get() == p) return true;
+  return false;
+}
+
+// Checks the launches (a program, an existing core, one launch per core), validates
+// the programs not loaded, and places every program in HBM: loaded programs keep an
+// image per core; the rest share the HBM above them. `fresh`: constants not written.
+void Device::Impl::place(const std::vector<Launch>& launches, std::vector<uint64_t>& bases,
+                         std::vector<bool>& fresh) {
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
     if (!l.program || !is_loaded(l.program)) continue;
-    auto [it, added] = I.resident.try_emplace({l.program, l.core}, Impl::Image{I.resident_top});
+    auto [it, added] = resident.try_emplace({l.program, l.core}, Impl::Image{resident_top});
     if (added) {
-      I.resident_top += align(l.program->hbm_bytes());
-      if (I.resident_top > I.cfg.hbm.size_bytes)
-        throw RunError("loaded programs need " + std::to_string(I.resident_top) +
-                       " bytes of HBM; the device has " + std::to_string(I.cfg.hbm.size_bytes));
+      resident_top += align_program(l.program->hbm_bytes());
+      if (resident_top > cfg.hbm.size_bytes)
+        throw RunError("loaded programs need " + std::to_string(resident_top) +
+                       " bytes of HBM; the device has " + std::to_string(cfg.hbm.size_bytes));
     }
     bases[i] = it->second.base;
     fresh[i] = !it->second.written;
   }
-  uint64_t next_base = I.resident_top;
+  std::set<uint32_t> used;
+  uint64_t next_base = resident_top;
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
     if (!l.program) throw RunError("launch without a program");
-    if (l.core >= chip.cores.size())
+    if (l.core >= chip->cores.size())
       throw RunError("core " + std::to_string(l.core) + " does not exist: the chip has " +
-                     std::to_string(chip.cores.size()) + " cores");
+                     std::to_string(chip->cores.size()) + " cores");
     if (!used.insert(l.core).second)
       throw RunError("two launches on core " + std::to_string(l.core) + " in one run");
     if (is_loaded(l.program)) continue;  // validated at load, placed above
-    isa::Limits lim = I.cfg.core_of(l.core).limits(I.cfg.hbm.size_bytes);
+    isa::Limits lim = cfg.core_of(l.core).limits(cfg.hbm.size_bytes);
     lim.hbm_bytes = l.program->hbm_bytes();
     try {
       isa::validate(*l.program, lim);
@@ -242,44 +260,55 @@ RunReport Device::run(const std::vector<Launch>& launches) {
       throw RunError("program '" + l.program->name + "': " + e.what());
     }
     bases[i] = next_base;
-    next_base += align(l.program->hbm_bytes());
-    if (next_base > I.cfg.hbm.size_bytes)
+    next_base += align_program(l.program->hbm_bytes());
+    if (next_base > cfg.hbm.size_bytes)
       throw RunError("programs need " + std::to_string(next_base) +
-                     " bytes of HBM; the device has " + std::to_string(I.cfg.hbm.size_bytes));
+                     " bytes of HBM; the device has " + std::to_string(cfg.hbm.size_bytes));
   }
-  if (I.ctx.functional)
-    for (const Launch& l : launches) check_host_memory(*l.program, I.opts.poison);
-  if (I.opts.poison && I.ctx.functional) {
+}
+
+// Host memory checked, scratch poisoned (with --poison), constants and inputs
+// written into HBM. Returns the bytes uploaded.
+uint64_t Device::Impl::upload(const std::vector<Launch>& launches,
+                              const std::vector<uint64_t>& bases, const std::vector<bool>& fresh) {
+  if (ctx.functional)
+    for (const Launch& l : launches) check_host_memory(*l.program, opts.poison);
+  if (opts.poison && ctx.functional) {
     // Scratch starts as poison: whatever reads it before writing it computes NaN.
     for (const Launch& l : launches) {
-      chip.cores[l.core]->sbuf.fill(I.opts.poison_byte);
-      chip.cores[l.core]->psum.fill(I.opts.poison_byte);
+      chip->cores[l.core]->sbuf.fill(opts.poison_byte);
+      chip->cores[l.core]->psum.fill(opts.poison_byte);
     }
     for (size_t i = 0; i < launches.size(); ++i)
       for (const auto& d : launches[i].program->tensors)
         if (d.role == isa::TensorRole::output || d.role == isa::TensorRole::scratch) {
-          const std::vector<uint8_t> pattern(d.bytes(), I.opts.poison_byte);
-          chip.hbm.write(bases[i] + d.hbm_offset, pattern.data(), pattern.size());
+          const std::vector<uint8_t> pattern(d.bytes(), opts.poison_byte);
+          chip->hbm.write(bases[i] + d.hbm_offset, pattern.data(), pattern.size());
         }
   }
   uint64_t uploaded = 0;
   for (size_t i = 0; i < launches.size(); ++i)
-    uploaded += bind_inputs(*launches[i].program, launches[i], chip.hbm, bases[i], I.ctx.functional,
+    uploaded += bind_inputs(*launches[i].program, launches[i], chip->hbm, bases[i], ctx.functional,
                             fresh[i]);
   for (const Launch& l : launches)
-    if (auto it = I.resident.find({l.program, l.core}); it != I.resident.end())
-      it->second.written = I.ctx.functional;
+    if (auto it = resident.find({l.program, l.core}); it != resident.end())
+      it->second.written = ctx.functional;
+  return uploaded;
+}
 
+// Stats reset, tracing set up, every queue of every launch loaded, and the access
+// checker told what the host wrote.
+void Device::Impl::load_queues(const std::vector<Launch>& launches,
+                               const std::vector<uint64_t>& bases) {
   // Stats are per run: every counter starts at 0.
-  chip.reset_stats();
-  const bool tracing = !I.opts.trace_path.empty() || !I.opts.vcd_path.empty();
-  I.trace = tracing ? std::make_unique<trace::recorder>() : nullptr;
-  I.ctx.trace = I.opts.trace_path.empty() ? nullptr : I.trace.get();
-  for (auto& c : chip.cores) c->sems.set_trace(I.opts.vcd_path.empty() ? nullptr : I.trace.get());
+  chip->reset_stats();
+  const bool tracing = !opts.trace_path.empty() || !opts.vcd_path.empty();
+  trace = tracing ? std::make_unique<trace::recorder>() : nullptr;
+  ctx.trace = opts.trace_path.empty() ? nullptr : trace.get();
+  for (auto& c : chip->cores) c->sems.set_trace(opts.vcd_path.empty() ? nullptr : trace.get());
 
-  // Load every queue.
   for (size_t i = 0; i < launches.size(); ++i) {
-    auto& core = *chip.cores[launches[i].core];
+    auto& core = *chip->cores[launches[i].core];
     const isa::Program& p = *launches[i].program;
     for (auto e : kCompute) core.engine_for(e).load(nullptr);
     for (auto& d : core.dma) {
@@ -293,49 +322,54 @@ RunReport Device::run(const std::vector<Launch>& launches) {
         core.engine_for(q.engine).load(&q.instrs);
     }
     core.sems.reset();
-    if (I.ctx.trace) {
+    if (ctx.trace) {
       // Tracks in a fixed order: the five engines, then the used DMA queues.
-      for (auto e : kCompute) I.trace->track(&core.engine_for(e));
+      for (auto e : kCompute) trace->track(&core.engine_for(e));
       std::vector<std::pair<uint16_t, uint16_t>> dq;
       for (const auto& q : p.queues)
         if (q.engine == isa::Engine::dma && !q.instrs.empty())
           dq.emplace_back(q.dma_engine, q.dma_queue);
       std::sort(dq.begin(), dq.end());
-      for (auto [e, q] : dq) I.trace->track(core.dma[e].get(), q);
-      I.trace->set_program(core.name(), &p);
+      for (auto [e, q] : dq) trace->track(core.dma[e].get(), q);
+      trace->set_program(core.name(), &p);
     }
   }
-  if (I.checker) {
+  if (checker) {
     // Agents register as the queues start; the host wrote inputs and constants.
-    I.checker->begin_run();
+    checker->begin_run();
     for (size_t i = 0; i < launches.size(); ++i)
       for (const auto& d : launches[i].program->tensors)
         if (d.role == isa::TensorRole::input || d.role == isa::TensorRole::constant)
-          I.checker->host_written(bases[i] + d.hbm_offset, bases[i] + d.hbm_offset + d.bytes());
+          checker->host_written(bases[i] + d.hbm_offset, bases[i] + d.hbm_offset + d.bytes());
   }
-  const uint64_t hbm_r0 = chip.hbm.read_bytes(), hbm_w0 = chip.hbm.write_bytes();
-  const sc_core::sc_time t0 = models::now();
+}
+
+// Starts the launches' engines and DMA and simulates until every queue is done or
+// blocked. Returns the host seconds it took.
+double Device::Impl::simulate(const std::vector<Launch>& launches) {
   for (const auto& l : launches) {
-    auto& core = *chip.cores[l.core];
+    auto& core = *chip->cores[l.core];
     for (auto e : kCompute) core.engine_for(e).start();
     for (auto& d : core.dma) d->start();
   }
   const auto h0 = std::chrono::steady_clock::now();
-  if (I.sched)
-    I.sched->run();
+  if (sched)
+    sched->run();
   else
     sc_core::sc_start();
-  const double host_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count();
+}
 
-  if (!I.ctx.faults.empty()) {
+// Throws RunError for a model fault, or a deadlock with each queue's pending wait.
+void Device::Impl::check_finished(const std::vector<Launch>& launches) const {
+  if (!ctx.faults.empty()) {
     std::string msg = "simulation fault:";
-    for (const auto& f : I.ctx.faults) msg += "\n  " + f.where + ": " + f.message;
+    for (const auto& f : ctx.faults) msg += "\n  " + f.where + ": " + f.message;
     throw RunError(msg);
   }
   std::string stuck;
   for (const auto& l : launches) {
-    auto& core = *chip.cores[l.core];
+    auto& core = *chip->cores[l.core];
     for (auto e : kCompute) {
       auto& en = core.engine_for(e);
       if (!en.idle()) stuck += "\n  " + std::string(en.name()) + ": " + en.pending();
@@ -345,6 +379,107 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   }
   if (!stuck.empty())
     throw RunError("deadlock: no queue can make progress; pending semaphore waits:" + stuck);
+}
+
+// One launch's figures and outputs (read from HBM at `base`), added to `rep` and
+// its matmul FLOPs to `flops`.
+void Device::Impl::collect_launch(const Launch& l, uint64_t base, const sc_core::sc_time& t0,
+                                  RunReport& rep, std::array<uint64_t, isa::kNumDTypes>& flops) {
+  auto& core = *chip->cores[l.core];
+  LaunchResult r;
+  sc_core::sc_time end = t0;
+  for (const auto& q : l.program->queues) {
+    if (q.instrs.empty()) continue;
+    const sc_core::sc_time& d = q.engine == isa::Engine::dma
+                                    ? core.dma[q.dma_engine]->last_done()
+                                    : core.engine_for(q.engine).last_done();
+    end = std::max(end, d);
+  }
+  r.simulated_ns = (end - t0).to_seconds() * 1e9;
+  for (auto e : kCompute) {
+    auto& en = core.engine_for(e);
+    r.engines.push_back({std::string(isa::engine_name(e)), en.instructions(), en.busy_ns(),
+                         en.sem_wait_ns(), en.port_stall_ns()});
+    for (int t = 0; t < isa::kNumDTypes; ++t) flops[t] += en.flops(static_cast<isa::DType>(t));
+  }
+  EngineStats dma{"dma"};
+  for (auto& d : core.dma) dma.busy_ns += d->busy_ns(), dma.instructions += d->instructions();
+  r.engines.push_back(dma);
+  for (const auto& e : r.engines) r.instructions += e.instructions;
+  collect_dma_queues(l, rep);
+  rep.sbuf_peak_bytes = std::max(rep.sbuf_peak_bytes, core.sbuf.peak_bytes());
+  rep.psum_peak_bytes = std::max(rep.psum_peak_bytes, core.psum.peak_bytes());
+  if (ctx.functional) {
+    for (const auto& d : l.program->tensors) {
+      if (d.role != isa::TensorRole::output) continue;
+      HostTensor t;
+      t.shape = d.shape;
+      t.dtype = d.dtype;
+      t.data.resize(d.bytes());
+      chip->hbm.read(base + d.hbm_offset, t.data.data(), t.data.size());
+      r.outputs.emplace(d.name, std::move(t));
+    }
+  }
+  rep.simulated_ns = std::max(rep.simulated_ns, r.simulated_ns);
+  rep.instructions += r.instructions;
+  if (rep.engines.empty())
+    rep.engines = r.engines;
+  else
+    for (size_t k = 0; k < r.engines.size(); ++k) {
+      rep.engines[k].instructions += r.engines[k].instructions;
+      rep.engines[k].busy_ns += r.engines[k].busy_ns;
+      rep.engines[k].sem_wait_ns += r.engines[k].sem_wait_ns;
+      rep.engines[k].port_stall_ns += r.engines[k].port_stall_ns;
+    }
+  rep.launches.push_back(std::move(r));
+}
+
+// The DMA queues launch `l` used, with their instruction counts from the program.
+void Device::Impl::collect_dma_queues(const Launch& l, RunReport& rep) const {
+  auto& core = *chip->cores[l.core];
+  for (size_t e = 0; e < core.dma.size(); ++e)
+    for (size_t q = 0; q < core.dma[e]->queue_count(); ++q) {
+      const auto qs = core.dma[e]->queue(q);
+      if (!qs.used) continue;
+      const isa::Queue* pq = nullptr;
+      for (const auto& x : l.program->queues)
+        if (x.engine == isa::Engine::dma && x.dma_engine == e && x.dma_queue == q) pq = &x;
+      rep.dma_queues.push_back({l.core, uint32_t(e), uint32_t(q),
+                                pq ? uint64_t(pq->instrs.size()) : 0, qs.bytes, qs.transfers});
+    }
+}
+
+// The run's derived figures: HBM bandwidth use, FLOPs, TFLOP/s and MFU.
+void Device::Impl::add_totals(RunReport& rep,
+                              const std::array<uint64_t, isa::kNumDTypes>& flops) const {
+  const double secs = rep.simulated_ns * 1e-9;
+  if (secs > 0)
+    rep.hbm_mbu_pct =
+        pct(double(rep.hbm_read_bytes + rep.hbm_write_bytes) / secs, cfg.hbm.bandwidth_bps);
+  for (int t = 0; t < isa::kNumDTypes; ++t) {
+    rep.flops += flops[t];
+    if (flops[t] > flops[static_cast<size_t>(rep.mfu_dtype)])
+      rep.mfu_dtype = static_cast<isa::DType>(t);
+  }
+  if (secs > 0) {
+    rep.tflops = double(rep.flops) / secs / 1e12;
+    rep.mfu_pct = pct(double(rep.flops) / secs, peak_flops(cfg, rep.mfu_dtype) * rep.cores);
+  }
+}
+
+RunReport Device::run(const std::vector<Launch>& launches) {
+  auto& I = *impl_;
+  if (!I.ctx.faults.empty()) throw RunError("device is unusable after an earlier model fault");
+  if (launches.empty()) return {};
+  std::vector<bool> fresh(launches.size(), true);
+  std::vector<uint64_t> bases(launches.size(), 0);
+  I.place(launches, bases, fresh);
+  const uint64_t uploaded = I.upload(launches, bases, fresh);
+  I.load_queues(launches, bases);
+  const uint64_t hbm_r0 = I.chip->hbm.read_bytes(), hbm_w0 = I.chip->hbm.write_bytes();
+  const sc_core::sc_time t0 = models::now();
+  const double host_s = I.simulate(launches);
+  I.check_finished(launches);
 
   RunReport rep;
   if (I.checker) {
@@ -357,84 +492,16 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   }
   rep.uploaded_bytes = uploaded;
   rep.host_seconds = host_s;
-  rep.hbm_read_bytes = chip.hbm.read_bytes() - hbm_r0;
-  rep.hbm_write_bytes = chip.hbm.write_bytes() - hbm_w0;
+  rep.hbm_read_bytes = I.chip->hbm.read_bytes() - hbm_r0;
+  rep.hbm_write_bytes = I.chip->hbm.write_bytes() - hbm_w0;
   std::array<uint64_t, isa::kNumDTypes> flops{};
   std::vector<uint32_t> cores;
   for (size_t i = 0; i < launches.size(); ++i) {
-    const auto& l = launches[i];
-    auto& core = *chip.cores[l.core];
-    cores.push_back(l.core);
-    LaunchResult r;
-    sc_core::sc_time end = t0;
-    for (const auto& q : l.program->queues) {
-      if (q.instrs.empty()) continue;
-      const sc_core::sc_time& d = q.engine == isa::Engine::dma
-                                      ? core.dma[q.dma_engine]->last_done()
-                                      : core.engine_for(q.engine).last_done();
-      end = std::max(end, d);
-    }
-    r.simulated_ns = (end - t0).to_seconds() * 1e9;
-    for (auto e : kCompute) {
-      auto& en = core.engine_for(e);
-      r.engines.push_back({std::string(isa::engine_name(e)), en.instructions(), en.busy_ns(),
-                           en.sem_wait_ns(), en.port_stall_ns()});
-      for (int t = 0; t < isa::kNumDTypes; ++t) flops[t] += en.flops(static_cast<isa::DType>(t));
-    }
-    EngineStats dma{"dma"};
-    for (auto& d : core.dma) dma.busy_ns += d->busy_ns(), dma.instructions += d->instructions();
-    r.engines.push_back(dma);
-    for (const auto& e : r.engines) r.instructions += e.instructions;
-    for (size_t e = 0; e < core.dma.size(); ++e)
-      for (size_t q = 0; q < core.dma[e]->queue_count(); ++q) {
-        const auto qs = core.dma[e]->queue(q);
-        if (!qs.used) continue;
-        const isa::Queue* pq = nullptr;
-        for (const auto& x : l.program->queues)
-          if (x.engine == isa::Engine::dma && x.dma_engine == e && x.dma_queue == q) pq = &x;
-        rep.dma_queues.push_back({l.core, uint32_t(e), uint32_t(q),
-                                  pq ? uint64_t(pq->instrs.size()) : 0, qs.bytes, qs.transfers});
-      }
-    rep.sbuf_peak_bytes = std::max(rep.sbuf_peak_bytes, core.sbuf.peak_bytes());
-    rep.psum_peak_bytes = std::max(rep.psum_peak_bytes, core.psum.peak_bytes());
-    if (I.ctx.functional) {
-      for (const auto& d : l.program->tensors) {
-        if (d.role != isa::TensorRole::output) continue;
-        HostTensor t;
-        t.shape = d.shape;
-        t.dtype = d.dtype;
-        t.data.resize(d.bytes());
-        chip.hbm.read(bases[i] + d.hbm_offset, t.data.data(), t.data.size());
-        r.outputs.emplace(d.name, std::move(t));
-      }
-    }
-    rep.simulated_ns = std::max(rep.simulated_ns, r.simulated_ns);
-    rep.instructions += r.instructions;
-    if (rep.engines.empty())
-      rep.engines = r.engines;
-    else
-      for (size_t k = 0; k < r.engines.size(); ++k) {
-        rep.engines[k].instructions += r.engines[k].instructions;
-        rep.engines[k].busy_ns += r.engines[k].busy_ns;
-        rep.engines[k].sem_wait_ns += r.engines[k].sem_wait_ns;
-        rep.engines[k].port_stall_ns += r.engines[k].port_stall_ns;
-      }
-    rep.launches.push_back(std::move(r));
+    cores.push_back(launches[i].core);
+    I.collect_launch(launches[i], bases[i], t0, rep, flops);
   }
   rep.cores = uint32_t(cores.size());
-  const double secs = rep.simulated_ns * 1e-9;
-  if (secs > 0)
-    rep.hbm_mbu_pct =
-        pct(double(rep.hbm_read_bytes + rep.hbm_write_bytes) / secs, I.cfg.hbm.bandwidth_bps);
-  for (int t = 0; t < isa::kNumDTypes; ++t) {
-    rep.flops += flops[t];
-    if (flops[t] > flops[static_cast<size_t>(rep.mfu_dtype)])
-      rep.mfu_dtype = static_cast<isa::DType>(t);
-  }
-  if (secs > 0) {
-    rep.tflops = double(rep.flops) / secs / 1e12;
-    rep.mfu_pct = pct(double(rep.flops) / secs, peak_flops(I.cfg, rep.mfu_dtype) * rep.cores);
-  }
+  I.add_totals(rep, flops);
   I.build_stats(rep, cores, flops);
   rep.stats_json = I.root.to_json();
   rep.stats_text = I.root.to_text();

@@ -247,214 +247,391 @@ void take_input_shape(const std::string& v, frontend::ImportOptions& o) {
   o.input_shapes[name] = shape;
 }
 
-// `trnsim run`, and with `validate` set `trnsim validate` (ONNX models only:
-// simulated outputs against the reference interpreter, exit 1 when they differ).
-int cmd_run(std::vector<std::string> args, bool validate = false) {
+// The options of `trnsim run` / `trnsim validate`.
+struct RunArgs {
+  bool validate = false;
   double rtol = -1, atol = -1;
-  std::string program_path, config = "trn2", out_dir, stats_path, stats_text_path, v;
+  std::string program_path, config = "trn2", out_dir, stats_path, stats_text_path;
   std::string trace_path, vcd_path, precision = "bf16";
   std::vector<std::string> sets, print_after;
   std::vector<std::pair<std::string, std::string>> inputs;
   frontend::ImportOptions import;
   bool functional = true, random_inputs = false, fallback = true, keep_on_chip = true;
-  bool check_races = validate, poison = validate, races_warn = false;
-  bool reference_fp32 = false;         // validate --reference fp32
-  std::optional<ir::Graph> reference;  // validate: the model as imported
+  bool check_races = false, poison = false, races_warn = false;
+  bool reference_fp32 = false;  // validate --reference fp32
   long long drop_sync = -1;
   uint8_t poison_byte = 0xff;
   uint64_t seed = 0;
   long long core = 0;
+};
+
+// validate's own options (--reference, --rtol, --atol, --no-check-races,
+// --no-poison) at args[i]; false when args[i] is none of them.
+bool take_validate_option(std::vector<std::string>& args, size_t& i, RunArgs& r) {
+  const std::string& a = args[i];
+  std::string v;
+  if (take_value(args, i, "--reference", "", v)) {
+    if (v != "emulated" && v != "fp32")
+      throw UsageError("--reference: '" + v + "' is not emulated or fp32");
+    r.reference_fp32 = v == "fp32";
+  } else if (take_value(args, i, "--rtol", "", v) || take_value(args, i, "--atol", "", v)) {
+    double x = -1;
+    try {
+      x = std::stod(v);
+    } catch (...) {
+    }
+    if (!(x >= 0))
+      throw UsageError(std::string(a.rfind("--rtol", 0) == 0 ? "--rtol" : "--atol") + ": '" + v +
+                       "' is not a non-negative number");
+    (a.rfind("--rtol", 0) == 0 ? r.rtol : r.atol) = x;
+  } else if (a == "--no-check-races") {
+    r.check_races = false;
+  } else if (a == "--no-poison") {
+    r.poison = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The access-check and sync-mutation options (--check-races, --poison[=0xNN],
+// --races, --drop-sync) at args[i]; false when args[i] is none of them.
+bool take_check_option(std::vector<std::string>& args, size_t& i, RunArgs& r) {
+  const std::string& a = args[i];
+  std::string v;
+  if (a == "--check-races") {
+    r.check_races = true;
+  } else if (a == "--poison") {
+    r.poison = true;
+  } else if (take_value(args, i, "--poison", "", v)) {
+    r.poison = true;
+    unsigned long b = 256;
+    try {
+      size_t used = 0;
+      b = std::stoul(v, &used, 0);
+      if (used != v.size()) b = 256;
+    } catch (...) {
+    }
+    if (b > 255) throw UsageError("--poison: '" + v + "' is not a byte value (e.g. 0xff)");
+    r.poison_byte = uint8_t(b);
+  } else if (take_value(args, i, "--drop-sync", "", v)) {
+    r.drop_sync = parse_index("--drop-sync", v);
+  } else if (take_value(args, i, "--races", "", v)) {
+    if (v != "error" && v != "warn")
+      throw UsageError("--races: '" + v + "' is not one of error, warn");
+    r.races_warn = v == "warn";
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Parses run's (or validate's) arguments into `r`; false after printing --help.
+bool parse_run_args(std::vector<std::string> args, bool validate, RunArgs& r) {
+  r.validate = validate;
+  r.check_races = r.poison = validate;
+  std::string v;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
       std::cout << (validate ? kValidateHelp : kRunHelp);
-      return 0;
-    } else if (validate && take_value(args, i, "--reference", "", v)) {
-      if (v != "emulated" && v != "fp32")
-        throw UsageError("--reference: '" + v + "' is not emulated or fp32");
-      reference_fp32 = v == "fp32";
-    } else if (validate &&
-               (take_value(args, i, "--rtol", "", v) || take_value(args, i, "--atol", "", v))) {
-      double x = -1;
-      try {
-        x = std::stod(v);
-      } catch (...) {
-      }
-      if (!(x >= 0))
-        throw UsageError(std::string(a.rfind("--rtol", 0) == 0 ? "--rtol" : "--atol") + ": '" + v +
-                         "' is not a non-negative number");
-      (a.rfind("--rtol", 0) == 0 ? rtol : atol) = x;
+      return false;
+    } else if (validate && take_validate_option(args, i, r)) {
+    } else if (take_check_option(args, i, r)) {
     } else if (take_value(args, i, "--config", "-c", v)) {
-      config = v;
+      r.config = v;
     } else if (take_value(args, i, "--set", "", v)) {
-      sets.push_back(v);
+      r.sets.push_back(v);
     } else if (take_value(args, i, "--input", "", v)) {
       auto eq = v.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
         throw UsageError("--input expects NAME=FILE.npy, got '" + v + "'");
-      inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+      r.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (take_value(args, i, "--input-shape", "", v)) {
-      take_input_shape(v, import);
+      take_input_shape(v, r.import);
     } else if (a == "--random-inputs") {
-      random_inputs = true;
+      r.random_inputs = true;
     } else if (take_value(args, i, "--random-inputs", "", v)) {
-      random_inputs = true;
+      r.random_inputs = true;
       try {
-        seed = std::stoull(v);
+        r.seed = std::stoull(v);
       } catch (...) {
         throw UsageError("--random-inputs: seed '" + v + "' is not a number");
       }
     } else if (take_value(args, i, "--output-dir", "-o", v)) {
-      out_dir = v;
+      r.out_dir = v;
     } else if (take_value(args, i, "--stats", "", v)) {
-      stats_path = v;
+      r.stats_path = v;
     } else if (take_value(args, i, "--stats-text", "", v)) {
-      stats_text_path = v;
+      r.stats_text_path = v;
     } else if (take_value(args, i, "--trace", "", v)) {
-      trace_path = v;
+      r.trace_path = v;
     } else if (take_value(args, i, "--vcd", "", v)) {
-      vcd_path = v;
+      r.vcd_path = v;
     } else if (take_value(args, i, "--precision", "", v)) {
-      precision = v;
+      r.precision = v;
     } else if (take_value(args, i, "--print-after", "", v)) {
-      print_after.push_back(v);
+      r.print_after.push_back(v);
     } else if (take_value(args, i, "--core", "", v)) {
-      core = parse_index("--core", v);
+      r.core = parse_index("--core", v);
     } else if (a == "--no-functional") {
-      functional = false;
+      r.functional = false;
     } else if (a == "--no-fallback") {
-      fallback = false;
+      r.fallback = false;
     } else if (a == "--no-keep-on-chip") {
-      keep_on_chip = false;
-    } else if (a == "--check-races") {
-      check_races = true;
-    } else if (validate && a == "--no-check-races") {
-      check_races = false;
-    } else if (a == "--poison") {
-      poison = true;
-    } else if (validate && a == "--no-poison") {
-      poison = false;
-    } else if (take_value(args, i, "--poison", "", v)) {
-      poison = true;
-      unsigned long b = 256;
-      try {
-        size_t used = 0;
-        b = std::stoul(v, &used, 0);
-        if (used != v.size()) b = 256;
-      } catch (...) {
-      }
-      if (b > 255) throw UsageError("--poison: '" + v + "' is not a byte value (e.g. 0xff)");
-      poison_byte = uint8_t(b);
-    } else if (take_value(args, i, "--drop-sync", "", v)) {
-      drop_sync = parse_index("--drop-sync", v);
-    } else if (take_value(args, i, "--races", "", v)) {
-      if (v != "error" && v != "warn")
-        throw UsageError("--races: '" + v + "' is not one of error, warn");
-      races_warn = v == "warn";
+      r.keep_on_chip = false;
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("run: unknown option '" + a + "'");
-    } else if (program_path.empty()) {
-      program_path = a;
+    } else if (r.program_path.empty()) {
+      r.program_path = a;
     } else {
-      throw UsageError("run: more than one program given ('" + program_path + "', '" + a + "')");
+      throw UsageError("run: more than one program given ('" + r.program_path + "', '" + a + "')");
     }
   }
-  if (program_path.empty()) throw UsageError("run: no program given\n" + std::string(kRunHelp));
+  return true;
+}
 
-  if (validate && !runtime::is_onnx_path(program_path))
-    throw UsageError("validate: '" + program_path + "' is not an ONNX model (.onnx)");
-  if (validate && !functional) throw UsageError("validate: --no-functional computes no outputs");
-  for (const auto& [option, path] : {std::pair{"--stats", &stats_path},
-                                     {"--stats-text", &stats_text_path},
-                                     {"--trace", &trace_path},
-                                     {"--vcd", &vcd_path}})
+// Checks what can be checked before loading anything: a program given (an ONNX
+// model for validate) and every output file writable.
+void check_run_args(const RunArgs& r) {
+  if (r.program_path.empty()) throw UsageError("run: no program given\n" + std::string(kRunHelp));
+  if (r.validate && !runtime::is_onnx_path(r.program_path))
+    throw UsageError("validate: '" + r.program_path + "' is not an ONNX model (.onnx)");
+  if (r.validate && !r.functional)
+    throw UsageError("validate: --no-functional computes no outputs");
+  for (const auto& [option, path] : {std::pair{"--stats", &r.stats_path},
+                                     {"--stats-text", &r.stats_text_path},
+                                     {"--trace", &r.trace_path},
+                                     {"--vcd", &r.vcd_path}})
     if (!path->empty()) check_output_file(option, *path);
-  if (!out_dir.empty() && std::filesystem::exists(out_dir) &&
-      !std::filesystem::is_directory(out_dir))
-    throw std::runtime_error("--output-dir " + out_dir + ": exists and is not a directory");
-  const platform::platform_config cfg = platform::load_config(config, sets);
-  if (core >= cfg.cores)
-    throw UsageError("--core " + std::to_string(core) + ": platform '" + cfg.name + "' has " +
-                     std::to_string(cfg.cores) + " core(s) (0.." + std::to_string(cfg.cores - 1) +
-                     ")");
-  const bool onnx = runtime::is_onnx_path(program_path);
-  if (!onnx && !import.input_shapes.empty())
-    throw UsageError("--input-shape: '" + program_path +
+  if (!r.out_dir.empty() && std::filesystem::exists(r.out_dir) &&
+      !std::filesystem::is_directory(r.out_dir))
+    throw std::runtime_error("--output-dir " + r.out_dir + ": exists and is not a directory");
+}
+
+// Imports the ONNX model, binds --input files to its inputs (before compiling: a
+// large model compiles for minutes) and compiles it; `reference` gets the model as
+// imported when validating.
+runtime::OnnxModel load_onnx_model(const RunArgs& r, const platform::platform_config& cfg,
+                                   runtime::Launch& launch, std::optional<ir::Graph>& reference) {
+  // By the ONNX name, else the program tensor name; every input is given unless
+  // --random-inputs (or a timing-only run, which reads no data).
+  ir::Graph imported = frontend::import_onnx_file(r.program_path, r.import);
+  const std::vector<runtime::ModelIo> model_in = runtime::model_inputs(imported);
+  for (const auto& [name, file] : r.inputs) {
+    const runtime::ModelIo* in = runtime::find_input(model_in, name);
+    if (!in)
+      throw UsageError("--input " + name + ": " + r.program_path + " has no input '" + name +
+                       "'; its inputs: " + runtime::describe_inputs(model_in));
+    if (launch.inputs.count(in->tensor))
+      throw UsageError("--input " + name + ": input '" + in->name + "' given twice");
+    launch.inputs[in->tensor] = runtime::read_model_input(*in, file);
+  }
+  std::vector<runtime::ModelIo> missing;
+  for (const runtime::ModelIo& in : model_in)
+    if (!launch.inputs.count(in.tensor)) missing.push_back(in);
+  if (!missing.empty() && r.functional && !r.random_inputs)
+    throw UsageError("missing input(s) of " + r.program_path + ": " +
+                     runtime::describe_inputs(missing) +
+                     "; give each as --input NAME=FILE.npy, or --random-inputs[=SEED]");
+  if (r.validate) reference = imported.clone();
+  runtime::OnnxModel model =
+      runtime::compile_onnx_graph(std::move(imported), r.program_path, cfg, r.precision,
+                                  r.print_after, std::cout, r.fallback, r.keep_on_chip);
+  if (const std::string s = runtime::keep_on_chip_summary(model.compile_stats); !s.empty())
+    std::cout << s << "\n";
+  return model;
+}
+
+// Loads the program (compiling an ONNX model) with its --input files bound in
+// `launch`, then applies --drop-sync.
+runtime::OnnxModel load_run_model(const RunArgs& r, const platform::platform_config& cfg,
+                                  runtime::Launch& launch, std::optional<ir::Graph>& reference) {
+  const bool onnx = runtime::is_onnx_path(r.program_path);
+  if (!onnx && !r.import.input_shapes.empty())
+    throw UsageError("--input-shape: '" + r.program_path +
                      "' is a program, not an ONNX model; its shapes are fixed");
-  runtime::Launch launch;
-  launch.core = uint32_t(core);
   // ONNX integer/bool inputs and outputs convert at the boundary (fp32 on the device).
   runtime::OnnxModel model;
   if (onnx) {
-    // The inputs are bound before compiling (a large model compiles for minutes): by
-    // the ONNX name, else the program tensor name; every input is given unless
-    // --random-inputs (or a timing-only run, which reads no data).
-    ir::Graph imported = frontend::import_onnx_file(program_path, import);
-    const std::vector<runtime::ModelIo> model_in = runtime::model_inputs(imported);
-    for (const auto& [name, file] : inputs) {
-      const runtime::ModelIo* in = runtime::find_input(model_in, name);
-      if (!in)
-        throw UsageError("--input " + name + ": " + program_path + " has no input '" + name +
-                         "'; its inputs: " + runtime::describe_inputs(model_in));
-      if (launch.inputs.count(in->tensor))
-        throw UsageError("--input " + name + ": input '" + in->name + "' given twice");
-      launch.inputs[in->tensor] = runtime::read_model_input(*in, file);
-    }
-    std::vector<runtime::ModelIo> missing;
-    for (const runtime::ModelIo& in : model_in)
-      if (!launch.inputs.count(in.tensor)) missing.push_back(in);
-    if (!missing.empty() && functional && !random_inputs)
-      throw UsageError("missing input(s) of " + program_path + ": " +
-                       runtime::describe_inputs(missing) +
-                       "; give each as --input NAME=FILE.npy, or --random-inputs[=SEED]");
-    if (validate) reference = imported.clone();
-    model = runtime::compile_onnx_graph(std::move(imported), program_path, cfg, precision,
-                                        print_after, std::cout, fallback, keep_on_chip);
-    if (const std::string s = runtime::keep_on_chip_summary(model.compile_stats); !s.empty())
-      std::cout << s << "\n";
+    model = load_onnx_model(r, cfg, launch, reference);
   } else {
-    model.program = isa::load_program(program_path);
-    for (const auto& [name, file] : inputs) {
+    model.program = isa::load_program(r.program_path);
+    for (const auto& [name, file] : r.inputs) {
       if (launch.inputs.count(name)) throw UsageError("--input " + name + " given twice");
       launch.inputs[name] = runtime::read_npy(file);
     }
   }
-  if (drop_sync >= 0) {
+  if (r.drop_sync >= 0) {
     if (model.partitioned)
       throw UsageError("--drop-sync: the model runs partly on the host; add --no-fallback");
     const size_t waits = model.program.wait_count();
-    const std::string gone = drop_sync_wait(model.program, drop_sync);
-    std::cout << "drop-sync " << drop_sync << " of " << waits << ": removed " << gone << "\n";
+    const std::string gone = drop_sync_wait(model.program, r.drop_sync);
+    std::cout << "drop-sync " << r.drop_sync << " of " << waits << ": removed " << gone << "\n";
   }
+  return model;
+}
+
+// --random-inputs: seeded values for the inputs not given.
+void fill_random_inputs(const RunArgs& r, const runtime::OnnxModel& model,
+                        runtime::Launch& launch) {
   const isa::Program& prog = model.program;
-  launch.program = &prog;
   // Timing-only runs of a device program write no data, so random inputs would only
   // cost host memory and time (gigabytes for a large model); host-fallback segments
   // compute on the host and still need values, which do not change the timing.
-  if (functional ? random_inputs : model.partitioned != nullptr) {
-    if (functional) runtime::check_host_memory(prog);  // before allocating the inputs
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    for (const auto& d : prog.tensors) {
-      if (d.role != isa::TensorRole::input || launch.inputs.count(d.name)) continue;
-      if (auto t = runtime::random_model_input(model, d, rng)) {
-        launch.inputs[d.name] = std::move(*t);
-        continue;
-      }
-      std::vector<float> vals(d.bytes() / isa::dtype_size(d.dtype));
-      for (auto& x : vals) x = dist(rng);
-      launch.inputs[d.name] = runtime::HostTensor::from_float(d.shape, d.dtype, vals);
+  if (!(r.functional ? r.random_inputs : model.partitioned != nullptr)) return;
+  if (r.functional) runtime::check_host_memory(prog);  // before allocating the inputs
+  std::mt19937_64 rng(r.seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const auto& d : prog.tensors) {
+    if (d.role != isa::TensorRole::input || launch.inputs.count(d.name)) continue;
+    if (auto t = runtime::random_model_input(model, d, rng)) {
+      launch.inputs[d.name] = std::move(*t);
+      continue;
     }
+    std::vector<float> vals(d.bytes() / isa::dtype_size(d.dtype));
+    for (auto& x : vals) x = dist(rng);
+    launch.inputs[d.name] = runtime::HostTensor::from_float(d.shape, d.dtype, vals);
   }
+}
 
-  runtime::DeviceOptions opts(functional);
-  opts.trace_path = trace_path;
-  opts.vcd_path = vcd_path;
+// The device options the run's flags ask for.
+runtime::DeviceOptions run_device_options(const RunArgs& r) {
+  runtime::DeviceOptions opts(r.functional);
+  opts.trace_path = r.trace_path;
+  opts.vcd_path = r.vcd_path;
   // The flags add to what TRNSIM_CHECK (the test suite's switch) turned on.
-  opts.check_races |= check_races;
-  opts.poison |= poison;
-  opts.poison_byte = poison_byte;
-  opts.fail_on_findings = false;  // reported below, exit 1 unless --races=warn
+  opts.check_races |= r.check_races;
+  opts.poison |= r.poison;
+  opts.poison_byte = r.poison_byte;
+  opts.fail_on_findings = false;  // reported by cmd_run, exit 1 unless --races=warn
+  return opts;
+}
+
+// The access checks' findings, then one line.
+void print_checks(const runtime::RunReport& rep, const runtime::DeviceOptions& opts) {
+  std::cout << rep.check_report << "checks: " << rep.races << " race(s)"
+            << (opts.check_races ? "" : " (not checked)") << ", " << rep.poisoned_reads
+            << " poisoned read(s)" << (opts.poison ? "" : " (not checked)") << "\n";
+}
+
+// validate: the simulated outputs against the reference interpreter on the model
+// as imported; prints the comparison and the verdict. Returns the exit status
+// (`status` is 1 already for findings of the checks).
+int validate_outputs(const RunArgs& r, const platform::platform_config& cfg, const ir::Graph& g,
+                     const runtime::Launch& launch,
+                     const std::vector<runtime::HostTensor>& onnx_outputs,
+                     const runtime::RunReport& rep, const runtime::DeviceOptions& opts,
+                     int status) {
+  double rtol = r.rtol, atol = r.atol, drtol, datol;
+  runtime::default_tolerance(r.precision, &drtol, &datol);
+  if (rtol < 0) rtol = drtol;
+  if (atol < 0) atol = datol;
+  // The reference is the model as imported (a compiler rewrite must not be computed
+  // the same way on both sides); below fp32 only the precision policy (autocast)
+  // is applied to it, so it rounds what the chip rounds.
+  const std::map<std::string, std::string> io = lower::io_tensor_names(g);
+  interp::TensorMap in;
+  for (const ir::Value* v : g.inputs())
+    in[v->name] = runtime::from_device(launch.inputs.at(io.at(v->name)), v->type);
+  const bool emulate = r.precision != "fp32";
+  const interp::TensorMap ref32 = interp::run(g, in);
+  interp::TensorMap ref = ref32;
+  if (emulate) {
+    ir::Graph cast = g.clone();
+    graph_passes::PassContext ctx;
+    ctx.precision = *graph_passes::parse_precision(r.precision);
+    graph_passes::run_passes(cast, ctx, {"autocast"});
+    interp::RunOptions ro;
+    ro.emulate_precision = true;
+    ref = interp::run(cast, in, ro);
+  }
+  const interp::TensorMap& judge = r.reference_fp32 ? ref32 : ref;
+  std::vector<runtime::OutputCheck> checks;
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    const ir::Value* v = g.outputs()[k];
+    const ir::Tensor got = runtime::from_device(onnx_outputs.at(k), v->type);
+    checks.push_back(
+        runtime::check_output(v->name, got, judge.at(v->name), ref32.at(v->name), rtol, atol));
+  }
+  std::cout << "validate " << r.program_path << " on " << cfg.name << " (precision " << r.precision
+            << "; reference: the interpreter on the model as imported"
+            << (emulate && !r.reference_fp32 ? ", emulating " + r.precision + " matmul operands"
+                                             : ", fp32")
+            << ")\n"
+            << runtime::format_checks(checks, rtol, atol);
+  size_t failed = 0;
+  for (const auto& c : checks) failed += !c.pass();
+  if (failed) status = 1;
+  const bool findings = rep.races || rep.poisoned_reads;
+  if (opts.check_races || opts.poison) print_checks(rep, opts);
+  std::cout << "validate: " << (status ? "FAIL" : "PASS") << " (" << checks.size() - failed
+            << " of " << checks.size() << " outputs within tolerance; "
+            << (opts.check_races ? std::to_string(rep.races) : std::string("unchecked"))
+            << " races; "
+            << (opts.poison ? std::to_string(rep.poisoned_reads) : std::string("unchecked"))
+            << " poisoned reads" << (findings && r.races_warn ? ", --races=warn" : "") << ")\n";
+  return status;
+}
+
+// --output-dir: one .npy per output, named by its program tensor (file-safe), and
+// outputs.json mapping each output's name (as the ONNX file spells it) to its file.
+void write_output_dir(const std::string& out_dir, bool onnx, const runtime::OnnxModel& model,
+                      const std::vector<runtime::HostTensor>& onnx_outputs,
+                      const runtime::RunReport& rep) {
+  std::filesystem::create_directories(out_dir);
+  std::string json = "{";
+  auto write = [&](const std::string& name, const std::string& tensor,
+                   const std::vector<int64_t>& shape, const auto& write_npy_file) {
+    const std::string file = file_safe(tensor) + ".npy";
+    const std::string path = (std::filesystem::path(out_dir) / file).string();
+    const std::string dtype = write_npy_file(path);
+    json += std::string(json.size() > 1 ? "," : "") + "\n  \"" + stats::json_escape(name) +
+            "\": {\"file\": \"" + stats::json_escape(file) + "\", \"shape\": " + json_shape(shape) +
+            ", \"dtype\": \"" + dtype + "\"}";
+    std::cout << "wrote " << path << " (output '" << name << "' " << runtime::shape_string(shape)
+              << " " << dtype << ")\n";
+  };
+  if (onnx) {
+    for (size_t k = 0; k < onnx_outputs.size(); ++k) {
+      const runtime::ModelIo& o = model.outputs[k];
+      write(o.name, o.tensor, o.type.shape, [&](const std::string& path) {
+        return runtime::write_model_output(o, path, onnx_outputs[k]);
+      });
+    }
+  } else {
+    for (const auto& [name, t] : rep.launches.at(0).outputs)
+      write(name, name, t.shape, [&](const std::string& path) {
+        runtime::write_npy(path, t);
+        return npy_dtype(t.dtype);
+      });
+  }
+  const std::string path = (std::filesystem::path(out_dir) / "outputs.json").string();
+  runtime::write_file(path, json + "\n}\n");
+  std::cout << "wrote " << path << "\n";
+}
+
+// `trnsim run`, and with `validate` set `trnsim validate` (ONNX models only:
+// simulated outputs against the reference interpreter, exit 1 when they differ).
+int cmd_run(std::vector<std::string> args, bool validate = false) {
+  RunArgs r;
+  if (!parse_run_args(std::move(args), validate, r)) return 0;
+  check_run_args(r);
+  const platform::platform_config cfg = platform::load_config(r.config, r.sets);
+  if (r.core >= cfg.cores)
+    throw UsageError("--core " + std::to_string(r.core) + ": platform '" + cfg.name + "' has " +
+                     std::to_string(cfg.cores) + " core(s) (0.." + std::to_string(cfg.cores - 1) +
+                     ")");
+  const bool onnx = runtime::is_onnx_path(r.program_path);
+  runtime::Launch launch;
+  launch.core = uint32_t(r.core);
+  std::optional<ir::Graph> reference;  // validate: the model as imported
+  const runtime::OnnxModel model = load_run_model(r, cfg, launch, reference);
+  const isa::Program& prog = model.program;
+  launch.program = &prog;
+  fill_random_inputs(r, model, launch);
+
+  const runtime::DeviceOptions opts = run_device_options(r);
   runtime::Device dev(cfg, opts);
   const runtime::RunReport rep = model.partitioned
                                      ? runtime::run_fallback(dev, cfg, *model.partitioned, launch)
@@ -464,109 +641,21 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   // The model's outputs in ONNX order, as the device holds them (outputs that are
   // inputs or constants included).
   const std::vector<runtime::HostTensor> onnx_outputs =
-      onnx && functional
+      onnx && r.functional
           ? runtime::model_output_values(model, launch.inputs, rep.launches.at(0).outputs)
           : std::vector<runtime::HostTensor>{};
   int status = 0;
   // The access checks' findings, then one line; in validate after the outputs.
   const bool checked = opts.check_races || opts.poison;
-  const bool findings = rep.races || rep.poisoned_reads;
-  const auto print_checks = [&] {
-    std::cout << rep.check_report << "checks: " << rep.races << " race(s)"
-              << (opts.check_races ? "" : " (not checked)") << ", " << rep.poisoned_reads
-              << " poisoned read(s)" << (opts.poison ? "" : " (not checked)") << "\n";
-  };
-  if (checked && !validate) print_checks();
-  if (checked && findings && !races_warn) status = 1;
-  if (validate) {
-    double drtol, datol;
-    runtime::default_tolerance(precision, &drtol, &datol);
-    if (rtol < 0) rtol = drtol;
-    if (atol < 0) atol = datol;
-    // The reference is the model as imported (a compiler rewrite must not be computed
-    // the same way on both sides); below fp32 only the precision policy (autocast)
-    // is applied to it, so it rounds what the chip rounds.
-    const ir::Graph& g = *reference;
-    const std::map<std::string, std::string> io = lower::io_tensor_names(g);
-    interp::TensorMap in;
-    for (const ir::Value* v : g.inputs())
-      in[v->name] = runtime::from_device(launch.inputs.at(io.at(v->name)), v->type);
-    const bool emulate = precision != "fp32";
-    const interp::TensorMap ref32 = interp::run(g, in);
-    interp::TensorMap ref = ref32;
-    if (emulate) {
-      ir::Graph cast = g.clone();
-      graph_passes::PassContext ctx;
-      ctx.precision = *graph_passes::parse_precision(precision);
-      graph_passes::run_passes(cast, ctx, {"autocast"});
-      interp::RunOptions ro;
-      ro.emulate_precision = true;
-      ref = interp::run(cast, in, ro);
-    }
-    const interp::TensorMap& judge = reference_fp32 ? ref32 : ref;
-    std::vector<runtime::OutputCheck> checks;
-    for (size_t k = 0; k < g.outputs().size(); ++k) {
-      const ir::Value* v = g.outputs()[k];
-      const ir::Tensor got = runtime::from_device(onnx_outputs.at(k), v->type);
-      checks.push_back(
-          runtime::check_output(v->name, got, judge.at(v->name), ref32.at(v->name), rtol, atol));
-    }
-    std::cout << "validate " << program_path << " on " << cfg.name << " (precision " << precision
-              << "; reference: the interpreter on the model as imported"
-              << (emulate && !reference_fp32 ? ", emulating " + precision + " matmul operands"
-                                             : ", fp32")
-              << ")\n"
-              << runtime::format_checks(checks, rtol, atol);
-    size_t failed = 0;
-    for (const auto& c : checks) failed += !c.pass();
-    if (failed) status = 1;
-    if (checked) print_checks();
-    std::cout << "validate: " << (status ? "FAIL" : "PASS") << " (" << checks.size() - failed
-              << " of " << checks.size() << " outputs within tolerance; "
-              << (opts.check_races ? std::to_string(rep.races) : std::string("unchecked"))
-              << " races; "
-              << (opts.poison ? std::to_string(rep.poisoned_reads) : std::string("unchecked"))
-              << " poisoned reads" << (findings && races_warn ? ", --races=warn" : "") << ")\n";
-  }
-
-  if (!out_dir.empty()) {
-    // One .npy per output, named by its program tensor (file-safe), and
-    // outputs.json mapping each output's name (as the ONNX file spells it) to its file.
-    std::filesystem::create_directories(out_dir);
-    std::string json = "{";
-    auto write = [&](const std::string& name, const std::string& tensor,
-                     const std::vector<int64_t>& shape, const auto& write_npy_file) {
-      const std::string file = file_safe(tensor) + ".npy";
-      const std::string path = (std::filesystem::path(out_dir) / file).string();
-      const std::string dtype = write_npy_file(path);
-      json += std::string(json.size() > 1 ? "," : "") + "\n  \"" + stats::json_escape(name) +
-              "\": {\"file\": \"" + stats::json_escape(file) +
-              "\", \"shape\": " + json_shape(shape) + ", \"dtype\": \"" + dtype + "\"}";
-      std::cout << "wrote " << path << " (output '" << name << "' " << runtime::shape_string(shape)
-                << " " << dtype << ")\n";
-    };
-    if (onnx) {
-      for (size_t k = 0; k < onnx_outputs.size(); ++k) {
-        const runtime::ModelIo& o = model.outputs[k];
-        write(o.name, o.tensor, o.type.shape, [&](const std::string& path) {
-          return runtime::write_model_output(o, path, onnx_outputs[k]);
-        });
-      }
-    } else {
-      for (const auto& [name, t] : rep.launches.at(0).outputs)
-        write(name, name, t.shape, [&](const std::string& path) {
-          runtime::write_npy(path, t);
-          return npy_dtype(t.dtype);
-        });
-    }
-    const std::string path = (std::filesystem::path(out_dir) / "outputs.json").string();
-    runtime::write_file(path, json + "\n}\n");
-    std::cout << "wrote " << path << "\n";
-  }
-  if (!stats_path.empty()) runtime::write_file(stats_path, rep.stats_json);
-  if (!stats_text_path.empty()) runtime::write_file(stats_text_path, rep.stats_text);
-  if (!trace_path.empty()) std::cout << "wrote " << trace_path << "\n";
-  if (!vcd_path.empty()) std::cout << "wrote " << vcd_path << "\n";
+  if (checked && !validate) print_checks(rep, opts);
+  if (checked && (rep.races || rep.poisoned_reads) && !r.races_warn) status = 1;
+  if (validate)
+    status = validate_outputs(r, cfg, *reference, launch, onnx_outputs, rep, opts, status);
+  if (!r.out_dir.empty()) write_output_dir(r.out_dir, onnx, model, onnx_outputs, rep);
+  if (!r.stats_path.empty()) runtime::write_file(r.stats_path, rep.stats_json);
+  if (!r.stats_text_path.empty()) runtime::write_file(r.stats_text_path, rep.stats_text);
+  if (!r.trace_path.empty()) std::cout << "wrote " << r.trace_path << "\n";
+  if (!r.vcd_path.empty()) std::cout << "wrote " << r.vcd_path << "\n";
   return status;
 }
 

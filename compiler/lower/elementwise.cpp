@@ -264,13 +264,22 @@ Operand load_operand(Ctx& c, const ir::Node& n, const ir::Value* v, const ir::Sh
   return o;
 }
 
-TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
-                           const std::map<std::string, ir::Attribute>& attrs,
-                           const std::vector<Operand>& args, int64_t rt, int64_t ct) {
-  TileView dst = c.b.tile(c.work_pool, {rt, ct}, DType::fp32);
-  Temps tmp{c, n, rt, ct};
+namespace {
+
+// One elementwise step being lowered: its operands, the result tile `dst` and the
+// helpers the op families share.
+struct Step {
+  Ctx& c;
+  const ir::Node& n;
+  const std::string& op;
+  const std::map<std::string, ir::Attribute>& attrs;
+  const std::vector<Operand>& args;
+  int64_t rt, ct;
+  TileView dst;
+  Temps tmp;
+
   // Any operand as a full tile (columns and immediates broadcast on chip).
-  auto full = [&](const Operand& a) -> TileView {
+  TileView full(const Operand& a) {
     if (a.kind == Operand::Kind::tile) return a.t;
     TileView t = c.b.tile(c.work_pool, {rt, ct}, DType::fp32);
     if (a.kind == Operand::Kind::imm)
@@ -280,14 +289,14 @@ TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
       c.b.tensor_scalar(t, t, AluOp::add, a.t);
     }
     return t;
-  };
-  auto need = [&](size_t k) {
+  }
+  void need(size_t k) const {
     if (args.size() != k)
       unsupported(n, "step " + op + " takes " + std::to_string(k) + " operands, got " +
                          std::to_string(args.size()));
-  };
+  }
   // d = a op b for any operand kinds (a tile and a column/immediate use tensor_scalar).
-  auto binop = [&](const TileView& d, const Operand& a, const Operand& bb, AluOp alu) {
+  void binop(const TileView& d, const Operand& a, const Operand& bb, AluOp alu) {
     auto scalar_of = [](const Operand& o) -> kernels::Scalar {
       if (o.kind == Operand::Kind::imm) return o.imm;
       return o.t;
@@ -301,17 +310,18 @@ TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
     } else {
       c.b.tensor_tensor(d, full(a), full(bb), alu);
     }
-  };
-  auto ts2 = [&](const TileView& d, const TileView& s, AluOp o0, float a0, AluOp o1, float a1) {
+  }
+  // d = (s o0 a0) o1 a1 in one instruction.
+  void ts2(const TileView& d, const TileView& s, AluOp o0, float a0, AluOp o1, float a1) {
     kernels::TensorScalarOpts o;
     o.op1 = o1;
     o.arg1 = a1;
     c.b.tensor_scalar(d, s, o0, a0, o);
-  };
+  }
   // mult * expm1(k * min(x, 0)) as 2t/(1-t) * mult with t = tanh(k*min(x,0)/2):
   // accurate to a few ulp near 0, where exp(x) - 1 would cancel; min(x, 0) keeps
   // 1 - t away from 0. Two temporaries; the result is the second.
-  auto expm1_neg = [&](const TileView& x, float k, float mult) {
+  TileView expm1_neg(const TileView& x, float k, float mult) {
     TileView u = tmp(), t = tmp();
     c.b.tensor_scalar(u, x, AluOp::min, 0.0f);
     c.b.activation(t, u, ActFunc::tanh, 0.5f * k);
@@ -321,185 +331,232 @@ TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
     c.b.tensor_scalar(t, t, AluOp::mul, 2.0f * mult);
     c.b.tensor_tensor(t, t, u, AluOp::div);
     return t;
-  };
-  if (auto it = unary_acts().find(op); it != unary_acts().end()) {
-    need(1);
-    c.b.activation(dst, full(args[0]), it->second);
-    return dst;
   }
-  if (op == "trn.Gelu") {
-    need(1);
+};
+
+// Gelu, Neg, Identity, Not and Where: one instruction each; false for other ops.
+bool single_instruction_step(Step& s) {
+  if (s.op == "trn.Gelu") {
+    s.need(1);
     std::string approx = "none";
-    if (auto a = attrs.find("approximate"); a != attrs.end())
+    if (auto a = s.attrs.find("approximate"); a != s.attrs.end())
       approx = std::get<std::string>(a->second.storage());
-    c.b.activation(dst, full(args[0]), approx == "tanh" ? ActFunc::gelu_tanh : ActFunc::gelu);
-    return dst;
+    s.c.b.activation(s.dst, s.full(s.args[0]),
+                     approx == "tanh" ? ActFunc::gelu_tanh : ActFunc::gelu);
+  } else if (s.op == "Neg") {
+    s.need(1);
+    s.c.b.tensor_scalar(s.dst, s.full(s.args[0]), AluOp::mul, -1.0f);
+  } else if (s.op == "Identity") {
+    s.need(1);
+    s.c.b.tensor_copy(s.dst, s.full(s.args[0]));
+  } else if (s.op == "Not") {
+    s.need(1);
+    s.c.b.tensor_scalar(s.dst, s.full(s.args[0]), AluOp::eq, 0.0f);
+  } else if (s.op == "Where") {  // a select: the branch not taken never reaches dst
+    s.need(3);
+    s.c.b.select(s.dst, s.full(s.args[0]), s.full(s.args[1]), s.full(s.args[2]));
+  } else {
+    return false;
   }
-  if (op == "Neg") {
-    need(1);
-    c.b.tensor_scalar(dst, full(args[0]), AluOp::mul, -1.0f);
-    return dst;
+  return true;
+}
+
+// The ReLU relatives: LeakyRelu, PRelu, ThresholdedRelu (a compare and a select).
+void relu_family_step(Step& s) {
+  kernels::Builder& b = s.c.b;
+  if (s.op == "ThresholdedRelu") {  // x > alpha ? x : 0
+    s.need(1);
+    const TileView x = s.full(s.args[0]);
+    TileView keep = s.tmp(), zero = s.tmp();
+    b.tensor_scalar(keep, x, AluOp::gt, attr_float(s.attrs, "alpha", 1.0f));
+    b.memset(zero, 0.0f);
+    b.select(s.dst, keep, x, zero);
+    return;
   }
-  if (op == "Identity") {
-    need(1);
-    c.b.tensor_copy(dst, full(args[0]));
-    return dst;
+  // LeakyRelu, PRelu: x < 0 ? slope * x : x
+  s.need(s.op == "PRelu" ? 2 : 1);
+  const TileView x = s.full(s.args[0]);
+  TileView neg = s.tmp(), sx = s.tmp();
+  b.tensor_scalar(neg, x, AluOp::lt, 0.0f);
+  if (s.op == "PRelu")
+    s.binop(sx, s.args[0], s.args[1], AluOp::mul);
+  else
+    b.tensor_scalar(sx, x, AluOp::mul, attr_float(s.attrs, "alpha", 0.01f));
+  b.select(s.dst, neg, sx, x);
+}
+
+// Elu, Selu, Celu: x > 0 ? scale * x : mult * expm1(k * x).
+void exp_linear_step(Step& s) {
+  s.need(1);
+  const TileView x = s.full(s.args[0]);
+  float k = 1, mult = attr_float(s.attrs, "alpha", 1.0f), pos_scale = 1;
+  if (s.op == "Selu") {  // x > 0 ? g*x : g*a*(e^x - 1)
+    pos_scale = attr_float(s.attrs, "gamma", 1.05070102214813232421875f);
+    mult = pos_scale * attr_float(s.attrs, "alpha", 1.67326319217681884765625f);
+  } else if (s.op == "Celu") {  // x > 0 ? x : a*(e^(x/a) - 1)
+    if (!(mult > 0)) unsupported(s.n, "Celu with alpha " + std::to_string(mult) + " <= 0");
+    k = 1.0f / mult;
+  }  // Elu: x > 0 ? x : a*(e^x - 1) (x == 0 gives 0 either way)
+  const TileView e = s.expm1_neg(x, k, mult);
+  TileView pos = s.tmp();
+  s.c.b.tensor_scalar(pos, x, AluOp::gt, 0.0f);
+  if (pos_scale != 1.0f) {
+    TileView gx = s.tmp();
+    s.c.b.tensor_scalar(gx, x, AluOp::mul, pos_scale);
+    s.c.b.select(s.dst, pos, gx, e);
+  } else {
+    s.c.b.select(s.dst, pos, x, e);
   }
-  if (op == "LeakyRelu" || op == "PRelu") {  // x < 0 ? slope * x : x
-    need(op == "PRelu" ? 2 : 1);
-    const TileView x = full(args[0]);
-    TileView neg = tmp(), sx = tmp();
-    c.b.tensor_scalar(neg, x, AluOp::lt, 0.0f);
-    if (op == "PRelu")
-      binop(sx, args[0], args[1], AluOp::mul);
-    else
-      c.b.tensor_scalar(sx, x, AluOp::mul, attr_float(attrs, "alpha", 0.01f));
-    c.b.select(dst, neg, sx, x);
-    return dst;
-  }
-  if (op == "ThresholdedRelu") {  // x > alpha ? x : 0
-    need(1);
-    const TileView x = full(args[0]);
-    TileView keep = tmp(), zero = tmp();
-    c.b.tensor_scalar(keep, x, AluOp::gt, attr_float(attrs, "alpha", 1.0f));
-    c.b.memset(zero, 0.0f);
-    c.b.select(dst, keep, x, zero);
-    return dst;
-  }
-  if (op == "Elu" || op == "Selu" || op == "Celu") {
-    need(1);
-    const TileView x = full(args[0]);
-    float k = 1, mult = attr_float(attrs, "alpha", 1.0f), pos_scale = 1;
-    if (op == "Selu") {  // x > 0 ? g*x : g*a*(e^x - 1)
-      pos_scale = attr_float(attrs, "gamma", 1.05070102214813232421875f);
-      mult = pos_scale * attr_float(attrs, "alpha", 1.67326319217681884765625f);
-    } else if (op == "Celu") {  // x > 0 ? x : a*(e^(x/a) - 1)
-      if (!(mult > 0)) unsupported(n, "Celu with alpha " + std::to_string(mult) + " <= 0");
-      k = 1.0f / mult;
-    }  // Elu: x > 0 ? x : a*(e^x - 1) (x == 0 gives 0 either way)
-    const TileView e = expm1_neg(x, k, mult);
-    TileView pos = tmp();
-    c.b.tensor_scalar(pos, x, AluOp::gt, 0.0f);
-    if (pos_scale != 1.0f) {
-      TileView gx = tmp();
-      c.b.tensor_scalar(gx, x, AluOp::mul, pos_scale);
-      c.b.select(dst, pos, gx, e);
-    } else {
-      c.b.select(dst, pos, x, e);
-    }
-    return dst;
-  }
-  if (op == "Clip") {
-    need(1);
+}
+
+// The clamps and ratios: Clip, HardSigmoid, HardSwish, Softsign, Sign; false for
+// other ops.
+bool clamp_step(Step& s) {
+  kernels::Builder& b = s.c.b;
+  if (s.op == "Clip") {
+    s.need(1);
     const float inf = std::numeric_limits<float>::infinity();
-    const float lo = attr_float(attrs, "min", -inf), hi = attr_float(attrs, "max", inf);
+    const float lo = attr_float(s.attrs, "min", -inf), hi = attr_float(s.attrs, "max", inf);
     // max then min, as numpy and torch: with lo > hi every element is hi.
-    ts2(dst, full(args[0]), AluOp::max, lo, AluOp::min, hi);
-    return dst;
-  }
-  if (op == "HardSigmoid") {  // max(0, min(1, a*x + b))
-    need(1);
-    ts2(dst, full(args[0]), AluOp::mul, attr_float(attrs, "alpha", 0.2f), AluOp::add,
-        attr_float(attrs, "beta", 0.5f));
-    ts2(dst, dst, AluOp::min, 1.0f, AluOp::max, 0.0f);
-    return dst;
-  }
-  if (op == "HardSwish") {  // x * max(0, min(1, x/6 + 1/2))
-    need(1);
-    const TileView x = full(args[0]);
-    TileView h = tmp();
-    ts2(h, x, AluOp::div, 6.0f, AluOp::add, 0.5f);
-    ts2(h, h, AluOp::min, 1.0f, AluOp::max, 0.0f);
-    c.b.tensor_tensor(dst, x, h, AluOp::mul);
-    return dst;
-  }
-  if (op == "Softsign") {  // x / (1 + |x|)
-    need(1);
-    const TileView x = full(args[0]);
-    TileView d = tmp();
-    c.b.activation(d, x, ActFunc::abs);
-    c.b.tensor_scalar(d, d, AluOp::add, 1.0f);
-    c.b.tensor_tensor(dst, x, d, AluOp::div);
-    return dst;
-  }
-  if (op == "Sign") {
+    s.ts2(s.dst, s.full(s.args[0]), AluOp::max, lo, AluOp::min, hi);
+  } else if (s.op == "HardSigmoid") {  // max(0, min(1, a*x + b))
+    s.need(1);
+    s.ts2(s.dst, s.full(s.args[0]), AluOp::mul, attr_float(s.attrs, "alpha", 0.2f), AluOp::add,
+          attr_float(s.attrs, "beta", 0.5f));
+    s.ts2(s.dst, s.dst, AluOp::min, 1.0f, AluOp::max, 0.0f);
+  } else if (s.op == "HardSwish") {  // x * max(0, min(1, x/6 + 1/2))
+    s.need(1);
+    const TileView x = s.full(s.args[0]);
+    TileView h = s.tmp();
+    s.ts2(h, x, AluOp::div, 6.0f, AluOp::add, 0.5f);
+    s.ts2(h, h, AluOp::min, 1.0f, AluOp::max, 0.0f);
+    b.tensor_tensor(s.dst, x, h, AluOp::mul);
+  } else if (s.op == "Softsign") {  // x / (1 + |x|)
+    s.need(1);
+    const TileView x = s.full(s.args[0]);
+    TileView d = s.tmp();
+    b.activation(d, x, ActFunc::abs);
+    b.tensor_scalar(d, d, AluOp::add, 1.0f);
+    b.tensor_tensor(s.dst, x, d, AluOp::div);
+  } else if (s.op == "Sign") {
     // x * 2^200 is +-inf or at least 2^51 in magnitude for any non-zero x (the
     // smallest subnormal is 2^-149), so clamping to [-1, 1] gives the sign; 0
     // stays 0 and NaN stays NaN (max/min propagate it).
-    need(1);
+    s.need(1);
     const float big = 0x1p100f;
-    ts2(dst, full(args[0]), AluOp::mul, big, AluOp::mul, big);
-    ts2(dst, dst, AluOp::max, -1.0f, AluOp::min, 1.0f);
-    return dst;
+    s.ts2(s.dst, s.full(s.args[0]), AluOp::mul, big, AluOp::mul, big);
+    s.ts2(s.dst, s.dst, AluOp::max, -1.0f, AluOp::min, 1.0f);
+  } else {
+    return false;
   }
+  return true;
+}
+
+// Floor, Ceil, Round.
+void rounding_step(Step& s) {
+  // r = (x + m) - m with m = +-2^23 (the sign of x) rounds x to an integer, half
+  // to even: x + m lies where the fp32 spacing is 1. Floor takes 1 off where
+  // r > x, Ceil adds 1 where r < x. |x| >= 2^23 (and inf) is already integral and
+  // passes through a select; NaN stays NaN on either path.
+  kernels::Builder& b = s.c.b;
+  s.need(1);
+  const TileView x = s.full(s.args[0]);
+  TileView m = s.tmp(), r = s.tmp();
+  s.ts2(m, x, AluOp::ge, 0.0f, AluOp::mul, 0x1p24f);
+  b.tensor_scalar(m, m, AluOp::add, -0x1p23f);
+  b.tensor_tensor(r, x, m, AluOp::add);
+  b.tensor_tensor(r, r, m, AluOp::sub);
+  if (s.op == "Floor") {
+    b.tensor_tensor(m, r, x, AluOp::gt);
+    b.tensor_tensor(r, r, m, AluOp::sub);
+  } else if (s.op == "Ceil") {
+    b.tensor_tensor(m, r, x, AluOp::lt);
+    b.tensor_tensor(r, r, m, AluOp::add);
+  }
+  b.activation(m, x, ActFunc::abs);
+  b.tensor_scalar(m, m, AluOp::ge, 0x1p23f);
+  b.select(s.dst, m, x, r);
+}
+
+// Pow by a constant 2, -1 or 1 (exact forms); false for any other exponent, which
+// takes the ALU's pow (C pow semantics: negative bases with integral exponents, 0.5
+// of -0 and -inf, ...).
+bool pow_immediate_step(Step& s) {
+  const float e = s.args[1].imm;
+  if (e == 2.0f) {  // x*x is the correctly rounded square
+    const TileView x = s.full(s.args[0]);
+    s.c.b.tensor_tensor(s.dst, x, x, AluOp::mul);
+    return true;
+  }
+  if (e == -1.0f) {  // 1/x, correctly rounded
+    kernels::TensorScalarOpts rev;
+    rev.reverse0 = true;
+    s.c.b.tensor_scalar(s.dst, s.full(s.args[0]), AluOp::div, 1.0f, rev);
+    return true;
+  }
+  if (e == 1.0f) {
+    s.c.b.tensor_copy(s.dst, s.full(s.args[0]));
+    return true;
+  }
+  return false;
+}
+
+// A binary ALU op, or a variadic Max/Min/Sum/Mean folded over its operands.
+void binary_step(Step& s, AluOp alu) {
+  const bool variadic = s.op == "Max" || s.op == "Min" || s.op == "Sum" || s.op == "Mean";
+  if (!variadic) s.need(2);
+  if (s.args.empty()) unsupported(s.n, "step " + s.op + " has no operands");
+  if (s.args.size() == 1) {
+    s.c.b.tensor_copy(s.dst, s.full(s.args[0]));
+    return;
+  }
+  s.binop(s.dst, s.args[0], s.args[1], alu);
+  Operand acc;
+  acc.t = s.dst;
+  for (size_t k = 2; k < s.args.size(); ++k) s.binop(s.dst, acc, s.args[k], alu);
+  if (s.op == "Mean")
+    s.c.b.tensor_scalar(s.dst, s.dst, AluOp::div, static_cast<float>(s.args.size()));
+}
+
+}  // namespace
+
+TileView apply_elementwise(Ctx& c, const ir::Node& n, const std::string& op,
+                           const std::map<std::string, ir::Attribute>& attrs,
+                           const std::vector<Operand>& args, int64_t rt, int64_t ct) {
+  Step s{c,
+         n,
+         op,
+         attrs,
+         args,
+         rt,
+         ct,
+         c.b.tile(c.work_pool, {rt, ct}, DType::fp32),
+         Temps{c, n, rt, ct}};
+  if (auto it = unary_acts().find(op); it != unary_acts().end()) {
+    s.need(1);
+    c.b.activation(s.dst, s.full(args[0]), it->second);
+    return s.dst;
+  }
+  if (single_instruction_step(s)) return s.dst;
+  if (op == "LeakyRelu" || op == "PRelu" || op == "ThresholdedRelu") {
+    relu_family_step(s);
+    return s.dst;
+  }
+  if (op == "Elu" || op == "Selu" || op == "Celu") {
+    exp_linear_step(s);
+    return s.dst;
+  }
+  if (clamp_step(s)) return s.dst;
   if (op == "Floor" || op == "Ceil" || op == "Round") {
-    // r = (x + m) - m with m = +-2^23 (the sign of x) rounds x to an integer, half
-    // to even: x + m lies where the fp32 spacing is 1. Floor takes 1 off where
-    // r > x, Ceil adds 1 where r < x. |x| >= 2^23 (and inf) is already integral and
-    // passes through a select; NaN stays NaN on either path.
-    need(1);
-    const TileView x = full(args[0]);
-    TileView m = tmp(), r = tmp();
-    ts2(m, x, AluOp::ge, 0.0f, AluOp::mul, 0x1p24f);
-    c.b.tensor_scalar(m, m, AluOp::add, -0x1p23f);
-    c.b.tensor_tensor(r, x, m, AluOp::add);
-    c.b.tensor_tensor(r, r, m, AluOp::sub);
-    if (op == "Floor") {
-      c.b.tensor_tensor(m, r, x, AluOp::gt);
-      c.b.tensor_tensor(r, r, m, AluOp::sub);
-    } else if (op == "Ceil") {
-      c.b.tensor_tensor(m, r, x, AluOp::lt);
-      c.b.tensor_tensor(r, r, m, AluOp::add);
-    }
-    c.b.activation(m, x, ActFunc::abs);
-    c.b.tensor_scalar(m, m, AluOp::ge, 0x1p23f);
-    c.b.select(dst, m, x, r);
-    return dst;
+    rounding_step(s);
+    return s.dst;
   }
-  if (op == "Not") {
-    need(1);
-    c.b.tensor_scalar(dst, full(args[0]), AluOp::eq, 0.0f);
-    return dst;
-  }
-  if (op == "Where") {  // a select: the branch not taken never reaches dst
-    need(3);
-    c.b.select(dst, full(args[0]), full(args[1]), full(args[2]));
-    return dst;
-  }
-  if (op == "Pow" && args.size() == 2 && args[1].kind == Operand::Kind::imm) {
-    const float e = args[1].imm;
-    if (e == 2.0f) {  // x*x is the correctly rounded square
-      const TileView x = full(args[0]);
-      c.b.tensor_tensor(dst, x, x, AluOp::mul);
-      return dst;
-    }
-    if (e == -1.0f) {  // 1/x, correctly rounded
-      kernels::TensorScalarOpts rev;
-      rev.reverse0 = true;
-      c.b.tensor_scalar(dst, full(args[0]), AluOp::div, 1.0f, rev);
-      return dst;
-    }
-    if (e == 1.0f) {
-      c.b.tensor_copy(dst, full(args[0]));
-      return dst;
-    }
-    // Any other exponent: the ALU's pow (C pow semantics: negative bases with
-    // integral exponents, 0.5 of -0 and -inf, ...).
-  }
+  if (op == "Pow" && args.size() == 2 && args[1].kind == Operand::Kind::imm &&
+      pow_immediate_step(s))
+    return s.dst;
   if (auto it = binary_alus().find(op); it != binary_alus().end()) {
-    const bool variadic = op == "Max" || op == "Min" || op == "Sum" || op == "Mean";
-    if (!variadic) need(2);
-    if (args.empty()) unsupported(n, "step " + op + " has no operands");
-    if (args.size() == 1) {
-      c.b.tensor_copy(dst, full(args[0]));
-      return dst;
-    }
-    binop(dst, args[0], args[1], it->second);
-    Operand acc;
-    acc.t = dst;
-    for (size_t k = 2; k < args.size(); ++k) binop(dst, acc, args[k], it->second);
-    if (op == "Mean") c.b.tensor_scalar(dst, dst, AluOp::div, static_cast<float>(args.size()));
-    return dst;
+    binary_step(s, it->second);
+    return s.dst;
   }
   unsupported(n, "elementwise step " + op + " is not lowered yet");
 }

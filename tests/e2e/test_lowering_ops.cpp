@@ -7,17 +7,21 @@
 // check_ops is check_graph (lowering_check.h) plus chosen input values (ties, large
 // magnitudes, inf/NaN) and a check that the compiled graph has the expected op; both
 // compare with expect_close (NaN and inf exactly).
+// The *MatchSpec tests instead compare with the ops' definitions computed in the test
+// (reference.h), independent of the interpreter.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numbers>
 #include <string>
 
 #include "compiler/ir/error.h"
 #include "compiler/ir/ops.h"
 #include "compiler/lower/lower.h"
 #include "tests/e2e/lowering_check.h"
+#include "tests/e2e/reference.h"
 
 namespace trnsim::e2e {
 namespace {
@@ -442,6 +446,112 @@ TEST(LoweringOps, LayerNormTrailingAxesFp32) {
   Check ck;
   ck.atol = 1e-5;
   check_ops(std::move(g), ck);
+}
+
+// ---- Step families checked against the spec --------------------------------
+
+// Compiles `g` for tiny at fp32 and runs it with `inputs`; the outputs by name.
+std::map<std::string, std::vector<float>> run_fp32(Graph g, const interp::TensorMap& inputs) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::fp32;
+  o.target = runtime::target_from_config(cfg);
+  std::vector<std::string> names;
+  for (const Value* v : g.outputs()) names.push_back(v->name);
+  const std::map<std::string, std::string> io = lower::io_tensor_names(g);
+  const compiler::CompileOnnxResult r = compiler::compile_graph(std::move(g), o);
+  const auto got = run_on_tiny(cfg, r.program, inputs);
+  std::map<std::string, std::vector<float>> out;
+  for (const std::string& name : names) out[name] = got.at(io.at(name)).to_float();
+  return out;
+}
+
+// The one-instruction steps (Neg, both forms of trn.Gelu, Not, Where) against
+// their definitions computed here in double. (Identity never reaches the lowering:
+// canonicalize forwards it.)
+TEST(LoweringOps, SingleInstructionStepsMatchSpec) {
+  const ir::Shape shape = {150, 40};
+  Graph g;
+  Value* x = g.add_input("x", {ElemType::fp32, shape});
+  Value* z = g.add_input("z", {ElemType::fp32, shape});
+  Value* m = g.add_input("m", {ElemType::boolean, shape});
+  Value* neg = node(g, "Neg", {x});
+  Value* ge = node(g, "trn.Gelu", {x}, {{"approximate", Attribute("none")}});
+  Value* gt = node(g, "trn.Gelu", {x}, {{"approximate", Attribute("tanh")}});
+  Value* nm = node(g, "Not", {m});
+  Value* wh = node(g, "Where", {m, x, z});
+  for (Value* v : {neg, ge, gt, nm, wh}) g.add_output(v);
+  // The values' names (the graph is consumed by the compile).
+  const std::string n_neg = neg->name, n_ge = ge->name, n_gt = gt->name, n_not = nm->name,
+                    n_where = wh->name;
+  const Tensor xt = random_tensor(shape, 41, -4, 4), zt = random_tensor(shape, 42);
+  std::vector<int64_t> mv(static_cast<size_t>(ir::num_elements(shape)));
+  for (size_t i = 0; i < mv.size(); ++i) mv[i] = (i * 7) % 3 == 0;
+  const Tensor mt = Tensor::from_ints(shape, mv, ElemType::boolean);
+  const auto got = run_fp32(std::move(g), {{"x", xt}, {"z", zt}, {"m", mt}});
+
+  const std::vector<float> xs = xt.floats(), zs = zt.floats();
+  std::vector<double> w_neg, w_ge, w_gt, w_not, w_where;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double v = xs[i];
+    w_neg.push_back(-v);
+    w_ge.push_back(gelu_erf(v));
+    const double k = std::sqrt(2.0 / std::numbers::pi);
+    w_gt.push_back(0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v))));
+    w_not.push_back(mv[i] ? 0.0 : 1.0);
+    w_where.push_back(mv[i] ? v : zs[i]);
+  }
+  EXPECT_TRUE(all_close("Neg", got.at(n_neg), w_neg, shape, 0, 0));
+  EXPECT_TRUE(all_close("Gelu none", got.at(n_ge), w_ge, shape, 1e-5, 1e-4));
+  EXPECT_TRUE(all_close("Gelu tanh", got.at(n_gt), w_gt, shape, 1e-5, 1e-4));
+  EXPECT_TRUE(all_close("Not", got.at(n_not), w_not, shape, 0, 0));
+  EXPECT_TRUE(all_close("Where", got.at(n_where), w_where, shape, 0, 0));
+}
+
+// The norms with one-element scale and bias (broadcast along the row), resident
+// ([150, 96]: two row tiles) and in column chunks ([3, 20000]), against the
+// definitions (reference.h's layer norm, RMS norm written here).
+TEST(LoweringOps, NormsWithOneValueParametersMatchSpec) {
+  const std::vector<ir::Shape> shapes = {{150, 96}, {3, 20000}};
+  Graph g;
+  Value* sc = g.add_constant("scale", Tensor::from_floats({1}, {1.75f}));
+  Value* bi = g.add_constant("bias", Tensor::from_floats({1}, {-0.5f}));
+  interp::TensorMap inputs;
+  std::vector<std::string> ln, rms;  // output names per shape
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const std::string name = "x" + std::to_string(k);
+    Value* x = g.add_input(name, {ElemType::fp32, shapes[k]});
+    inputs[name] = random_tensor(shapes[k], 43 + static_cast<uint32_t>(k), -2, 3);
+    Value* l = node(g, "trn.LayerNorm", {x, sc, bi},
+                    {{"axis", Attribute(int64_t{-1})}, {"epsilon", Attribute(1e-5f)}});
+    Value* r = node(g, "trn.RMSNorm", {x, sc},
+                    {{"axis", Attribute(int64_t{1})}, {"epsilon", Attribute(1e-6f)}});
+    g.add_output(l);
+    g.add_output(r);
+    ln.push_back(l->name);
+    rms.push_back(r->name);
+  }
+  const auto got = run_fp32(std::move(g), inputs);
+
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const ir::Shape& shape = shapes[k];
+    const int rows = static_cast<int>(shape[0]), cols = static_cast<int>(shape[1]);
+    const std::vector<float> xs = inputs.at("x" + std::to_string(k)).floats();
+    const std::vector<double> w_ln = ref_layernorm(
+        xs, std::vector<float>(cols, 1.75f), std::vector<float>(cols, -0.5f), rows, cols, 1e-5);
+    std::vector<double> w_rms(xs.size());
+    for (int r = 0; r < rows; ++r) {
+      const float* row = &xs[size_t(r) * cols];
+      double ss = 0;
+      for (int c = 0; c < cols; ++c) ss += double(row[c]) * row[c];
+      const double rstd = 1.0 / std::sqrt(ss / cols + 1e-6);
+      for (int c = 0; c < cols; ++c) w_rms[size_t(r) * cols + c] = row[c] * rstd * 1.75;
+    }
+    EXPECT_TRUE(
+        all_close("LayerNorm " + ir::shape_str(shape), got.at(ln[k]), w_ln, shape, 1e-4, 1e-4));
+    EXPECT_TRUE(
+        all_close("RMSNorm " + ir::shape_str(shape), got.at(rms[k]), w_rms, shape, 1e-4, 1e-4));
+  }
 }
 
 // ---- Refusals -----------------------------------------------------------------

@@ -99,5 +99,28 @@ TEST(RuntimeApi, DataParallelAsyncTwoPrograms) {
   EXPECT_TRUE(dev.wait().launches.empty());
 }
 
+// Launches the device refuses before touching its memory (Device::run's placement
+// phase): each names what is wrong, and the device runs the next good launch.
+TEST(RuntimeApi, BadLaunchesAreRunErrorsNamingTheLaunch) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  const Model m = linear(100, 7, cfg);
+  runtime::Device dev(cfg);
+  const Tensor x = random_tensor({100, 64}, 5);
+  auto expect_error = [&](const std::vector<runtime::Launch>& ls, const std::string& needle) {
+    try {
+      dev.run(ls);
+      ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+    } catch (const runtime::RunError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error({launch(nullptr, x, 0)}, "launch without a program");
+  expect_error({launch(&m.program, x, 2)}, "core 2 does not exist: the chip has 2 cores");
+  expect_error({launch(&m.program, x, 1), launch(&m.program, x, 1)},
+               "two launches on core 1 in one run");
+  const runtime::RunReport ok = dev.run({launch(&m.program, x, 1)});
+  expect_output(m, x, ok.launches.at(0));
+}
+
 }  // namespace
 }  // namespace trnsim::e2e

@@ -94,6 +94,24 @@ TEST(Cli, UsageErrors) {
   EXPECT_NE(r.out.find("--no-functional"), std::string::npos);
 }
 
+// Argument errors of run and validate (cmd_run's parse and pre-run checks): usage
+// errors (exit 2) naming the option, before any file is read.
+TEST(Cli, RunArgumentErrorsNameTheOption) {
+  struct Case {
+    std::string args, want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"run a.tasm b.tasm", "run: more than one program given ('a.tasm', 'b.tasm')"},
+           {"run a.tasm --input x.npy", "--input expects NAME=FILE.npy, got 'x.npy'"},
+           {"run a.tasm --random-inputs=abc", "--random-inputs: seed 'abc' is not a number"},
+           {"run a.tasm --rtol 1", "run: unknown option '--rtol'"},
+           {"run a.tasm --no-poison", "run: unknown option '--no-poison'"},
+           {"run a.tasm --core", "--core needs a value"},
+           {"validate m.onnx --atol=-1", "--atol: '-1' is not a non-negative number"},
+           {"validate m.onnx --no-functional", "validate: --no-functional computes no outputs"}})
+    expect_exit(trnsim_bin() + " " + c.args, 2, c.want);
+}
+
 TEST(Cli, MissingProgramFile) {
   auto r = run_cmd(trnsim_bin() + " run /nonexistent/p.tasm -c tiny");
   EXPECT_EQ(r.code, 1);

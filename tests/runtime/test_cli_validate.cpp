@@ -141,6 +141,28 @@ TEST(CliValidate, PassesAndFailsByTolerance) {
   EXPECT_NE(r.out.find("--rtol: 'abc'"), std::string::npos) << r.out;
 }
 
+// validate with the access checks turned off says they were not checked; --drop-sync
+// is refused for a model that runs partly on the host.
+TEST(CliValidate, UncheckedChecksAndDropSyncWithFallback) {
+  const auto dir = temp_dir("cli_validate_unchecked");
+  std::string model;
+  TRNSIM_REQUIRE_PYTHON(write_cumsum_model(dir, &model));
+  // Without the suite's TRNSIM_CHECK, which turns the checks on whatever the flags.
+  CmdResult r = run_cmd("env -u TRNSIM_CHECK " + trnsim_bin() + " validate " + model +
+                        " -c tiny --random-inputs --precision fp32 --no-check-races --no-poison");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("validate: PASS (1 of 1 outputs within tolerance; unchecked races; "
+                       "unchecked poisoned reads)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("checks:"), std::string::npos) << r.out;
+  r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --random-inputs --drop-sync 0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--drop-sync: the model runs partly on the host; add --no-fallback"),
+            std::string::npos)
+      << r.out;
+}
+
 // An ONNX scalar input (shape []) is [1] on the device; a 0-d .npy binds to it.
 TEST(CliValidate, ZeroDimNpyBindsAScalarInput) {
   const auto dir = temp_dir("cli_scalar_input");
