@@ -43,8 +43,6 @@ int64_t norm_axis(int64_t a, int64_t rank) {
   return a < 0 ? a + rank : a;
 }
 
-// bn_stats takes at most this many elements per instruction.
-constexpr int64_t kBnChunk = 512;
 // Reductions of rows at least this long spread each row over several partitions.
 constexpr int64_t kSplitMinCols = 4096;
 // The norms normalise in column pieces of this many fp32 (two PSUM banks).
@@ -182,6 +180,9 @@ class Rowwise {
     return std::make_pair(k * F_, std::min(C_, (k + 1) * F_));
   }
 
+  // bn_stats takes at most this many elements per instruction.
+  int64_t bn_chunk() const { return c_.target.core.vector.bn_stats_max_free; }
+
   Ctx& c_;
   const ir::Node& n_;
   const std::string& op_;
@@ -278,7 +279,7 @@ void Rowwise::plan_chunks() {
   int64_t fmax = C_;
   if (static_cast<uint64_t>(C_) * 4 * (4 + params) > budget) {
     fmax = static_cast<int64_t>(budget / (4 * (4 + 2 * params)));
-    if (fmax >= kBnChunk) fmax -= fmax % kBnChunk;
+    if (fmax >= bn_chunk()) fmax -= fmax % bn_chunk();
   }
   if (fmax < 1) unsupported(n_, "SBUF partitions are too small");
   nch_ = (C_ + fmax - 1) / fmax;
@@ -287,7 +288,7 @@ void Rowwise::plan_chunks() {
   nsub_ = 0;  // bn_stats instructions per row
   for (int64_t k = 0; k < nch_; ++k) {
     const auto [c0, c1] = chunk_at(k);
-    nsub_ += (c1 - c0 + kBnChunk - 1) / kBnChunk;
+    nsub_ += (c1 - c0 + bn_chunk() - 1) / bn_chunk();
   }
 }
 
@@ -474,9 +475,9 @@ void Rowwise::norm_stats(RowTile& t, const TileView& rstd, std::optional<TileVie
     for (int64_t k = 0; k < nch_; ++k) {
       const TileView x = t.load(k);
       const int64_t w = x.shape()[1];
-      for (int64_t b0 = 0; b0 < w; b0 += kBnChunk, ++j)
+      for (int64_t b0 = 0; b0 < w; b0 += bn_chunk(), ++j)
         b.bn_stats(st({all(), sl(3 * j, 3 * j + 3)}),
-                   x({all(), sl(b0, std::min(w, b0 + kBnChunk))}));
+                   x({all(), sl(b0, std::min(w, b0 + bn_chunk()))}));
     }
     TileView mv = t.acc(2);
     b.bn_aggr(mv, st);

@@ -90,7 +90,10 @@
     "docs/hardware.md: Engines, per-instruction cost (max(MIN_II, 8N) for a reciprocal)")         \
   X(perf_modes, bool, true, "perf_modes", boolean, "", any(), both,                               \
     "bf16 2x/4x performance modes for copies, tensor_scalar and tensor_tensor",                  \
-    "docs/hardware.md: Engines, Vector Engine performance modes (trn2: 2x/4x bf16)")
+    "docs/hardware.md: Engines, Vector Engine performance modes (trn2: 2x/4x bf16)")                   \
+  X(bn_stats_max_free, uint32_t, 512, "bn_stats_max_free", count, "elements", range(1, 65536),    \
+    compiler, "largest free size one bn_stats takes (the compiler splits longer rows)",          \
+    "docs/hardware.md: Engines, Vector Engine (bn_stats: at most 512 elements per partition)")
 
 #define TRNSIM_SCALAR_ENGINE_PARAMS(X)                                                            \
   X(func_switch_cycles, uint32_t, 128, "func_switch_cost", cycles, "cycles", cycles(), both,      \

@@ -606,4 +606,34 @@ TEST(LoweringOps, RefusesClearly) {
 }
 
 }  // namespace
+// core.vector.bn_stats_max_free is read by the compiler: a LayerNorm row of 1024
+// takes 1024 / 512 = 2 bn_stats at the default and 1024 / 128 = 8 with 128 (4 rows:
+// one row tile), and the split program computes the same (one Device per process:
+// only the 128 case runs).
+TEST(LoweringOps, LayerNormSplitsBnStatsAtTheConfiguredLimit) {
+  const interp::TensorMap in = {{"x", random_tensor({4, 1024}, 7)}};
+  Graph g;
+  Value* x = g.add_input("x", {ElemType::fp32, {4, 1024}});
+  g.add_output(node(g, "trn.LayerNorm", {x, g.add_constant("s", random_tensor({1024}, 3))},
+                    {{"axis", Attribute(int64_t{-1})}, {"epsilon", Attribute(1e-5f)}}));
+  const auto compile = [&](int64_t limit, platform::platform_config& cfg) {
+    cfg = platform::load_config("tiny", {"core.vector.bn_stats_max_free=" + std::to_string(limit)});
+    compiler::CompileOnnxOptions o;
+    o.target = runtime::target_from_config(cfg);
+    return compiler::compile_graph(g.clone(), o).program;
+  };
+  const auto bn_stats = [](const isa::Program& p) {
+    int n = 0;
+    for (const auto& q : p.queues)
+      for (const auto& i : q.instrs) n += i.op == isa::Opcode::bn_stats;
+    return n;
+  };
+  platform::platform_config cfg;
+  EXPECT_EQ(bn_stats(compile(512, cfg)), 2);
+  const isa::Program split = compile(128, cfg);
+  EXPECT_EQ(bn_stats(split), 8);
+  const interp::TensorMap want = reference_outputs(g, in, Precision::fp32);
+  expect_outputs_close(g, want, run_on_tiny(cfg, split, in), 1e-4, 1e-5);
+}
+
 }  // namespace trnsim::e2e
