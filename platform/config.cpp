@@ -202,6 +202,10 @@ class Loader {
       throw ConfigError(at + ": base: '" + name + "' is already in this config's base chain (" +
                         path + ")");
     std::string text;
+    std::error_code ec;
+    // A base is a file: a device or pipe (/dev/zero) could be read forever.
+    if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+      throw ConfigError(at + ": base: " + path + " is not a regular file");
     if (const std::string why = isa::read_file(path, text); !why.empty())
       throw ConfigError(at + ": base: cannot open " + path + ": " + why);
     read_root(text, path, layer + 1);

@@ -155,6 +155,9 @@ TEST(ConfigBase, BadBasesNameTheFileAndLine) {
   } catch (const ConfigError& e) {
     EXPECT_TRUE(has(e.what(), "c.yaml:1: base: cannot open")) << e.what();
   }
+  EXPECT_TRUE(
+      has(error_of("base: /dev/zero\n"), "dir/my.yaml:1: base: /dev/zero is not a regular file"))
+      << error_of("base: /dev/zero\n");
   // A key repeated within one file is still a duplicate, with a base or not.
   EXPECT_TRUE(has(error_of("base: tiny\nhbm:\n  latency: 1ns\n  latency: 2ns\n"), "duplicate key"));
 }
