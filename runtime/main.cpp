@@ -435,8 +435,11 @@ runtime::OnnxModel load_onnx_model(const RunArgs& r, const platform::platform_co
                      runtime::describe_inputs(missing) +
                      "; give each as --input NAME=FILE.npy, or --random-inputs[=SEED]");
   if (r.validate) reference = imported.clone();
+  // Compiled for the type of the core it runs on (chip.layout).
+  platform::platform_config for_core = cfg;
+  for_core.core = cfg.core_of(launch.core);
   runtime::OnnxModel model =
-      runtime::compile_onnx_graph(std::move(imported), r.program_path, cfg, r.precision,
+      runtime::compile_onnx_graph(std::move(imported), r.program_path, for_core, r.precision,
                                   r.print_after, std::cout, r.fallback, r.keep_on_chip);
   if (const std::string s = runtime::keep_on_chip_summary(model.compile_stats); !s.empty())
     std::cout << s << "\n";

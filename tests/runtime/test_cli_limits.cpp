@@ -103,3 +103,29 @@ TEST(CliLimits, HugeTensorsAreErrorsNamingTheLineOrTensor) {
   expect_exit(trnsim_bin() + " run " + big + " -c tiny --no-functional --set hbm.size=1024TiB", 0,
               "simulated time");
 }
+
+// A chip of two core types: tiny's core, and `small` with 2 DMA engines. An ONNX
+// model run on core 1 is compiled for `small`; a program compiled for `core` (DMA
+// engines up to 15) is refused on core 1, naming the engine, and runs on core 0.
+TEST(CliCoreTypes, ProgramsAreCompiledAndCheckedForTheCoreTheyRunOn) {
+  const auto dir = temp_dir("core_types");
+  const std::string d = dir.string() + "/";
+  TRNSIM_REQUIRE_PYTHON(run_python(dir, "make", R"(
+x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [256, 512])
+y = helper.make_tensor_value_info('y', TensorProto.FLOAT, [256, 512])
+w = nh.from_array(np.full((512, 512), 0.01, np.float32), 'w')
+g = helper.make_graph([helper.make_node('MatMul', ['x', 'w'], ['y'])], 'mm', [x], [y], [w])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/mm.onnx')
+)"));
+  write_text(
+      dir / "het.yaml",
+      "base: tiny\ncore_types:\n  small:\n    dma: {engines: 2}\nchip:\n  layout: core, small\n");
+  const std::string run =
+      trnsim_bin() + " run " + d + "mm.onnx -c " + d + "het.yaml --random-inputs";
+  expect_exit(run + " --core 1", 0, "simulated time");
+  expect_exit(trnsim_bin() + " compile " + d + "mm.onnx -c tiny -o " + d + "mm.tbin", 0, "wrote");
+  expect_exit(trnsim_bin() + " run " + d + "mm.tbin -c " + d + "het.yaml --core 1 --random-inputs",
+              1, "dma engine 2 >= 2 dma engines");
+  expect_exit(trnsim_bin() + " run " + d + "mm.tbin -c " + d + "het.yaml --core 0 --random-inputs",
+              0, "simulated time");
+}
