@@ -438,11 +438,13 @@ class Loader {
       }
       const std::string lookup = ct ? ct->schema_path : path;
       if (path == schema::kTensorRtlSection) {
-        if (has_rtl_node_) {
+        if (has_rtl_node_ && rtl_layer_ == layer_) {
           errors_.push_back(at + ": " + path + ": duplicate section");
-        } else {
+        } else {  // the first, or this file's replacing its base's
           has_rtl_node_ = true;
+          rtl_layer_ = layer_;
           rtl_node_ = vn;
+          rtl_origins_.clear();
           rtl_origins_[path] = at;
           record_origins(vn, path);
         }
@@ -631,6 +633,7 @@ class Loader {
   int layer_ = 0;                 // the layer walk() is reading
   std::set<std::string> chain_;   // files of the base chain, for cycles
   bool has_rtl_node_ = false;
+  int rtl_layer_ = 0;                               // the layer its section came from
   YAML::Node rtl_node_;                             // the core.tensor.rtl section as written
   std::map<std::string, std::string> rtl_origins_;  // its keys: "FILE:LINE" or "--set"
   std::vector<std::pair<std::string, std::string>> rtl_overrides_;  // --set core.tensor.rtl.*

@@ -78,11 +78,8 @@ TEST(ConfigBase, PresetsListOnlyDifferences) {
     const auto mine = values(load_config(name));
     const auto theirs = values(load_config(base));
     int written = 0;
-    for (const auto& k : schema::keys()) {
-      const std::string leaf = k.key.substr(k.key.rfind('.') + 1);
-      // Each written key sits at its own indentation; count those that differ.
+    for (const auto& k : schema::keys())
       if (mine.at(k.key) != theirs.at(k.key)) ++written;
-    }
     // Every line with a value (not a section, comment or the rtl block) is one
     // differing key.
     std::istringstream lines(text.str());
@@ -158,6 +155,13 @@ TEST(ConfigBase, BadBasesNameTheFileAndLine) {
   EXPECT_TRUE(
       has(error_of("base: /dev/zero\n"), "dir/my.yaml:1: base: /dev/zero is not a regular file"))
       << error_of("base: /dev/zero\n");
+  // A file's section replaces its base's whole (the RTL block of tiny_rtl).
+  const platform_config rtl = parse_config(
+      "base: tiny_rtl\ncore:\n  tensor:\n    rtl: {block: pe_array_8x8, seed: 7}\n"
+      "    impl: cpp\n",
+      "x.yaml");
+  ASSERT_TRUE(rtl.core.tensor_rtl);
+  EXPECT_EQ(rtl.core.tensor_rtl->seed, 7u);
   // A key repeated within one file is still a duplicate, with a base or not.
   EXPECT_TRUE(has(error_of("base: tiny\nhbm:\n  latency: 1ns\n  latency: 2ns\n"), "duplicate key"));
 }
