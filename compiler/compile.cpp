@@ -94,4 +94,16 @@ CompileOnnxResult compile_onnx(const std::string& path, const CompileOnnxOptions
   return compile_graph(frontend::import_onnx_file(path), o);
 }
 
+interp::TensorMap reference_outputs(const ir::Graph& imported, const interp::TensorMap& inputs,
+                                    graph_passes::Precision p) {
+  if (p == graph_passes::Precision::fp32) return interp::run(imported, inputs);
+  ir::Graph g = imported.clone();
+  graph_passes::PassContext ctx;
+  ctx.precision = p;
+  graph_passes::run_passes(g, ctx, {"autocast"});
+  interp::RunOptions ro;
+  ro.emulate_precision = true;
+  return interp::run(g, inputs, ro);
+}
+
 }  // namespace trnsim::compiler

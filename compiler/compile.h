@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/graph_passes/pass.h"
+#include "compiler/interp/interpreter.h"
 #include "compiler/ir/graph.h"
 #include "compiler/target.h"
 #include "models/isa/program.h"
@@ -45,5 +46,12 @@ void run_graph_pipeline(ir::Graph& g, const CompileOnnxOptions& o, std::string* 
 isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text,
                       std::map<std::string, double>* stats = nullptr);
 CompileOnnxResult compile_onnx(const std::string& path, const CompileOnnxOptions& o);
+
+// The reference for a compiled model: the interpreter on the graph as imported (a
+// compiler rewrite must not be computed the same way on both sides). Below fp32 only
+// the precision policy (autocast) is applied first, so the reference rounds what the
+// chip rounds and nothing else.
+interp::TensorMap reference_outputs(const ir::Graph& imported, const interp::TensorMap& inputs,
+                                    graph_passes::Precision p);
 
 }  // namespace trnsim::compiler

@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include "compiler/compile.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/graph_passes/pass.h"
 #include "compiler/interp/interpreter.h"
@@ -205,19 +206,6 @@ std::string drop_sync_wait(isa::Program& p, long long n) {
 }
 
 // numpy's name for the dtype write_npy stores `t` as (bf16/fp8 widen to float32).
-std::string npy_dtype(isa::DType t) {
-  switch (t) {
-    case isa::DType::fp16:
-      return "float16";
-    case isa::DType::int32:
-      return "int32";
-    case isa::DType::uint8:
-      return "uint8";
-    default:
-      return "float32";
-  }
-}
-
 std::string json_shape(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -530,25 +518,16 @@ int validate_outputs(const RunArgs& r, const platform::platform_config& cfg, con
   runtime::default_tolerance(r.precision, &drtol, &datol);
   if (rtol < 0) rtol = drtol;
   if (atol < 0) atol = datol;
-  // The reference is the model as imported (a compiler rewrite must not be computed
-  // the same way on both sides); below fp32 only the precision policy (autocast)
-  // is applied to it, so it rounds what the chip rounds.
+  // The model as imported, by the interpreter (compiler::reference_outputs).
   const std::map<std::string, std::string> io = lower::io_tensor_names(g);
   interp::TensorMap in;
   for (const ir::Value* v : g.inputs())
     in[v->name] = runtime::from_device(launch.inputs.at(io.at(v->name)), v->type);
   const bool emulate = r.precision != "fp32";
   const interp::TensorMap ref32 = interp::run(g, in);
-  interp::TensorMap ref = ref32;
-  if (emulate) {
-    ir::Graph cast = g.clone();
-    graph_passes::PassContext ctx;
-    ctx.precision = *graph_passes::parse_precision(r.precision);
-    graph_passes::run_passes(cast, ctx, {"autocast"});
-    interp::RunOptions ro;
-    ro.emulate_precision = true;
-    ref = interp::run(cast, in, ro);
-  }
+  const interp::TensorMap ref =
+      emulate ? compiler::reference_outputs(g, in, *graph_passes::parse_precision(r.precision))
+              : ref32;
   const interp::TensorMap& judge = r.reference_fp32 ? ref32 : ref;
   std::vector<runtime::OutputCheck> checks;
   for (size_t k = 0; k < g.outputs().size(); ++k) {
@@ -606,7 +585,7 @@ void write_output_dir(const std::string& out_dir, bool onnx, const runtime::Onnx
     for (const auto& [name, t] : rep.launches.at(0).outputs)
       write(name, name, t.shape, [&](const std::string& path) {
         runtime::write_npy(path, t);
-        return npy_dtype(t.dtype);
+        return runtime::npy_dtype(t.dtype);
       });
   }
   const std::string path = (std::filesystem::path(out_dir) / "outputs.json").string();

@@ -327,7 +327,7 @@ std::string write_model_output(const ModelIo& out, const std::string& path, cons
     HostTensor h = t;
     h.shape = out.type.shape;  // a scalar is 0-d, not the device's [1]
     write_npy(path, h);
-    return h.dtype == isa::DType::fp16 ? "float16" : "float32";
+    return npy_dtype(h.dtype);
   }
   // numpy's name and size of the type; host and .npy are both little-endian.
   std::string descr = "<i8", dtype = "int64";

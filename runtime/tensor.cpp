@@ -326,6 +326,19 @@ HostTensor read_npy(const std::string& path) {
   return t;
 }
 
+std::string npy_dtype(isa::DType t) {
+  switch (t) {
+    case isa::DType::fp16:
+      return "float16";
+    case isa::DType::int32:
+      return "int32";
+    case isa::DType::uint8:
+      return "uint8";
+    default:
+      return "float32";
+  }
+}
+
 void write_npy(const std::string& path, const HostTensor& t) {
   for (int64_t d : t.shape)
     if (d < 0) fail(path, "cannot write negative shape " + shape_string(t.shape));

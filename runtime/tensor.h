@@ -33,6 +33,9 @@ class NpyError : public std::runtime_error {
 
 HostTensor read_npy(const std::string& path);  // errors name the file and what is wrong
 void write_npy(const std::string& path, const HostTensor& t);
+// The numpy dtype write_npy writes a tensor of `t` as ("float32" for bf16 and fp8:
+// numpy has no such types, their values are stored exactly as fp32).
+std::string npy_dtype(isa::DType t);
 std::string shape_string(const std::vector<int64_t>& shape);  // "[2,3]"
 
 // Writes what `body` streams (or `bytes`) to `path`, created or truncated, then

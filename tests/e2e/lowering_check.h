@@ -77,14 +77,7 @@ inline void expect_close(const std::string& name, const std::vector<float>& got,
 // operands to round), so the reference rounds what the chip rounds and nothing else.
 inline interp::TensorMap reference_outputs(const ir::Graph& original, const interp::TensorMap& in,
                                            Precision p) {
-  if (p == Precision::fp32) return interp::run(original, in);
-  ir::Graph g = original.clone();
-  graph_passes::PassContext ctx;
-  ctx.precision = p;
-  graph_passes::run_passes(g, ctx, {"autocast"});
-  interp::RunOptions ro;
-  ro.emulate_precision = true;
-  return interp::run(g, in, ro);
+  return compiler::reference_outputs(original, in, p);
 }
 
 // Runs a compiled program on a fresh tiny Device and returns launch 0's outputs.
