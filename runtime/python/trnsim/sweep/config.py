@@ -9,6 +9,7 @@ units (Hz, B/s, bytes, seconds, fractions; counts as ints) so that `1` and `1.0`
 """
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -140,18 +141,24 @@ def human(vtype, canon):
         return str(canon)
     if vtype == "ratio":
         return f"{canon * 100:g}%"
+    units = load_units()[vtype]
     if vtype == "size":
-        sizes = load_units()["size"]
-        for u in ("TiB", "GiB", "MiB", "KiB"):
-            if canon >= sizes[u] and canon % int(sizes[u]) == 0:
-                return f"{canon // int(sizes[u])}{u}"
+        # The largest binary unit that divides the size exactly.
+        for u, m in sorted(((u, int(m)) for u, m in units.items() if "i" in u),
+                           key=lambda x: -x[1]):
+            if canon >= m and canon % m == 0:
+                return f"{canon // m}{u}"
         return f"{canon}B"
-    scales = {"bandwidth": (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1)),
-              "frequency": (("THz", 1e12), ("GHz", 1e9), ("MHz", 1e6), ("Hz", 1)),
-              "time": (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12))}
-    for u, s in scales[vtype]:
-        if canon >= s or s == scales[vtype][-1][1]:
-            return f"{canon / s:.4g}{u}"
+    # Decimal units, one name per scale (the table's first), largest first; the value
+    # in the largest unit it reaches (the smallest unit below all of them).
+    scales = {}
+    for u, m in units.items():
+        if u.isascii() and m not in scales and abs(math.log10(m) - round(math.log10(m))) < 1e-9:
+            scales[m] = u
+    ordered = sorted(scales.items(), reverse=True)
+    for m, u in ordered:
+        if canon >= m or m == ordered[-1][0]:
+            return f"{canon / m:.4g}{u}"
     return str(canon)
 
 
