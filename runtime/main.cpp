@@ -677,6 +677,7 @@ const char* kCompileHelp =
     "  -c, --config NAME|PATH   platform to compile for [trn2]\n"
     "  --set KEY=VALUE          override a config key (repeatable)\n"
     "  --precision P            matmul operand type bf16|fp32|fp8 [bf16]\n"
+    "  --core-type NAME         compile for this core type of the config (core_types) [core]\n"
     "  --print-after PASS       print the IR after a graph or tile pass (or *; repeatable)\n"
     "  --input-shape NAME=D0xD1...  concrete shape of an ONNX input with symbolic dims\n"
     "  --no-keep-on-chip        every intermediate goes through HBM (no keep_on_chip\n"
@@ -685,7 +686,7 @@ const char* kCompileHelp =
     "                           disassembly order) from the program written\n";
 
 int cmd_compile(std::vector<std::string> args) {
-  std::string model, out, config = "trn2", precision = "bf16", v;
+  std::string model, out, config = "trn2", precision = "bf16", core_type = "core", v;
   std::vector<std::string> sets, print_after;
   frontend::ImportOptions import;
   long long drop_sync = -1;
@@ -706,6 +707,8 @@ int cmd_compile(std::vector<std::string> args) {
       sets.push_back(v);
     } else if (take_value(args, i, "--precision", "", v)) {
       precision = v;
+    } else if (take_value(args, i, "--core-type", "", v)) {
+      core_type = v;
     } else if (take_value(args, i, "--print-after", "", v)) {
       print_after.push_back(v);
     } else if (take_value(args, i, "--input-shape", "", v)) {
@@ -721,7 +724,16 @@ int cmd_compile(std::vector<std::string> args) {
   if (model.empty()) throw UsageError("compile: no model given\n" + std::string(kCompileHelp));
   if (out.empty()) throw UsageError("compile: -o PROGRAM.tbin|.tasm is required");
   check_output_file("-o", out);
-  const platform::platform_config cfg = platform::load_config(config, sets);
+  platform::platform_config cfg = platform::load_config(config, sets);
+  size_t type = 0;
+  while (type < cfg.core_types() && cfg.core_type_name(type) != core_type) ++type;
+  if (type == cfg.core_types()) {
+    std::string known;
+    for (size_t t = 0; t < cfg.core_types(); ++t) known += (t ? ", " : "") + cfg.core_type_name(t);
+    throw UsageError("--core-type " + core_type + ": platform '" + cfg.name +
+                     "' has no such core type (its types: " + known + ")");
+  }
+  cfg.core = cfg.core_type(type);
   runtime::OnnxModel m = runtime::compile_onnx_model(model, cfg, precision, print_after, std::cout,
                                                      false, keep_on_chip, import);
   isa::Program& p = m.program;

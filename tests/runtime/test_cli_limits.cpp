@@ -128,4 +128,14 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d +
               1, "dma engine 2 >= 2 dma engines");
   expect_exit(trnsim_bin() + " run " + d + "mm.tbin -c " + d + "het.yaml --core 0 --random-inputs",
               0, "simulated time");
+  // compile --core-type: a program for the small core runs there.
+  expect_exit(trnsim_bin() + " compile " + d + "mm.onnx -c " + d +
+                  "het.yaml --core-type small -o " + d + "small.tbin",
+              0, "wrote");
+  expect_exit(
+      trnsim_bin() + " run " + d + "small.tbin -c " + d + "het.yaml --core 1 --random-inputs", 0,
+      "simulated time");
+  expect_exit(trnsim_bin() + " compile " + d + "mm.onnx -c " + d + "het.yaml --core-type big -o " +
+                  d + "big.tbin",
+              2, "--core-type big: platform 'het' has no such core type (its types: core, small)");
 }
