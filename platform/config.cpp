@@ -92,6 +92,13 @@ std::string suggestion(std::string_view unknown) {
   return "";
 }
 
+// Without leading and trailing blanks.
+std::string trim(std::string s) {
+  s.erase(0, s.find_first_not_of(" \t"));
+  s.erase(s.find_last_not_of(" \t") + 1);
+  return s;
+}
+
 // A path under `core_types.NAME.` as the `core.` path the schema knows, with NAME;
 // {"", ""} for other paths, {"", NAME} for `core_types.NAME` itself.
 struct CoreTypePath {
@@ -143,11 +150,12 @@ class Loader {
  public:
   explicit Loader(std::string file) : file_(std::move(file)) {}
 
-  // `text` is the file's YAML; `layer` 0 is the config given, its base 1, ...
+  // `text` is the YAML of the file given; its base chain is read first.
   void read_yaml(const std::string& text) {
     const std::string given = file_;
     std::error_code ec;
-    chain_.insert(fs::weakly_canonical(given, ec).string());
+    const std::string canon = fs::weakly_canonical(given, ec).string();
+    chain_.insert(ec ? given : canon);
     read_root(text, given, 0);
     file_ = given;
     layer_ = 0;
@@ -197,12 +205,12 @@ class Loader {
     } catch (const ConfigError& e) {
       throw ConfigError(at + ": base: " + e.what());
     }
-    const std::string canon = fs::weakly_canonical(path).string();
-    if (!chain_.insert(canon).second)
+    std::error_code ec;
+    const std::string canon = fs::weakly_canonical(path, ec).string();
+    if (!chain_.insert(ec ? path : canon).second)
       throw ConfigError(at + ": base: '" + name + "' is already in this config's base chain (" +
                         path + ")");
     std::string text;
-    std::error_code ec;
     // A base is a file: a device or pipe (/dev/zero) could be read forever.
     if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
       throw ConfigError(at + ": base: " + path + " is not a regular file");
@@ -218,11 +226,6 @@ class Loader {
       errors_.push_back("--set '" + ov + "': expected KEY=VALUE (e.g. core.tensor.clock=2GHz)");
       return;
     }
-    const auto trim = [](std::string s) {
-      s.erase(0, s.find_first_not_of(" \t"));
-      s.erase(s.find_last_not_of(" \t") + 1);
-      return s;
-    };
     const std::string key = trim(ov.substr(0, eq));
     const std::string value = trim(ov.substr(eq + 1));
     if (key == schema::kTensorRtlSection ||
@@ -313,8 +316,7 @@ class Loader {
     for (const auto& [key, setting] : values_) {
       const auto ct = core_type_path(key);
       if (!ct || ct->schema_path.empty()) continue;
-      size_t t = 1;
-      while (t < cfg.core_types() && cfg.core_type_name(t) != ct->name) ++t;
+      const size_t t = cfg.find_core_type(ct->name);
       if (t == cfg.core_types()) cfg.other_core_types.emplace_back(ct->name, cfg.core);
       if (const schema::KeyDef* k = schema::find_key(ct->schema_path))
         set(*k, setting, cfg, t, key);
@@ -347,8 +349,7 @@ class Loader {
       const size_t comma = rest.find(',');
       std::string item(rest.substr(0, comma));
       rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-      item.erase(0, item.find_first_not_of(" \t"));
-      item.erase(item.find_last_not_of(" \t") + 1);
+      item = trim(item);
       uint64_t count = 1;
       if (const size_t star = item.find('*'); star != std::string::npos) {
         try {
@@ -357,15 +358,12 @@ class Loader {
           errors_.push_back(about + "'" + item + "': " + e.what());
           return;
         }
-        item.erase(item.find_last_not_of(" \t", star - (star > 0)) + 1);
+        item = trim(item.substr(0, star));
       }
-      size_t t = 0;
-      while (t < cfg.core_types() && cfg.core_type_name(t) != item) ++t;
+      const size_t t = cfg.find_core_type(item);
       if (t == cfg.core_types()) {
-        std::string known;
-        for (size_t i = 0; i < cfg.core_types(); ++i)
-          known += (i ? ", " : "") + cfg.core_type_name(i);
-        errors_.push_back(about + "unknown core type '" + item + "' (known: " + known + ")");
+        errors_.push_back(about + "unknown core type '" + item +
+                          "' (known: " + cfg.core_type_names() + ")");
         return;
       }
       if (per_core.size() + count > cfg.cores) {
@@ -704,6 +702,16 @@ core_config& platform_config::core_type(size_t t) {
 std::string platform_config::core_type_name(size_t t) const {
   return t == 0 ? std::string(kDefaultCoreType) : other_core_types.at(t - 1).first;
 }
+size_t platform_config::find_core_type(std::string_view name) const {
+  size_t t = 0;
+  while (t < core_types() && core_type_name(t) != name) ++t;
+  return t;
+}
+std::string platform_config::core_type_names() const {
+  std::string s;
+  for (size_t t = 0; t < core_types(); ++t) s += (t ? ", " : "") + core_type_name(t);
+  return s;
+}
 const core_config& platform_config::core_of(uint32_t i) const {
   return layout.empty() ? core : core_type(layout.at(i));
 }
@@ -776,9 +784,19 @@ std::string json_string(std::string_view s) {
   return "\"" + stats::json_escape(std::string(s)) + "\"";
 }
 
-// Shortest text that reads back as `v`; null for the unbounded (inf) range ends.
-std::string json_number(double v) {
-  return stats::json_number(v, false);
+// The config's optional parts that are not parameter rows: the RTL section, other
+// core types and the layout (schema_table and schema_json both list them).
+struct OptionalPart {
+  std::string key, type, dflt, readers, description;
+};
+std::vector<OptionalPart> optional_parts() {
+  return {{std::string(schema::kTensorRtlSection), "section", "-", "sim",
+           "RTL block of the tensor engine, used with impl: rtl (optional; docs/rtl-cosim.md)"},
+          {std::string(schema::kCoreTypesSection), "section", "-", "as its core.* key",
+           "other core types: core_types.NAME.<any core.* key> (optional; NAME is `core` plus "
+           "these differences)"},
+          {std::string(schema::kLayoutKey), "layout", "core*<chip.cores>", "sim",
+           "the core type of each core: NAME*COUNT, ... or a list of names (optional)"}};
 }
 
 }  // namespace
@@ -802,14 +820,8 @@ std::string schema_table() {
     rows.push_back({k.key, "choice", "-", k.choices[0], words,
                     std::string(schema::readers_name(k.readers)), k.description + " (optional)"});
   }
-  rows.push_back({std::string(schema::kTensorRtlSection), "section", "-", "-", "-", "sim",
-                  "RTL block of the tensor engine, used with impl: rtl (optional; "
-                  "docs/rtl-cosim.md)"});
-  rows.push_back({std::string(schema::kCoreTypesSection), "section", "-", "-", "-", "sim+compiler",
-                  "other core types: core_types.NAME.<any core.* key> (optional; NAME is `core` "
-                  "plus these differences)"});
-  rows.push_back({std::string(schema::kLayoutKey), "layout", "-", "core*<chip.cores>", "-", "sim",
-                  "the core type of each core: NAME*COUNT, ... or a list of names (optional)"});
+  for (const OptionalPart& o : optional_parts())
+    rows.push_back({o.key, o.type, "-", o.dflt, "-", o.readers, o.description});
   rows.insert(rows.begin(),
               Row{"key", "type", "unit", "default", "check", "readers", "description"});
   size_t w[6] = {};
@@ -847,9 +859,9 @@ std::string schema_json() {
            ", \"unit\": " + json_string(k.unit) +
            ", \"default\": " + json_string(schema::default_value(k)) + ", \"check\": " +
            json_string(k.type == ValueType::boolean ? "" : schema::check_text(k.check, k.type)) +
-           ", \"min\": " + json_number(k.check.min) +
+           ", \"min\": " + stats::json_number(k.check.min, false) +
            ", \"min_exclusive\": " + (k.check.min_exclusive ? "true" : "false") +
-           ", \"max\": " + json_number(k.check.max) +
+           ", \"max\": " + stats::json_number(k.check.max, false) +
            ", \"multiple_of\": " + std::to_string(k.check.multiple_of) +
            ", \"power_of_two\": " + (k.check.power_of_two ? "true" : "false") +
            ", \"readers\": " + json_string(schema::readers_name(k.readers)) +
@@ -867,16 +879,10 @@ std::string schema_json() {
            ", \"per_core\": true, \"description\": " + json_string(k.description) +
            ", \"source\": \"\"}";
   }
-  for (const auto& [key, desc] :
-       {std::pair<std::string, std::string>{std::string(schema::kTensorRtlSection),
-                                            "RTL block of the tensor engine (docs/rtl-cosim.md)"},
-        {std::string(schema::kCoreTypesSection), "other core types: core plus differences"}})
-    out += sep() + "{\"key\": " + json_string(key) +
-           ", \"type\": \"section\", \"readers\": \"sim\", \"description\": " + json_string(desc) +
-           "}";
-  out += sep() + "{\"key\": " + json_string(schema::kLayoutKey) +
-         ", \"type\": \"layout\", \"readers\": \"sim\", \"description\": "
-         "\"the core type of each core: NAME*COUNT, ...\"}";
+  for (const OptionalPart& o : optional_parts())
+    out += sep() + "{\"key\": " + json_string(o.key) + ", \"type\": " + json_string(o.type) +
+           ", \"default\": " + json_string(o.dflt) + ", \"readers\": " + json_string(o.readers) +
+           ", \"description\": " + json_string(o.description) + "}";
   out += "\n],\n\"units\": {";
   bool first_type = true;
   for (const ValueType t :
@@ -885,7 +891,8 @@ std::string schema_json() {
     first_type = false;
     bool first_unit = true;
     for (const auto& [name, mult] : unit_table(t)) {
-      out += std::string(first_unit ? "" : ", ") + json_string(name) + ": " + json_number(mult);
+      out += std::string(first_unit ? "" : ", ") + json_string(name) + ": " +
+             stats::json_number(mult, false);
       first_unit = false;
     }
     out += "}";

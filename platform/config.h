@@ -81,6 +81,9 @@ struct platform_config {
   core_config& core_type(size_t t);
   std::string core_type_name(size_t t) const;
   size_t core_types() const { return 1 + other_core_types.size(); }
+  // The index of the type named `name`, or core_types() when there is none.
+  size_t find_core_type(std::string_view name) const;
+  std::string core_type_names() const;  // "core, small": for messages
   // The type of core `i` of the chip.
   const core_config& core_of(uint32_t i) const;
   isa::Limits limits() const;  // the default core type's, for the ISA validator

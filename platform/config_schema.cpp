@@ -1,7 +1,5 @@
 #include "platform/config_schema.h"
 
-#include "models/isa/limits.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,10 +16,6 @@ std::string num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.10g", v);
   return buf;
-}
-
-core_config& core_type_ref(platform_config& c, size_t t) {
-  return c.core_type(t);
 }
 
 // A row of a params struct's list (models/common/params.h) as a KeyDef of
@@ -56,51 +50,51 @@ std::vector<KeyDef> build() {
 #undef PER_CORE
 #define PER_CORE true
 #define SECTION "core"
-#define STRUCT(c, t) core_type_ref(c, t).semaphores
+#define STRUCT(c, t) c.core_type(t).semaphores
   TRNSIM_SEMAPHORES_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT
 #define SECTION "core.tensor"
-#define STRUCT(c, t) core_type_ref(c, t).tensor
+#define STRUCT(c, t) c.core_type(t).tensor
   TRNSIM_TENSOR_SEQUENCER_PARAMS(TRNSIM_ROW)
   TRNSIM_TENSOR_ENGINE_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT
 #define SECTION "core.vector"
-#define STRUCT(c, t) core_type_ref(c, t).vector
+#define STRUCT(c, t) c.core_type(t).vector
   TRNSIM_VECTOR_SEQUENCER_PARAMS(TRNSIM_ROW)
   TRNSIM_VECTOR_ENGINE_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT
 #define SECTION "core.scalar"
-#define STRUCT(c, t) core_type_ref(c, t).scalar
+#define STRUCT(c, t) c.core_type(t).scalar
   TRNSIM_SCALAR_SEQUENCER_PARAMS(TRNSIM_ROW)
   TRNSIM_SCALAR_ENGINE_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT
 #define SECTION "core.gpsimd"
-#define STRUCT(c, t) core_type_ref(c, t).gpsimd
+#define STRUCT(c, t) c.core_type(t).gpsimd
   TRNSIM_GPSIMD_SEQUENCER_PARAMS(TRNSIM_ROW)
   TRNSIM_GPSIMD_ENGINE_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT
 #define SECTION "core.sync"
-#define STRUCT(c, t) core_type_ref(c, t).sync
+#define STRUCT(c, t) c.core_type(t).sync
   TRNSIM_SYNC_SEQUENCER_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT
 #define SECTION "core.sbuf"
-#define STRUCT(c, t) core_type_ref(c, t).sbuf
+#define STRUCT(c, t) c.core_type(t).sbuf
   TRNSIM_SBUF_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT
 #define SECTION "core.psum"
-#define STRUCT(c, t) core_type_ref(c, t).psum
+#define STRUCT(c, t) c.core_type(t).psum
   TRNSIM_PSUM_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT
 #define SECTION "core.dma"
-#define STRUCT(c, t) core_type_ref(c, t).dma
+#define STRUCT(c, t) c.core_type(t).dma
   TRNSIM_DMA_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT

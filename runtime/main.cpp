@@ -725,14 +725,10 @@ int cmd_compile(std::vector<std::string> args) {
   if (out.empty()) throw UsageError("compile: -o PROGRAM.tbin|.tasm is required");
   check_output_file("-o", out);
   platform::platform_config cfg = platform::load_config(config, sets);
-  size_t type = 0;
-  while (type < cfg.core_types() && cfg.core_type_name(type) != core_type) ++type;
-  if (type == cfg.core_types()) {
-    std::string known;
-    for (size_t t = 0; t < cfg.core_types(); ++t) known += (t ? ", " : "") + cfg.core_type_name(t);
+  const size_t type = cfg.find_core_type(core_type);
+  if (type == cfg.core_types())
     throw UsageError("--core-type " + core_type + ": platform '" + cfg.name +
-                     "' has no such core type (its types: " + known + ")");
-  }
+                     "' has no such core type (its types: " + cfg.core_type_names() + ")");
   cfg.core = cfg.core_type(type);
   runtime::OnnxModel m = runtime::compile_onnx_model(model, cfg, precision, print_after, std::cout,
                                                      false, keep_on_chip, import);
