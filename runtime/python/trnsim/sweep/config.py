@@ -10,7 +10,6 @@ units (Hz, B/s, bytes, seconds, fractions; counts as ints) so that `1` and `1.0`
 
 import json
 import math
-import os
 import re
 import subprocess
 from decimal import Decimal, InvalidOperation
@@ -21,22 +20,21 @@ _UNITS = None
 
 
 def load_units(binary=None):
-    """The simulator's units table; `binary` defaults to TRNSIM_BIN (set by `trnsim
-    sweep`), else the build tree's trnsim."""
+    """The simulator's units table; `binary` defaults to trnsim.find_binary()
+    (TRNSIM_BIN, set by `trnsim sweep`, else the build tree's)."""
     global _UNITS
     if _UNITS is None:
         _UNITS = _schema_json(binary)["units"]
     return _UNITS
 
 
-def _default_binary():
-    from pathlib import Path
-    return os.environ.get("TRNSIM_BIN") or str(
-        Path(__file__).resolve().parents[4] / "build" / "runtime" / "trnsim")
-
-
 def _schema_json(binary=None):
-    binary = binary or _default_binary()
+    if not binary:
+        from trnsim._cli import TrnsimError, find_binary
+        try:
+            binary = find_binary()
+        except TrnsimError as e:
+            raise ConfigError(str(e)) from e
     out = _check_output([binary, "info", "--keys", "--json"], "trnsim info --keys --json")
     try:
         return json.loads(out)
