@@ -14,21 +14,15 @@
 
 #include "platform/config.h"
 #include "platform/config_schema.h"
+#include "tests/platform/config_test_util.h"
 
 using namespace trnsim::platform;
+using namespace trnsim::platform::test;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kConfigDir = std::string(TRNSIM_SOURCE_DIR) + "/configs";
 const char* const kFile = "cfg/tiny.yaml";  // name given to parse_config in error tests
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The tiny chip written out in full, every key and no base: (generated from the
 // schema, so a new parameter row needs no edit here). The error tests edit it.
@@ -64,22 +58,8 @@ int line_of(const std::string& text, const std::string& needle) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + pos, '\n'));
 }
 
-template <class F>
-std::string config_error(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
 std::string parse_error(const std::string& text, const std::vector<std::string>& ov = {}) {
   return config_error([&] { parse_config(text, kFile, ov); });
-}
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 
 // Peak dense matmul rate of one core: every PE does one multiply-add (2 FLOP) per

@@ -10,27 +10,17 @@
 #include "platform/chip.h"
 #include "platform/config.h"
 #include "platform/config_schema.h"
+#include "tests/platform/config_test_util.h"
 
 using namespace trnsim::platform;
+using namespace trnsim::platform::test;
 
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kConfigDir = std::string(TRNSIM_SOURCE_DIR) + "/configs";
-
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-std::string error_of(const std::string& text, const std::string& file = "dir/my.yaml",
-                     const std::vector<std::string>& ov = {}) {
-  try {
-    parse_config(text, file, ov);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
+std::string error_of(const std::string& text, const std::string& file = "dir/my.yaml") {
+  return config_error([&] { parse_config(text, file); });
 }
 
 std::map<std::string, std::string> values(const platform_config& c) {
@@ -71,10 +61,8 @@ TEST(ConfigBase, PresetsListOnlyDifferences) {
   for (const auto& [name, base] : std::vector<std::pair<std::string, std::string>>{
            {"trn1", "trn2"}, {"trn3", "trn2"}, {"tiny", "trn2"}, {"tiny_rtl", "tiny"}}) {
     SCOPED_TRACE(name);
-    std::ifstream in(kConfigDir + "/" + name + ".yaml");
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_TRUE(has(text.str(), "\nbase: " + base + "\n")) << text.str();
+    const std::string text = read_file(kConfigDir + "/" + name + ".yaml");
+    EXPECT_TRUE(has(text, "\nbase: " + base + "\n")) << text;
     const auto mine = values(load_config(name));
     const auto theirs = values(load_config(base));
     int written = 0;
@@ -82,7 +70,7 @@ TEST(ConfigBase, PresetsListOnlyDifferences) {
       if (mine.at(k.key) != theirs.at(k.key)) ++written;
     // Every line with a value (not a section, comment or the rtl block) is one
     // differing key.
-    std::istringstream lines(text.str());
+    std::istringstream lines(text);
     std::string line;
     int value_lines = 0;
     bool in_rtl = false;
@@ -136,22 +124,11 @@ TEST(ConfigBase, BadBasesNameTheFileAndLine) {
   EXPECT_TRUE(has(error_of("base: [trn2]\n"), "dir/my.yaml:1: base: expected a preset name"));
   const std::string a = t.write("a.yaml", "base: b.yaml\n");
   t.write("b.yaml", "base: a.yaml\n");
-  const std::string cyc = [&] {
-    try {
-      load_config(a);
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("<no error>");
-  }();
+  const std::string cyc = config_error([&] { load_config(a); });
   EXPECT_TRUE(has(cyc, "b.yaml:1: base: 'a.yaml' is already in this config's base chain")) << cyc;
   const std::string missing = t.write("c.yaml", "base: nothere.yaml\n");
-  try {
-    load_config(missing);
-    ADD_FAILURE() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_TRUE(has(e.what(), "c.yaml:1: base: cannot open")) << e.what();
-  }
+  const std::string open = config_error([&] { load_config(missing); });
+  EXPECT_TRUE(has(open, "c.yaml:1: base: cannot open")) << open;
   EXPECT_TRUE(
       has(error_of("base: /dev/zero\n"), "dir/my.yaml:1: base: /dev/zero is not a regular file"))
       << error_of("base: /dev/zero\n");
