@@ -410,7 +410,7 @@ class Loader {
         } else {
           setting.error = "expected a list of core type names or 'NAME*COUNT, ...'";
         }
-        values_[path] = setting;
+        record(path, std::move(setting), at);
         continue;
       }
       const auto ct = core_type_path(path);
@@ -474,13 +474,19 @@ class Loader {
             (choice ? "one of " + choice_list(*choice) + ": " + choice->description
                     : type_hint(*def) + "; e.g. " + std::string(example_value(def->type))) +
             ")";
-      const auto [prev, fresh] = values_.emplace(path, setting);
-      if (!fresh && prev->second.layer > layer_)
-        prev->second = std::move(setting);  // this file replaces its base's value
-      else if (!fresh)
-        errors_.push_back(at + ": " + path + ": duplicate key (first set at line " +
-                          std::to_string(prev->second.line) + ")");
+      record(path, std::move(setting), at);
     }
+  }
+
+  // A key's setting from the file being read: it replaces its base's; twice in one
+  // file is an error.
+  void record(const std::string& path, Setting setting, const std::string& at) {
+    const auto [prev, fresh] = values_.emplace(path, setting);
+    if (!fresh && prev->second.layer > layer_)
+      prev->second = std::move(setting);
+    else if (!fresh)
+      errors_.push_back(at + ": " + path + ": duplicate key (first set at line " +
+                        std::to_string(prev->second.line) + ")");
   }
 
   // Where each key of the rtl section was written, for messages.

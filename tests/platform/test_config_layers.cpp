@@ -203,6 +203,8 @@ TEST(ConfigCoreTypes, ErrorsNameTheKey) {
   EXPECT_TRUE(has(error_of(two + "chip: {layout: [core, big]}\n"), "unknown core type 'big'"));
   EXPECT_TRUE(has(error_of(two + "chip: {layout: small*3}\n"), "names more cores than chip.cores"));
   EXPECT_TRUE(has(error_of(two + "chip: {layout: small}\n"), "names 1 cores, but chip.cores is 2"));
+  EXPECT_TRUE(has(error_of(two + "chip: {layout: small*2, layout: core*2}\n"),
+                  "chip.layout: duplicate key"));
   EXPECT_TRUE(has(error_of(two + "chip: {layout: core*2}\n"),
                   "core type small is defined in core_types but no core uses it"));
   // Cross-key checks run per type and name the type's key.
