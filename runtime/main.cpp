@@ -3,8 +3,8 @@
 //              [--random-inputs[=SEED]] [--output-dir DIR] [--stats FILE.json]
 //              [--stats-text FILE] [--trace FILE.json] [--vcd FILE.vcd]
 //              [--no-functional] [--core N]
-//   trnsim compile MODEL.onnx -o OUT.tbin|.tasm [-c CONFIG] [--precision P] [--print-after PASS]
-//   trnsim asm IN.tasm -o OUT.tbin      trnsim disasm IN.tbin [-o OUT.tasm]
+//   trnsim compile MODEL.onnx|KERNEL.tir -o OUT.tbin|.tasm [-c CONFIG] [--precision P]
+//   [--print-after PASS] trnsim asm IN.tasm -o OUT.tbin      trnsim disasm IN.tbin [-o OUT.tasm]
 //   trnsim info [-c CONFIG] [--set k=v]... [--keys]
 //   trnsim sweep|plot|fuzz ARGS   (exec: python3 -m trnsim.sweep|plot|fuzz ARGS)
 // Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
@@ -37,6 +37,7 @@
 #include "runtime/onnx_program.h"
 #include "runtime/report.h"
 #include "runtime/target_from_config.h"
+#include "runtime/tile_program.h"
 #include "runtime/validate.h"
 
 namespace {
@@ -50,9 +51,9 @@ struct UsageError : std::runtime_error {
 const char* kMainHelp =
     "usage: trnsim <command> [options]\n"
     "commands:\n"
-    "  run PROGRAM     run an assembly (.tasm) or binary (.tbin) program, or an\n"
-    "                  ONNX model (.onnx, compiled first)\n"
-    "  compile MODEL   compile an ONNX model to a program (.tbin or .tasm)\n"
+    "  run PROGRAM     run an assembly (.tasm) or binary (.tbin) program, an ONNX\n"
+    "                  model (.onnx) or a tile-IR kernel (.tir), compiled first\n"
+    "  compile MODEL   compile an ONNX model or a .tir kernel to a program\n"
     "  asm IN.tasm     assemble to the binary form\n"
     "  disasm IN.tbin  print a program as assembly\n"
     "  validate MODEL  compile, simulate and compare with the reference interpreter\n"
@@ -86,7 +87,7 @@ const char* kRunHelp =
     "  --vcd FILE.vcd           write the semaphore values as a VCD waveform\n"
     "  --core N                 run on core N (0 .. cores-1 of the config) [0]\n"
     "  --precision P            for .onnx: matmul operand type bf16|fp32|fp8 [bf16]\n"
-    "  --print-after PASS       for .onnx: print the IR after a graph/tile pass (or *)\n"
+    "  --print-after PASS       for .onnx/.tir: print the IR after a graph/tile pass (or *)\n"
     "  --no-functional          timing only: no data moved or computed\n"
     "  --no-fallback            for .onnx: refuse nodes the chip cannot run instead of\n"
     "                           running them on the host (reference interpreter)\n"
@@ -447,7 +448,19 @@ runtime::OnnxModel load_run_model(const RunArgs& r, const platform::platform_con
   if (onnx) {
     model = load_onnx_model(r, cfg, launch, reference);
   } else {
-    model.program = isa::load_program(r.program_path);
+    if (runtime::is_tile_path(r.program_path)) {
+      platform::platform_config for_core = cfg;
+      for_core.core = cfg.core_of(launch.core);
+      runtime::TileProgram t =
+          runtime::compile_tile_file(r.program_path, for_core, r.print_after, std::cout);
+      model.program = std::move(t.program);
+      model.compile_stats = std::move(t.compile_stats);
+    } else {
+      if (!r.print_after.empty())
+        throw UsageError("--print-after: '" + r.program_path +
+                         "' is a compiled program; it applies to .onnx and .tir");
+      model.program = isa::load_program(r.program_path);
+    }
     for (const auto& [name, file] : r.inputs) {
       if (launch.inputs.count(name)) throw UsageError("--input " + name + " given twice");
       launch.inputs[name] = runtime::read_npy(file);
@@ -673,7 +686,7 @@ int cmd_asm(std::vector<std::string> args, bool to_binary) {
 }
 
 const char* kCompileHelp =
-    "usage: trnsim compile MODEL.onnx -o PROGRAM.tbin|.tasm [options]\n"
+    "usage: trnsim compile MODEL.onnx|KERNEL.tir -o PROGRAM.tbin|.tasm [options]\n"
     "  -c, --config NAME|PATH   platform to compile for [trn2]\n"
     "  --set KEY=VALUE          override a config key (repeatable)\n"
     "  --precision P            matmul operand type bf16|fp32|fp8 [bf16]\n"
@@ -730,8 +743,14 @@ int cmd_compile(std::vector<std::string> args) {
     throw UsageError("--core-type " + core_type + ": platform '" + cfg.name +
                      "' has no such core type (its types: " + cfg.core_type_names() + ")");
   cfg.core = cfg.core_type(type);
-  runtime::OnnxModel m = runtime::compile_onnx_model(model, cfg, precision, print_after, std::cout,
-                                                     false, keep_on_chip, import);
+  runtime::OnnxModel m;
+  if (runtime::is_tile_path(model)) {
+    runtime::TileProgram t = runtime::compile_tile_file(model, cfg, print_after, std::cout);
+    m.program = std::move(t.program);
+  } else {
+    m = runtime::compile_onnx_model(model, cfg, precision, print_after, std::cout, false,
+                                    keep_on_chip, import);
+  }
   isa::Program& p = m.program;
   if (const std::string s = runtime::keep_on_chip_summary(m.compile_stats); !s.empty())
     std::cout << s << "\n";

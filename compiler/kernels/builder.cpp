@@ -453,7 +453,7 @@ void Builder::set(tile::Op& op, tile::Slot s, const TileView& v, const std::vect
   if (v.b_ != this || v.tile_ < 0) fail("operand is not a tile view of this kernel");
   isa::AccessPattern ap = v.ap(group);
   const uint32_t st = ap.partition_start, c = ap.partition_count;
-  if (!isa::partition_start_ok(st, c))
+  if (op.ins.op != isa::Opcode::dma_copy && !isa::partition_start_ok(st, c))
     fail(std::string(isa::opcode_name(op.ins.op)) + ": " + std::string(tile::slot_key(op.ins, s)) +
          " uses partitions " + std::to_string(st) + ".." + std::to_string(st + c - 1) +
          " of tile '" + k_.tiles[v.tile_].name +

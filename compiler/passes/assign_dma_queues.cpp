@@ -7,7 +7,8 @@
 // the ops are replayed in list order on a simple timeline (dependencies by address
 // once memory is allocated, compute engines busy for their estimated cost) and each
 // transfer goes to the DMA engine where it would finish first, which spreads
-// concurrent transfers over all target.dma_engines engines.
+// concurrent transfers over all target.dma_engines engines. A transfer the kernel
+// pinned (`dma.E.Q!` in the text form) keeps its engine and queue.
 #include <algorithm>
 #include <array>
 
@@ -49,6 +50,19 @@ void run(Kernel& k, PassContext& ctx) {
       const int e = static_cast<int>(op.engine);
       end[i] = std::max(ready, free[e]) + cost;
       free[e] = end[i];
+      continue;
+    }
+    if (op.dma_pinned) {  // placed by the kernel (`dma.E.Q!`)
+      if (op.dma_engine < 0 || uint32_t(op.dma_engine) >= t.dma_engines || op.dma_queue < 0 ||
+          uint32_t(op.dma_queue) >= t.dma_queues_per_engine)
+        throw KernelError(tile::op_label(k, op) + ": pinned to DMA engine " +
+                          std::to_string(op.dma_engine) + " queue " + std::to_string(op.dma_queue) +
+                          ", but target '" + t.name + "' has " + std::to_string(t.dma_engines) +
+                          " engines of " + std::to_string(t.dma_queues_per_engine) + " queues");
+      const uint32_t e = uint32_t(op.dma_engine);
+      end[i] = std::max(ready, dma_free[e]) + cost;
+      dma_free[e] = end[i];
+      ++per_engine[e];
       continue;
     }
     uint32_t best = 0;

@@ -4,7 +4,8 @@
 // Dependencies are by address (run alloc_memory first): RAW, WAR and WAW on SBUF,
 // PSUM and HBM. Resources are the compute engines and the DMA engines. The DMA
 // engines are equal, so a transfer runs on the one free first (this pass moves
-// transfers between engines; their queue class, from assign_dma_queues, stays). An
+// transfers between engines; their queue class, from assign_dma_queues, stays;
+// a transfer the kernel pinned keeps its engine). An
 // elementwise op whose engine the compiler chose (not pinned by the kernel) may
 // likewise move to another engine that can run it, if that one can start it first:
 // assign_engines' choice is the starting point, the schedule refines it.
@@ -57,8 +58,10 @@ struct Result {
 };
 
 // With `free_dma`, DMA ops start as soon as their producers are done.
+// `fixed[i]` >= 0: DMA op i runs on that engine.
 Result list_schedule(const DepGraph& g, const std::vector<std::vector<Choice>>& cands,
-                     const std::vector<double>& prio, uint32_t dma_engines, bool free_dma) {
+                     const std::vector<double>& prio, uint32_t dma_engines, bool free_dma,
+                     const std::vector<int>& fixed) {
   const int n = static_cast<int>(cands.size());
   using ByTime = std::pair<double, int>;
   struct ByPrio {
@@ -135,7 +138,10 @@ Result list_schedule(const DepGraph& g, const std::vector<std::vector<Choice>>& 
     out.end[i] = out.start[i] + cost;
     if (best_r == kPool) {
       if (!free_dma) {
-        auto it = std::min_element(dma_free.begin(), dma_free.end());
+        auto it = fixed[i] >= 0 ? dma_free.begin() + fixed[i]
+                                : std::min_element(dma_free.begin(), dma_free.end());
+        out.start[i] = std::max(out.start[i], *it);
+        out.end[i] = out.start[i] + cost;
         out.machine[i] = static_cast<int>(it - dma_free.begin());
         *it = out.end[i];
       }
@@ -187,7 +193,10 @@ void run(Kernel& k, PassContext& ctx) {
 
   // Pass 1 (DMA unconstrained) gives the time each consumer wants its data; pass 2
   // (every resource constrained) orders the DMA engines by those deadlines.
-  Result r = list_schedule(g, cands, prio, t.dma_engines, true);
+  std::vector<int> fixed(n, -1);
+  for (int i = 0; i < n; ++i)
+    if (k.ops[i].engine == isa::Engine::dma && k.ops[i].dma_pinned) fixed[i] = k.ops[i].dma_engine;
+  Result r = list_schedule(g, cands, prio, t.dma_engines, true, fixed);
   std::vector<double> key = prio;
   for (int i = 0; i < n; ++i) {
     if (k.ops[i].engine != isa::Engine::dma) continue;
@@ -197,7 +206,7 @@ void run(Kernel& k, PassContext& ctx) {
       if (first || r.start[s] < deadline) deadline = r.start[s], first = false;
     key[i] = -deadline;
   }
-  r = list_schedule(g, cands, key, t.dma_engines, false);
+  r = list_schedule(g, cands, key, t.dma_engines, false, fixed);
   int moved = 0;
   for (int i = 0; i < n; ++i) {
     Op& op = k.ops[i];

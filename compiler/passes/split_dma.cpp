@@ -118,7 +118,7 @@ void run(Kernel& k, PassContext& ctx) {
   int next = k.next_op_id();
   int split = 0, pieces = 0;
   for (Op& op : k.ops) {
-    if (op.ins.op != isa::Opcode::dma_copy || !op.ins.waits.empty()) {
+    if (op.ins.op != isa::Opcode::dma_copy || !op.ins.waits.empty() || op.dma_pinned) {
       out.push_back(std::move(op));
       continue;
     }

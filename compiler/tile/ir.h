@@ -85,6 +85,7 @@ struct Op {
   bool pinned = false;       // the kernel asked for this engine
   int dma_engine = -1;       // assign_dma_queues (dma_copy)
   int dma_queue = -1;
+  bool dma_pinned = false;              // the kernel placed it (`dma.E.Q!`): not split or moved
   double est_start = -1, est_end = -1;  // schedule: estimated times [ns]
 };
 

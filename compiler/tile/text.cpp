@@ -8,7 +8,8 @@
 //   %ID ENGINE OPCODE key=value ...
 //
 // ENGINE is `auto` (assign_engines decides), an engine name (`vector!` when the
-// kernel pinned it), `dma` or `dma.ENGINE.QUEUE` (assign_dma_queues). The rest of an
+// kernel pinned it), `dma` or `dma.ENGINE.QUEUE` (assign_dma_queues; with `!`, the
+// kernel placed it there and no pass splits or moves it). The rest of an
 // op line is an instruction in assembly syntax (docs/isa.md) whose operands are
 // prefixed by the tile or tensor they address, with offsets relative to it:
 //   %3 vector tensor_copy dst=y:sbuf[0:128, 0, fp32, [1,64]] src=x:psum[0:128, 0, fp32, [1,64]]
@@ -81,7 +82,8 @@ std::string engine_spec(const Op& op) {
   if (op.engine_auto) return "auto";
   if (op.engine == isa::Engine::dma) {
     if (op.dma_engine < 0) return "dma";
-    return "dma." + std::to_string(op.dma_engine) + "." + std::to_string(op.dma_queue);
+    return "dma." + std::to_string(op.dma_engine) + "." + std::to_string(op.dma_queue) +
+           (op.dma_pinned ? "!" : "");
   }
   return std::string(isa::engine_name(op.engine)) + (op.pinned ? "!" : "");
 }
@@ -352,6 +354,8 @@ class Parser {
       queue = "dma 0 0";
       if (spec.size() > 3) {
         if (spec[3] != '.') fail("bad engine '" + std::string(spec) + "'");
+        // `dma.E.Q!`: the kernel placed it; no pass splits or moves it.
+        if (spec.back() == '!') op.dma_pinned = true, spec.remove_suffix(1);
         std::string_view rest = spec.substr(4);
         const size_t dot = rest.find('.');
         if (dot == std::string_view::npos) fail("expected dma.ENGINE.QUEUE");
