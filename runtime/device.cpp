@@ -404,11 +404,14 @@ void Device::Impl::collect_launch(const Launch& l, uint64_t base, const sc_core:
   }
   EngineStats dma{"dma"};
   for (auto& d : core.dma) dma.busy_ns += d->busy_ns(), dma.instructions += d->instructions();
+  if (!core.dma.empty()) dma.active_ns = core.dma.front()->core_active_ns();
   r.engines.push_back(dma);
   for (const auto& e : r.engines) r.instructions += e.instructions;
   collect_dma_queues(l, rep);
-  rep.sbuf_peak_bytes = std::max(rep.sbuf_peak_bytes, core.sbuf.peak_bytes());
-  rep.psum_peak_bytes = std::max(rep.psum_peak_bytes, core.psum.peak_bytes());
+  rep.sbuf_high_water_bytes = std::max(rep.sbuf_high_water_bytes, core.sbuf.high_water_bytes());
+  rep.psum_high_water_bytes = std::max(rep.psum_high_water_bytes, core.psum.high_water_bytes());
+  rep.sbuf_touched_bytes = std::max(rep.sbuf_touched_bytes, core.sbuf.touched_bytes());
+  rep.psum_touched_bytes = std::max(rep.psum_touched_bytes, core.psum.touched_bytes());
   if (ctx.functional) {
     for (const auto& d : l.program->tensors) {
       if (d.role != isa::TensorRole::output) continue;
@@ -430,6 +433,7 @@ void Device::Impl::collect_launch(const Launch& l, uint64_t base, const sc_core:
       rep.engines[k].busy_ns += r.engines[k].busy_ns;
       rep.engines[k].sem_wait_ns += r.engines[k].sem_wait_ns;
       rep.engines[k].port_stall_ns += r.engines[k].port_stall_ns;
+      rep.engines[k].active_ns += r.engines[k].active_ns;
     }
   rep.launches.push_back(std::move(r));
 }
@@ -445,7 +449,7 @@ void Device::Impl::collect_dma_queues(const Launch& l, RunReport& rep) const {
       for (const auto& x : l.program->queues)
         if (x.engine == isa::Engine::dma && x.dma_engine == e && x.dma_queue == q) pq = &x;
       rep.dma_queues.push_back({l.core, uint32_t(e), uint32_t(q),
-                                pq ? uint64_t(pq->instrs.size()) : 0, qs.bytes, qs.transfers});
+                                pq ? uint64_t(pq->instrs.size()) : 0, qs.bytes, qs.copies});
     }
 }
 
@@ -572,20 +576,34 @@ void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>
   hg.add_fixed("mbu_pct", "%", "(read + write bytes) / simulated time / peak HBM bandwidth",
                rep.hbm_mbu_pct);
 
-  uint64_t transfers = 0, bytes = 0;
+  uint64_t shares = 0, bytes = 0, copies = 0;
   for (uint32_t c : cores)
-    for (auto& d : chip->cores[c]->dma) transfers += d->transfers(), bytes += d->bytes();
+    for (auto& d : chip->cores[c]->dma) shares += d->shares(), bytes += d->bytes();
+  for (const auto& q : rep.dma_queues) copies += q.copies;
   const EngineStats& ds = rep.engines.back();
   auto& dg = r.child("dma", "DMA engines, summed over the cores the run used");
   dg.add_fixed("instructions", "instructions", "DMA queue instructions executed",
                double(ds.instructions), true);
-  dg.add_fixed("transfers", "transfers", "transfers moved (a spread dma_copy counts each share)",
-               double(transfers), true);
+  dg.add_fixed("copies", "instructions", "dma_copy instructions completed (spread ones once)",
+               double(copies), true);
+  dg.add_fixed("shares", "transfers",
+               "pieces the engines moved: a dma_copy spread over N engines is N shares",
+               double(shares), true);
   dg.add_fixed("bytes", "bytes", "bytes written by the DMA engines", double(bytes), true);
-  dg.add_fixed("avg_transfer_bytes", "bytes", "bytes / transfers",
-               transfers ? double(bytes) / double(transfers) : 0.0);
+  dg.add_fixed("avg_share_bytes", "bytes", "bytes / shares",
+               shares ? double(bytes) / double(shares) : 0.0);
   dg.add_fixed("busy_ns", "ns", "transfer time summed over the DMA engines", ds.busy_ns);
-  dg.add_fixed("active_pct", "%", "busy_ns / (simulated_ns x DMA engines x cores)",
+  dg.add_fixed("active_pct", "%",
+               "time at least one DMA engine of a core moved data / (simulated_ns x cores), as "
+               "the vendor profiler's DMA active %",
+               pct(ds.active_ns, ns * n));
+  dg.add_fixed("active_ns", "ns",
+               "time at least one DMA engine of a core moved data, summed "
+               "over cores",
+               ds.active_ns);
+  dg.add_fixed("engines_busy_pct", "%",
+               "busy_ns / (simulated_ns x DMA engines x cores): how "
+               "busy the average engine was",
                pct(ds.busy_ns, ns * n * cfg.core.dma.engines));
   auto& qg = dg.child("queues", "the DMA queues the programs used: coreN.dmaE.qQ");
   for (const auto& q : rep.dma_queues) {
@@ -594,21 +612,26 @@ void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>
                   .child("q" + std::to_string(q.queue));
     g.add_fixed("instructions", "instructions", "instructions of this queue",
                 double(q.instructions), true);
-    g.add_fixed("transfers", "transfers", "dma_copy instructions completed", double(q.transfers),
+    g.add_fixed("copies", "instructions", "dma_copy instructions completed", double(q.copies),
                 true);
     g.add_fixed("bytes", "bytes", "bytes moved by this queue's instructions", double(q.bytes),
                 true);
-    g.add_fixed("avg_transfer_bytes", "bytes", "bytes / transfers",
-                q.transfers ? double(q.bytes) / double(q.transfers) : 0.0);
+    g.add_fixed("avg_copy_bytes", "bytes", "bytes / copies",
+                q.copies ? double(q.bytes) / double(q.copies) : 0.0);
   }
-  r.child("sbuf", "state buffer, the largest of the cores used")
-      .add_fixed("peak_bytes", "bytes",
-                 "highest byte offset touched in a partition, times partitions",
-                 double(rep.sbuf_peak_bytes), true);
-  r.child("psum", "partial-sum buffer, the largest of the cores used")
-      .add_fixed("peak_bytes", "bytes",
-                 "highest byte offset touched in a partition, times partitions",
-                 double(rep.psum_peak_bytes), true);
+  for (const auto& [name, desc, high, touched] :
+       {std::tuple{"sbuf", "state buffer, the largest of the cores used", rep.sbuf_high_water_bytes,
+                   rep.sbuf_touched_bytes},
+        std::tuple{"psum", "partial-sum buffer, the largest of the cores used",
+                   rep.psum_high_water_bytes, rep.psum_touched_bytes}}) {
+    auto& g = r.child(name, desc);
+    g.add_fixed("high_water_bytes", "bytes",
+                "(highest byte offset touched in any partition + 1) x partitions", double(high),
+                true);
+    g.add_fixed("touched_bytes", "bytes",
+                "distinct bytes accessed at least once, summed over partitions", double(touched),
+                true);
+  }
 
   auto& cg = r.child("chip", "the simulated chip: every block's counters for the run");
   chip->register_stats(cg);

@@ -31,12 +31,16 @@ struct EngineStats {
   double busy_ns = 0;
   double sem_wait_ns = 0;
   double port_stall_ns = 0;
+  // DMA only: time at least one of a core's engines moved data (summed over cores),
+  // the vendor profiler's "DMA active" time; busy_ns sums the engines' own times.
+  double active_ns = 0;
 };
 
 // One DMA queue a run used.
 struct DmaQueueStats {
   uint32_t core = 0, engine = 0, queue = 0;
-  uint64_t instructions = 0, bytes = 0, transfers = 0;
+  uint64_t instructions = 0, bytes = 0;
+  uint64_t copies = 0;  // dma_copy instructions completed (a spread one counts once)
 };
 
 struct LaunchResult {
@@ -61,9 +65,11 @@ struct RunReport {
       0;               // host -> HBM: constants (first launch of a loaded program) + inputs
   double tflops = 0;   // flops / simulated time
   double mfu_pct = 0;  // tflops / peak of the cores used for mfu_dtype
-  isa::DType mfu_dtype = isa::DType::bf16;            // the matmul input dtype with most FLOPs
-  std::vector<DmaQueueStats> dma_queues;              // only queues the programs used
-  uint64_t sbuf_peak_bytes = 0, psum_peak_bytes = 0;  // the largest of the cores used
+  isa::DType mfu_dtype = isa::DType::bf16;  // the matmul input dtype with most FLOPs
+  std::vector<DmaQueueStats> dma_queues;    // only queues the programs used
+  // The largest of the cores used (partitioned_memory.h: high water, touched).
+  uint64_t sbuf_high_water_bytes = 0, psum_high_water_bytes = 0;
+  uint64_t sbuf_touched_bytes = 0, psum_touched_bytes = 0;
   // Access checks (DeviceOptions::check_races / poison): distinct findings and their
   // report (both instructions, the address range, the missing edge).
   uint64_t races = 0, poisoned_reads = 0;

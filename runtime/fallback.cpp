@@ -65,14 +65,17 @@ void add_report(RunReport& sum, const RunReport& r) {
       sum.engines[k].busy_ns += r.engines[k].busy_ns;
       sum.engines[k].sem_wait_ns += r.engines[k].sem_wait_ns;
       sum.engines[k].port_stall_ns += r.engines[k].port_stall_ns;
+      sum.engines[k].active_ns += r.engines[k].active_ns;
     }
   sum.dma_queues.insert(sum.dma_queues.end(), r.dma_queues.begin(), r.dma_queues.end());
   sum.hbm_read_bytes += r.hbm_read_bytes;
   sum.hbm_write_bytes += r.hbm_write_bytes;
   sum.flops += r.flops;
   sum.mfu_dtype = r.flops ? r.mfu_dtype : sum.mfu_dtype;
-  sum.sbuf_peak_bytes = std::max(sum.sbuf_peak_bytes, r.sbuf_peak_bytes);
-  sum.psum_peak_bytes = std::max(sum.psum_peak_bytes, r.psum_peak_bytes);
+  sum.sbuf_high_water_bytes = std::max(sum.sbuf_high_water_bytes, r.sbuf_high_water_bytes);
+  sum.psum_high_water_bytes = std::max(sum.psum_high_water_bytes, r.psum_high_water_bytes);
+  sum.sbuf_touched_bytes = std::max(sum.sbuf_touched_bytes, r.sbuf_touched_bytes);
+  sum.psum_touched_bytes = std::max(sum.psum_touched_bytes, r.psum_touched_bytes);
   sum.races += r.races;
   sum.poisoned_reads += r.poisoned_reads;
   sum.check_report += r.check_report;

@@ -46,12 +46,15 @@ std::string format_report(const isa::Program& p, const platform::platform_config
     for (const auto& e : l.engines) {
       const double active = l.simulated_ns > 0 ? 100.0 * e.busy_ns / l.simulated_ns : 0.0;
       if (e.name == "dma") {
-        // DMA busy is summed over the core's engines: active is against all of them.
+        // Active: some engine moving data (the profiler's DMA active %); busy is summed
+        // over the core's engines, so the average engine's share is against all.
         const double all = l.simulated_ns * cfg.core.dma.engines;
-        std::snprintf(line, sizeof line, "  %-10s %13llu %12s %7.1f%%   (%u engines)\n",
+        std::snprintf(line, sizeof line,
+                      "  %-10s %13llu %12s %7.1f%%   (%u engines, each busy %.1f%%)\n",
                       e.name.c_str(), static_cast<unsigned long long>(e.instructions),
-                      human_time_ns(e.busy_ns).c_str(), all > 0 ? 100.0 * e.busy_ns / all : 0.0,
-                      cfg.core.dma.engines);
+                      human_time_ns(e.busy_ns).c_str(),
+                      l.simulated_ns > 0 ? 100.0 * e.active_ns / l.simulated_ns : 0.0,
+                      cfg.core.dma.engines, all > 0 ? 100.0 * e.busy_ns / all : 0.0);
       } else {
         std::snprintf(line, sizeof line, "  %-10s %13llu %12s %7.1f%% %15s %12s\n", e.name.c_str(),
                       static_cast<unsigned long long>(e.instructions),
@@ -62,23 +65,22 @@ std::string format_report(const isa::Program& p, const platform::platform_config
     }
   }
   // The run as a whole (all launches).
-  uint64_t q_instr = 0, q_bytes = 0, q_transfers = 0;
+  uint64_t q_instr = 0, q_bytes = 0, q_copies = 0;
   for (const auto& q : r.dma_queues)
-    q_instr += q.instructions, q_bytes += q.bytes, q_transfers += q.transfers;
+    q_instr += q.instructions, q_bytes += q.bytes, q_copies += q.copies;
   s += "  DMA queues       " + std::to_string(r.dma_queues.size()) + " used, " +
-       std::to_string(q_transfers) + " transfers, " + human_bytes(double(q_bytes));
-  if (q_transfers) s += ", " + human_bytes(double(q_bytes) / double(q_transfers)) + " average";
+       std::to_string(q_copies) + " copies, " + human_bytes(double(q_bytes));
+  if (q_copies) s += ", " + human_bytes(double(q_bytes) / double(q_copies)) + " per copy";
   s += "\n";
   if (!r.dma_queues.empty() && r.dma_queues.size() <= 16) {
-    s += "    queue            instructions  transfers        bytes      average\n";
+    s += "    queue            instructions     copies        bytes     per copy\n";
     for (const auto& q : r.dma_queues) {
       const std::string name = "core" + std::to_string(q.core) + ".dma" + std::to_string(q.engine) +
                                ".q" + std::to_string(q.queue);
       std::snprintf(line, sizeof line, "    %-16s %13llu %10llu %12s %12s\n", name.c_str(),
                     static_cast<unsigned long long>(q.instructions),
-                    static_cast<unsigned long long>(q.transfers),
-                    human_bytes(double(q.bytes)).c_str(),
-                    q.transfers ? human_bytes(double(q.bytes) / double(q.transfers)).c_str() : "-");
+                    static_cast<unsigned long long>(q.copies), human_bytes(double(q.bytes)).c_str(),
+                    q.copies ? human_bytes(double(q.bytes) / double(q.copies)).c_str() : "-");
       s += line;
     }
   }
@@ -86,8 +88,10 @@ std::string format_report(const isa::Program& p, const platform::platform_config
        fmt(", %.3f TFLOP/s", r.tflops) + fmt(", MFU %.1f%%", r.mfu_pct) + " of the " +
        std::string(isa::dtype_name(r.mfu_dtype)) + " peak" +
        (r.cores > 1 ? " of " + std::to_string(r.cores) + " cores" : "") + "\n";
-  s += "  SBUF peak        " + human_bytes(double(r.sbuf_peak_bytes)) + ", PSUM peak " +
-       human_bytes(double(r.psum_peak_bytes)) + "\n";
+  s += "  SBUF             " + human_bytes(double(r.sbuf_touched_bytes)) + " touched, " +
+       human_bytes(double(r.sbuf_high_water_bytes)) + " high water; PSUM " +
+       human_bytes(double(r.psum_touched_bytes)) + " touched, " +
+       human_bytes(double(r.psum_high_water_bytes)) + " high water\n";
   const double secs = r.simulated_ns * 1e-9;
   s += "  HBM traffic      read " + human_bytes(double(r.hbm_read_bytes)) + ", write " +
        human_bytes(double(r.hbm_write_bytes));

@@ -17,7 +17,12 @@ struct ap_extension : tlm::tlm_extension<ap_extension> {
   isa::AccessPattern ap;     // hbm offsets are absolute here (the DMA adds the base)
   bool accumulate = false;   // write: add fp32 values to the memory (PSUM matmul)
   bool timing_only = false;  // no data moves; only timing is computed
-  std::string error;         // set by a target on an error response
+  // Set by DMA engines (kept across accesses): an SBUF/PSUM port moves 32-bit words
+  // per partition per cycle for them, whatever the element type; engines stream
+  // elements. (trn2 moves 32 KiB of bf16 into 4 partitions at the engine's 23 B/ns,
+  // docs/hardware.md: DMA, faster than one bf16 element per partition per cycle.)
+  bool words = false;
+  std::string error;                                    // set by a target on an error response
   sc_core::sc_time port_stall = sc_core::SC_ZERO_TIME;  // set by a target: wait for a
                                                         // port held by another initiator
 

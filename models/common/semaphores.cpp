@@ -26,6 +26,7 @@ void semaphores::use(uint16_t id) {
 
 void semaphores::reset() {
   std::fill(values_.begin(), values_.end(), 0u);  // (empty: never used, all 0)
+  for (auto& h : history_) h.clear();
   for (auto& w : watches_) w.clear();
   if (trace_) trace_->semaphores_reset(this, now());
 }
@@ -60,6 +61,12 @@ bool semaphores::wake_when_ge(uint16_t id, uint32_t v, scheduler::agent* a) {
 void semaphores::increment(uint16_t id, uint32_t inc) {
   use(id);
   const uint32_t v = values_[id] += inc;
+  if (history_on_) {
+    if (history_.size() < count_) history_.resize(count_);
+    auto& h = history_[id];
+    if (h.size() == kHistory) h.pop_front();
+    h.push_back({v, now()});
+  }
   if (trace_) trace_->semaphore(this, id, v, now());
   // Delta notification: waiters resume in the same simulated instant, in a
   // deterministic order independent of who signalled first within this delta.
@@ -77,6 +84,13 @@ void semaphores::increment(uint16_t id, uint32_t inc) {
       ++i;
     }
   }
+}
+
+sc_core::sc_time semaphores::reached_at(uint16_t id, uint32_t v) const {
+  if (v == 0 || id >= history_.size() || history_[id].empty()) return sc_core::SC_ZERO_TIME;
+  for (const stamp& s : history_[id])
+    if (s.value >= v) return s.at;
+  return history_[id].back().at;  // not reached yet: callers ask only once it has
 }
 
 }  // namespace trnsim::models

@@ -2,12 +2,15 @@
 // incremented. Engines wait for a counter to reach a value and increment counters
 // at read-start or completion. Modelled: values, waits (a waiter resumes one delta
 // cycle after the increment that releases it) and who waits on what (for deadlock
-// reports). Not modelled: the semaphore write latency (engines' sequencer latency
-// covers it). Only increments someone waits for notify an event, which keeps
+// reports), and, when asked for (keep_history), when recent increments happened, so
+// a DMA queue that was busy when its wait was met still counts its start latency
+// from that moment. Not modelled: the semaphore write latency (engines' sequencer
+// latency covers it). Only increments someone waits for notify an event, which keeps
 // semaphore traffic off the simulation kernel.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <systemc>
@@ -44,6 +47,13 @@ class semaphores : public sc_core::sc_module {
   // The same for a scheduler agent: scheduler::active()->wake(a) once `id` reaches `v`.
   bool wake_when_ge(uint16_t id, uint32_t v, scheduler::agent* a);
 
+  // Keep the times of each semaphore's last kHistory increments (for reached_at).
+  void keep_history(bool on) { history_on_ = on; }
+  static constexpr size_t kHistory = 64;
+  // When semaphore `id` first reached `v` (<= its value): exact while the increment
+  // that did is among the last kHistory, else the oldest one kept (a later time).
+  sc_core::sc_time reached_at(uint16_t id, uint32_t v) const;
+
   // Records every value change (VCD); nullptr: off.
   void set_trace(trace::recorder* t) { trace_ = t; }
 
@@ -64,6 +74,12 @@ class semaphores : public sc_core::sc_module {
   std::vector<uint32_t> waiters_;  // threads blocked in wait_ge, per semaphore
   std::vector<std::vector<watch>> watches_;
   std::vector<std::unique_ptr<sc_core::sc_event>> events_;  // made by a thread's first wait
+  struct stamp {
+    uint32_t value;  // after the increment
+    sc_core::sc_time at;
+  };
+  bool history_on_ = false;
+  std::vector<std::deque<stamp>> history_;
   trace::recorder* trace_ = nullptr;
 };
 

@@ -41,7 +41,9 @@ dma_engine::dma_engine(const sc_core::sc_module_name& name, const dma_params& p,
       sbuf_socket("sbuf_socket"),
       params_(p),
       sems_(sems),
-      ctx_(ctx) {}
+      ctx_(ctx) {
+  xfer_.ext.words = true;  // the SBUF side moves words (ap_extension::words)
+}
 
 void dma_engine::spawn_thread() {
   // Spawned when first started or woken under SystemC's kernel, statically
@@ -68,7 +70,8 @@ void dma_engine::load(uint16_t q, const std::vector<isa::Instruction>* instrs) {
     if (!instrs || instrs->empty()) return;
     queues_.resize(size_t(q) + 1);
   }
-  queues_[q] = queue_state{instrs, 0, 0, 0, nullptr, -1};
+  queues_[q] = queue_state{};
+  queues_[q].instrs = instrs;
   if (instrs && !instrs->empty()) {
     const auto it = std::lower_bound(live_.begin(), live_.end(), q);
     if (it == live_.end() || *it != q) live_.insert(it, q);
@@ -84,14 +87,22 @@ void dma_engine::clear() {
 
 void dma_engine::start() {
   next_ = 0;
+  launch_ = now();
+  // Waits met while the engine moved other data count from when they were met.
+  if (params_.start_latency_s > 0) sems_.keep_history(true);
   for (size_t i = 0; i < queues_.size(); ++i) {
     auto& q = queues_[i];
+    const auto* instrs = q.instrs;
+    q = queue_state{};
+    q.instrs = instrs;
+    q.last_issue = launch_;
+    // Not pipelined for the checker: however many are issued, a queue's transfers
+    // start (issue, to the checker) one after the other completed, on one engine.
     q.agent = ctx_.checker && !q.done()
                   ? ctx_.checker->add_agent(std::string(name()) + ".q" + std::to_string(i),
                                             get_parent_object(), q.instrs, false)
                   : -1;
   }
-  head_since_.assign(queues_.size(), now());
   running_ =
       std::any_of(queues_.begin(), queues_.end(), [](const queue_state& q) { return !q.done(); });
   phase_ = phase::pick;
@@ -124,10 +135,11 @@ std::vector<std::string> dma_engine::pending() const {
   for (size_t i = 0; i < queues_.size(); ++i) {
     const auto& q = queues_[i];
     if (q.done()) continue;
-    const isa::Instruction& in = (*q.instrs)[q.pc];
+    const size_t pc = std::min(q.nissued, q.instrs->size() - 1);
+    const isa::Instruction& in = (*q.instrs)[pc];
     std::string s = "queue " + std::to_string(i) + ": ";
-    if (q.spread) {
-      s += "waiting for " + std::to_string(q.spread->remaining) + " spread shares ";
+    if (q.spread || q.nissued >= q.instrs->size()) {
+      s += "waiting for " + std::to_string(q.spread ? q.spread->remaining : 0) + " spread shares ";
     } else {
       for (const auto& w : in.waits)
         if (sems_.value(w.sem) < w.value) {
@@ -136,7 +148,7 @@ std::vector<std::string> dma_engine::pending() const {
           break;
         }
     }
-    s += "at instruction " + std::to_string(q.pc);
+    s += "at instruction " + std::to_string(pc);
     if (in.line) s += " (line " + std::to_string(in.line) + ")";
     out.push_back(s + ": " + isa::disassemble(in));
   }
@@ -146,26 +158,35 @@ std::vector<std::string> dma_engine::pending() const {
 dma_engine::queue_stats dma_engine::queue(size_t q) const {
   if (q >= queues_.size()) return {false, 0, 0};  // never loaded
   const auto& s = queues_[q];
-  return {s.instrs && !s.instrs->empty(), s.bytes, s.transfers};
+  return {s.instrs && !s.instrs->empty(), s.bytes, s.copies};
 }
 
 void dma_engine::reset_stats() {
-  executed_ = transfers_ = bytes_ = descriptors_ = helper_shares_ = 0;
+  executed_ = shares_moved_ = bytes_ = descriptors_ = helper_shares_ = 0;
   busy_ = sc_core::SC_ZERO_TIME;
+  activity_ = activity{};
+}
+
+double dma_engine::core_active_ns() {
+  const activity& a = core_activity();
+  sc_core::sc_time t = a.total;
+  if (a.moving) t += now() - a.since;
+  return t.to_seconds() * 1e9;
 }
 
 void dma_engine::register_stats(stats::group& g) {
   g.add_counter("instructions", "instructions", "instructions of this engine's queues completed",
                 &executed_);
-  g.add_counter("transfers", "transfers",
-                "transfers this engine moved (whole dma_copy or one spread share)", &transfers_);
+  g.add_counter("shares", "transfers",
+                "pieces this engine moved (a whole dma_copy, or its share of a spread one)",
+                &shares_moved_);
   g.add_counter("bytes", "bytes", "bytes written by this engine", &bytes_);
   g.add_counter("descriptors", "descriptors", "contiguous chunks moved", &descriptors_);
   g.add_counter("helper_shares", "transfers", "spread shares moved for other engines' queues",
                 &helper_shares_);
   g.add("busy_ns", "ns", "time spent transferring", [this] { return busy_ns(); });
-  g.add("avg_transfer_bytes", "bytes", "mean bytes per transfer",
-        [this] { return transfers_ ? double(bytes_) / double(transfers_) : 0.0; });
+  g.add("avg_share_bytes", "bytes", "mean bytes per share",
+        [this] { return shares_moved_ ? double(bytes_) / double(shares_moved_) : 0.0; });
   // The queues loaded now (only those exist); read through queue(), as a later
   // load may move them.
   for (size_t i = 0; i < queues_.size(); ++i) {
@@ -175,8 +196,8 @@ void dma_engine::register_stats(stats::group& g) {
         "bytes", "bytes", "bytes moved by this queue's instructions",
         [this, i] { return double(queue(i).bytes); }, true);
     qg.add(
-        "transfers", "transfers", "dma_copy instructions of this queue completed",
-        [this, i] { return double(queue(i).transfers); }, true);
+        "copies", "instructions", "dma_copy instructions of this queue completed",
+        [this, i] { return double(queue(i).copies); }, true);
   }
 }
 
@@ -261,13 +282,44 @@ const std::vector<dma_engine*>& dma_engine::peers() {
   return peers_;
 }
 
+void dma_engine::issue(queue_state& q) {
+  const size_t n = q.instrs->size();
+  while (q.nissued < n && !q.drain && q.nissued - q.ndone < params_.queue_depth) {
+    const isa::Instruction& in = (*q.instrs)[q.nissued];
+    const bool spread = in.op == isa::Opcode::dma_copy && in.spread > 1;
+    if (spread && q.nissued != q.ndone) return;  // issues alone
+    if (!ready(in)) return;
+    // The slot: the instruction queue_depth before this one completed (done_at holds
+    // the completions of instructions ndone - done_at.size() .. ndone - 1).
+    sc_core::sc_time free = q.last_issue;
+    if (q.nissued >= params_.queue_depth) {
+      const size_t k = q.nissued - params_.queue_depth - (q.ndone - q.done_at.size());
+      free = std::max(free, q.done_at[k]);
+    }
+    // When its waits were met: from the semaphores' history, else (no start latency,
+    // so only the trace's wait time depends on it) now.
+    const bool history = params_.start_latency_s > 0;
+    sc_core::sc_time at = free;
+    for (const auto& w : in.waits)
+      at = std::max(at, history ? sems_.reached_at(w.sem, w.value) : now());
+    q.last_issue = at;
+    const double lat = in.op == isa::Opcode::dma_copy ? params_.start_latency_s : 0.0;
+    q.issued.push_back({at + seconds_to_time(lat), at - free});
+    ++q.nissued;
+    if (spread) q.drain = true;
+  }
+}
+
 bool dma_engine::execute(size_t qi) {
   auto& q = queues_[qi];
-  const isa::Instruction& in = (*q.instrs)[q.pc];
-  fast::prefetch_ahead(*q.instrs, q.pc);
+  const size_t pc = q.nstarted++;
+  const isa::Instruction& in = (*q.instrs)[pc];
+  cur_waited_ = q.issued.front().waited;
+  q.issued.pop_front();
+  fast::prefetch_ahead(*q.instrs, pc);
   if (q.agent > 0) {
     for (const auto& w : in.waits) ctx_.checker->acquire(q.agent, &sems_, w.sem, w.value);
-    ctx_.checker->issue(q.agent, uint32_t(q.pc));
+    ctx_.checker->issue(q.agent, uint32_t(pc));
   }
   signal(in, isa::SignalWhen::start, q.agent);
   if (in.op != isa::Opcode::dma_copy) {  // nop: waits and signals only, one delta
@@ -296,7 +348,7 @@ bool dma_engine::execute(size_t qi) {
             std::to_string(rows) + ")";
     if (!err.empty()) {
       ctx_.faults.push_back(
-          {std::string(name()) + ".q" + std::to_string(qi), at_instruction(q.pc, in) + ": " + err});
+          {std::string(name()) + ".q" + std::to_string(qi), at_instruction(pc, in) + ": " + err});
       failed_ = true;
       return false;
     }
@@ -305,21 +357,21 @@ bool dma_engine::execute(size_t qi) {
     for (uint32_t k = 1; k < n; ++k) {
       dma_engine* e = ps[(self + k) % ps.size()];
       e->shares_.push_back(share{&in, uint32_t(uint64_t(rows) * k / n),
-                                 uint32_t(uint64_t(rows) * (k + 1) / n), hbm_base_, st});
+                                 uint32_t(uint64_t(rows) * (k + 1) / n), hbm_base_, st, pc});
       e->poke();
     }
   }
-  cur_share_ = share{&in, 0, uint32_t(rows / n), hbm_base_, st};
+  cur_share_ = share{&in, 0, uint32_t(rows / n), hbm_base_, st, pc};
   return begin_share(cur_share_);
 }
 
 void dma_engine::finish_nop(size_t qi) {
   auto& q = queues_[qi];
-  const isa::Instruction& in = (*q.instrs)[q.pc];
+  const isa::Instruction& in = (*q.instrs)[q.ndone];
   if (ctx_.trace) {
     const sc_core::sc_time now = models::now();
-    ctx_.trace->slice(ctx_.trace->track(this, int(qi)), in, uint32_t(q.pc), now,
-                      sc_core::SC_ZERO_TIME, now - head_since_[qi], sc_core::SC_ZERO_TIME);
+    ctx_.trace->slice(ctx_.trace->track(this, int(qi)), in, uint32_t(q.ndone), now,
+                      sc_core::SC_ZERO_TIME, cur_waited_, sc_core::SC_ZERO_TIME);
   }
   signal(in, isa::SignalWhen::done, q.agent);
   complete(q, in);
@@ -349,7 +401,7 @@ bool dma_engine::begin_share(const share& s) {
     checked_time(now() + dur);  // its end in the time range
   } catch (const std::exception& e) {
     const dma_engine& o = *s.st->owner;
-    std::string msg = at_instruction(o.queues_[s.st->queue].pc, in) + ": ";
+    std::string msg = at_instruction(s.pc, in) + ": ";
     if (s.st->owner != this)
       msg += "share of rows " + std::to_string(s.row_lo) + ".." + std::to_string(s.row_hi) +
              " on " + name() + ": ";
@@ -360,6 +412,8 @@ bool dma_engine::begin_share(const share& s) {
   }
   cur_dur_ = dur;
   phase_ = phase::transfer;
+  activity& a = core_activity();
+  if (a.moving++ == 0) a.since = now();
   return true;
 }
 
@@ -367,15 +421,17 @@ void dma_engine::end_share(const share& s) {
   const isa::Instruction& in = *s.in;
   const sc_core::sc_time dur = cur_dur_;
   busy_ += dur;
+  activity& a = core_activity();
+  if (--a.moving == 0) a.total += now() - a.since;
   if (ctx_.trace) {
     const dma_engine& o = *s.st->owner;
     const sc_core::sc_time start = now() - dur;
     const int track = &o == this ? int(s.st->queue) : trace::recorder::kSpreadShares;
-    ctx_.trace->slice(ctx_.trace->track(this, track), in, uint32_t(o.queues_[s.st->queue].pc),
-                      start, dur, start - std::min(start, o.head_since_[s.st->queue]), dur);
+    ctx_.trace->slice(ctx_.trace->track(this, track), in, uint32_t(s.pc), start, dur,
+                      &o == this ? cur_waited_ : sc_core::SC_ZERO_TIME, dur);
   }
   bytes_ += fast::bytes(share_pattern(s, in.dst));
-  ++transfers_;
+  ++shares_moved_;
   if (s.st->owner != this) ++helper_shares_;
   // Every engine that took part signals completion.
   signal(in, isa::SignalWhen::done, s.st->owner->queues_[s.st->queue].agent);
@@ -386,9 +442,9 @@ void dma_engine::finish_share(const std::shared_ptr<spread_state>& st) {
   if (--st->remaining > 0) return;
   dma_engine& o = *st->owner;
   auto& q = o.queues_[st->queue];
-  const isa::Instruction& in = (*q.instrs)[q.pc];
+  const isa::Instruction& in = (*q.instrs)[q.ndone];
   q.bytes += fast::bytes(in.dst);
-  ++q.transfers;
+  ++q.copies;
   o.complete(q, in);
   if (&o != this) o.poke();
 }
@@ -396,8 +452,10 @@ void dma_engine::finish_share(const std::shared_ptr<spread_state>& st) {
 void dma_engine::complete(queue_state& q, const isa::Instruction&) {
   if (q.agent > 0) ctx_.checker->complete(q.agent);
   q.spread.reset();
-  head_since_[size_t(&q - queues_.data())] = now();
-  ++q.pc;
+  q.drain = false;
+  ++q.ndone;
+  q.done_at.push_back(now());
+  if (q.done_at.size() > params_.queue_depth) q.done_at.pop_front();
   ++executed_;
   last_done_ = std::max(last_done_, now());
 }
@@ -414,39 +472,51 @@ dma_engine::park dma_engine::advance() {
       phase_ = phase::pick;
     }
     if (failed_) return {K::start};
-    // Round-robin over the queues with a ready head (in order within each) and one
-    // more slot, after every queue, for shares of other engines' spread transfers:
-    // from next_, queues next_.., the share slot, then queues ..next_-1. Only queues
-    // with work (live_, ascending) can be picked, so only those are looked at.
+    // Round-robin over the queues whose oldest issued instruction may start now (in
+    // order within each) and one more slot, after every queue, for shares of other
+    // engines' spread transfers: from next_, queues next_.., the share slot, then
+    // queues ..next_-1. Only queues with work (live_, ascending) are looked at.
     const size_t share_slot = queues_.size(), slots = share_slot + 1;
+    const sc_core::sc_time t = now();
     size_t pick = slots;
+    bool later = false;  // an issued instruction starts later
+    sc_core::sc_time next;
     if (running_) {
       std::erase_if(live_, [&](uint16_t i) { return queues_[i].done(); });
       const auto can_go = [&](uint16_t i) {
-        const auto& q = queues_[i];
-        return !q.spread && ready((*q.instrs)[q.pc]);
+        auto& q = queues_[i];
+        issue(q);
+        if (q.nstarted == q.nissued) return false;
+        const sc_core::sc_time& at = q.issued.front().start_at;
+        if (at <= t) return true;
+        if (!later || at < next) next = at;
+        later = true;
+        return false;
       };
       const auto mid = std::lower_bound(live_.begin(), live_.end(), next_);
-      for (auto it = mid; it != live_.end() && pick == slots; ++it)
-        if (can_go(*it)) pick = *it;
+      for (auto it = mid; it != live_.end(); ++it)
+        if (can_go(*it) && pick == slots) pick = *it;
       if (pick == slots && !shares_.empty()) pick = share_slot;
-      for (auto it = live_.begin(); it != mid && pick == slots; ++it)
-        if (can_go(*it)) pick = *it;
+      for (auto it = live_.begin(); it != mid; ++it)
+        if (can_go(*it) && pick == slots) pick = *it;
     } else if (!shares_.empty()) {
       pick = share_slot;
     }
     if (pick == slots) {
       if (running_ && live_.empty()) running_ = false;
       if (!running_) return {K::start_or_wake};
-      // Sleep until a blocked head's first unmet wait is met (or a peer wakes us):
+      // A start time to come: no semaphore change can make another one earlier (it
+      // would start start_latency after it). A peer's share waits until then.
+      if (later) return {K::time, next - t};
+      // Sleep until a blocked queue's first unmet wait is met (or a peer wakes us):
       // no wake-up for increments nobody here waits for.
       for (uint16_t i : live_) {
         const auto& q = queues_[i];
-        if (!q.spread)
-          for (const auto& w : (*q.instrs)[q.pc].waits)
-            if (ctx_.sched ? sems_.wake_when_ge(w.sem, w.value, &agent_)
-                           : sems_.notify_when_ge(w.sem, w.value, wake_))
-              break;
+        if (q.nissued >= q.instrs->size() || q.drain) continue;
+        for (const auto& w : (*q.instrs)[q.nissued].waits)
+          if (ctx_.sched ? sems_.wake_when_ge(w.sem, w.value, &agent_)
+                         : sems_.notify_when_ge(w.sem, w.value, wake_))
+            break;
       }
       return {K::wake};
     }

@@ -1,13 +1,24 @@
 // One DMA engine of a core: a TLM-2.0 initiator (to HBM and SBUF) with
-// `queues_per_engine` in-order queues served round-robin among those whose head
-// instruction's semaphores are satisfied; one transfer at a time. A dma_copy reads
-// its source pattern, casts through fp32 when dtypes differ, and writes its
-// destination.
+// `queues_per_engine` in-order queues served round-robin; one transfer moves at a
+// time. A dma_copy reads its source pattern, casts through fp32 when dtypes differ,
+// and writes its destination.
+//
+// Issue and start: a queue keeps up to `queue_depth` instructions in flight. An
+// instruction issues, in order, once its waits are met and the queue has a free slot
+// (the instruction queue_depth before it completed), at the later of the two times
+// (a wait met while the engine was busy counts from when it was met: semaphores
+// keeps the increments' times). Its data may move `start_latency` after it issued
+// (the semaphore-to-start latency of docs/hardware.md: DMA), so with two or more in
+// flight the latency of one overlaps the transfer of the one before. The engine
+// then picks, round-robin over its queues and the slot for spread shares, a
+// transfer whose start time has come. A nop issues the same way, without latency,
+// and completes as it starts.
 //
 // Timing of one transfer: max(own, HBM side, SBUF side) where
 //   own  = fixed_cost + descriptor_cost x descriptors + bytes / bandwidth (the cap),
 //   HBM  = fixed_cost + HBM latency + the channels' time (shared by every engine of
-//          the chip), SBUF = fixed_cost + the engine's SBUF port time.
+//          the chip), SBUF = fixed_cost + the engine's SBUF port time, which for a
+//          DMA counts 32-bit words per partition (ap_extension::words).
 // A descriptor is one contiguous chunk on both sides (one per SBUF partition at
 // least), so small chunks are overhead-bound: with descriptor_cost = 256 B / cap a
 // 256 B chunk moves at half the cap and a 4 KiB chunk at 94 % of it.
@@ -17,9 +28,10 @@
 // as a helper request, served in its round-robin as one more slot after its queues,
 // so it is busy for that time. Each engine that took part signals the instruction's
 // done-semaphores when its share completes (+N x inc in all); start-signals fire
-// once, at issue. The issuing queue moves on when every share has completed.
-// Not modelled: DMA transposes, descriptor-generation instructions, the ~1.3 us
-// semaphore-to-start latency across engines (only the per-transfer fixed cost).
+// once, when it starts. A spread instruction is alone in flight on its queue: it
+// issues once the queue drained, and the next one after every share completed.
+// An engine waiting for a start time does not see a peer's share until that time.
+// Not modelled: DMA transposes, descriptor-generation instructions.
 // The engine's loop is a state machine (advance()) driven by a SystemC thread or,
 // when sim_context::sched is set, by the chip's scheduler: same steps, same waits.
 #pragma once
@@ -65,17 +77,20 @@ class dma_engine : public sc_core::sc_module {
   const sc_core::sc_time& last_done() const { return last_done_; }
 
   void register_stats(stats::group& g);
+  // Time at least one DMA engine of this core was moving data (the vendor profiler's
+  // "DMA active" time), since reset_stats(); the same on every engine of the core.
+  double core_active_ns();
   uint64_t instructions() const { return executed_; }
   double busy_ns() const { return busy_.to_seconds() * 1e9; }
   uint64_t bytes() const { return bytes_; }
-  uint64_t transfers() const { return transfers_; }
+  uint64_t shares() const { return shares_moved_; }
   uint64_t helper_shares() const { return helper_shares_; }
   // Queues 0 .. the highest loaded one (the others hold nothing).
   size_t queue_count() const { return queues_.size(); }
   // Per-queue figures since the queue was loaded; `used`: it had instructions.
   struct queue_stats {
     bool used;
-    uint64_t bytes, transfers;
+    uint64_t bytes, copies;
   };
   queue_stats queue(size_t q) const;
   void reset_stats();  // zero the engine's counters (the runtime's stats are per run)
@@ -96,14 +111,26 @@ class dma_engine : public sc_core::sc_module {
     uint32_t row_lo, row_hi;
     uint64_t hbm_base;
     std::shared_ptr<spread_state> st;
+    size_t pc = 0;  // the instruction's index in its queue
+  };
+  // An issued instruction that has not started.
+  struct issued_entry {
+    sc_core::sc_time start_at;  // issue + start latency
+    sc_core::sc_time waited;    // from when it could have issued to its issue (trace)
   };
   struct queue_state {
     const std::vector<isa::Instruction>* instrs = nullptr;
-    size_t pc = 0;
-    uint64_t bytes = 0, transfers = 0;
-    std::shared_ptr<spread_state> spread;  // head instruction's shares in flight
+    // Instructions [0, ndone) completed, [ndone, nstarted) moving, [nstarted,
+    // nissued) issued and waiting for their start time (`issued`, in order).
+    size_t ndone = 0, nstarted = 0, nissued = 0;
+    std::deque<issued_entry> issued;
+    std::deque<sc_core::sc_time> done_at;  // completions of the last queue_depth
+    sc_core::sc_time last_issue;           // of instruction nissued - 1 (or the start)
+    bool drain = false;                    // a spread instruction issued, not completed
+    uint64_t bytes = 0, copies = 0;
+    std::shared_ptr<spread_state> spread;  // the started spread instruction's shares
     int agent = -1;                        // agent in ctx_.checker (-1: not checked)
-    bool done() const { return !instrs || pc >= instrs->size(); }
+    bool done() const { return !instrs || ndone >= instrs->size(); }
   };
   // Where the loop stands: picking the next slot, or in the middle of a nop or a
   // transfer (waiting for its time).
@@ -114,13 +141,15 @@ class dma_engine : public sc_core::sc_module {
     sc_core::sc_time dt = sc_core::SC_ZERO_TIME;
   };
   park advance();
+  // Issues what queue `q` can issue now (its waits met, slots free).
+  void issue(queue_state& q);
   void spawn_thread();  // run(), once
   bool spawned_ = false;
   void run();   // SystemC driver of advance()
   void step();  // scheduler driver of advance()
   void poke();  // wake this engine's loop (a share for it, a spread share done)
   bool ready(const isa::Instruction& in) const;
-  // Starts queue qi's head; false: it failed (failed_ set).
+  // Starts queue qi's oldest issued instruction; false: it failed (failed_ set).
   bool execute(size_t q);
   void finish_nop(size_t q);
   // A pattern of the share's instruction as the share moves it (its rows, if spread).
@@ -159,6 +188,7 @@ class dma_engine : public sc_core::sc_module {
   share cur_share_;          // phase::transfer: the share moving
   spread_state local_st_{};  // the state of a transfer without spread
   sc_core::sc_time cur_dur_;
+  sc_core::sc_time cur_waited_;  // the started instruction's wait for its issue (trace)
   // Parked from the start, as the SystemC thread waits for start or wake: a peer's
   // spread share (poke) runs an engine that has no queue of its own.
   struct agent : scheduler::agent {
@@ -168,12 +198,20 @@ class dma_engine : public sc_core::sc_module {
   } agent_{this};
   sc_core::sc_event start_event_, wake_;
   sc_core::sc_time last_done_ = sc_core::SC_ZERO_TIME;
-  std::vector<sc_core::sc_time> head_since_;  // per queue: when its head became the head
+  sc_core::sc_time launch_;  // start()
+  // Engines of the core moving data, and since when; kept by the core's first
+  // engine (peers()[0]) for all of them.
+  struct activity {
+    uint32_t moving = 0;
+    sc_core::sc_time since, total;
+  };
+  activity activity_;
+  activity& core_activity() { return peers().front()->activity_; }
   std::vector<uint8_t> src_buf_, dst_buf_;
   ap_payload xfer_;  // reused by every access
   std::vector<float> f32_;
 
-  uint64_t executed_ = 0, transfers_ = 0, bytes_ = 0, descriptors_ = 0, helper_shares_ = 0;
+  uint64_t executed_ = 0, shares_moved_ = 0, bytes_ = 0, descriptors_ = 0, helper_shares_ = 0;
   sc_core::sc_time busy_ = sc_core::SC_ZERO_TIME;
 };
 

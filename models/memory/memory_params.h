@@ -90,19 +90,27 @@ inline constexpr Check hbm_size() {
   X(queues_per_engine, uint32_t, 16, "queues_per_engine", count, "queues", range(1, 65536), both, \
     "queues per DMA engine (served round-robin)",                                                \
     "docs/hardware.md: DMA, 16 queues per engine served round-robin")                             \
-  X(bandwidth_bps, double, 27.2e9, "bandwidth", bandwidth, "B/s", bandwidth(), both,              \
-    "bandwidth cap of one DMA engine",                                                           \
-    "docs/hardware.md: DMA (27.2 GB/s per engine in theory, NC-v2/v3) and Chips (3.5 TB/s "     \
-    "chip DMA bandwidth / 128 engines = 27.3 GB/s)")                                             \
-  X(fixed_cost_s, double, 170e-9, "fixed_cost", time, "s", duration(), both,                      \
-    "fixed cost per transfer, from semaphore to data movement",                                  \
-    "fitted to docs/hardware.md: DMA (32 KiB on one engine in 1416 ns): 32768 B / 27.2 B/ns "   \
-    "= 1204.7 ns, + 170 + 9.4 = 1384 ns as one chunk, + 170 + 8 x 9.4 = 1450 ns as 8 x 4 KiB "  \
-    "(both within 2.5 %)")                                                                       \
-  X(descriptor_cost_s, double, 9.4e-9, "descriptor_cost", time, "s", duration(), both,            \
-    "cost per contiguous chunk (descriptor) of a transfer",                                      \
-    "docs/hardware.md: DMA efficiency (< 256 B per partition is overhead-bound, >= 4 KiB "       \
-    "saturates): 256 B / 27.2 B/ns = 9.4 ns, so a 256 B chunk moves at 50 % of the cap")
+  X(bandwidth_bps, double, 23e9, "bandwidth", bandwidth, "B/s", bandwidth(), both,                \
+    "rate at which one DMA engine moves a transfer's data",                                      \
+    "docs/hardware.md: DMA, per engine (bandwidth table) 23 B/ns on trn2, which the measured "   \
+    "32 KiB in 1416 ns (23.1 B/ns) confirms; the 27.2 GB/s 'theoretical' figure is not reached") \
+  X(fixed_cost_s, double, 0, "fixed_cost", time, "s", duration(), both,                           \
+    "engine time per transfer beyond its descriptors and bytes (its start latency is apart)",    \
+    "docs/hardware.md: DMA, 32 KiB on one trn2 engine in 1416 ns, 32768 B / 23 B/ns = 1424.7 "   \
+    "ns: no fixed engine time is visible in a transfer's duration")                              \
+  X(descriptor_cost_s, double, 1e-9, "descriptor_cost", time, "s", duration(), both,              \
+    "engine time per contiguous chunk (descriptor) of a transfer",                               \
+    "fitted to docs/hardware.md: DMA, a 2 KiB share of 8 x 256 B chunks moves in 97 ns on "      \
+    "trn2: (97 - 2048 / 23) / 8 = 1.0 ns")                                                       \
+  X(start_latency_s, double, 1.3e-6, "start_latency", time, "s", duration(), sim,                 \
+    "from a dma_copy's issue (its waits met, a slot in its queue's window) to its data moving; "  \
+    "overlaps other transfers", "docs/hardware.md: DMA, about 1.3 us from the semaphore to the "   \
+    "start of the transfer")                                                                      \
+  X(queue_depth, uint32_t, 2, "queue_depth", count, "instructions", range(1, 1024), sim,          \
+    "dma_copy instructions a queue keeps in flight (issued, not completed)",                     \
+    "chosen: 2 hides the start latency behind a transfer of >= start_latency x bandwidth "       \
+    "(32 KiB per engine, 4 KiB per partition), where docs/hardware.md: DMA, Efficiency says "    \
+    "transfers saturate")
 
 // clang-format on
 

@@ -76,6 +76,45 @@ void partitioned_memory::fill(uint8_t byte) {
 void partitioned_memory::reset_stats() {
   read_bytes_ = write_bytes_ = reads_ = writes_ = peak_byte_ = 0;
   stall_total_ = sc_core::SC_ZERO_TIME;
+  touched_.clear();
+  for (auto& c : access_cache_) c.valid = false;  // so their patterns mark again
+}
+
+void partitioned_memory::mark_touched(const isa::AccessPattern& ap) {
+  const uint64_t words = (geo_.partition_bytes + 63) / 64;
+  if (touched_.empty()) touched_.assign(words * geo_.partitions, 0);
+  // The free pattern is the same in every partition: build its mask once over the
+  // pattern's word span, then OR it into each partition's row.
+  int64_t lo = 0, end = 0;
+  fast::byte_range(ap, lo, end);
+  const uint64_t w0 = uint64_t(lo) / 64, w1 = (uint64_t(end) + 63) / 64;
+  touched_mask_.assign(w1 - w0, 0);
+  const auto mark = [&](uint64_t from, uint64_t to) {
+    for (uint64_t b = from; b < to;) {
+      const uint64_t bit = b % 64, n = std::min<uint64_t>(64 - bit, to - b);
+      touched_mask_[b / 64 - w0] |= (n == 64 ? ~0ull : ((1ull << n) - 1)) << bit;
+      b += n;
+    }
+  };
+  const uint64_t es = fast::elem_size(ap.dtype);
+  if (fast::free_contiguous(ap)) {
+    const uint64_t from = ap.offset + uint64_t(ap.free_min_byte());
+    mark(from, from + fast::free_elems(ap) * es);
+  } else {
+    isa::for_each_free(ap, [&](uint64_t, int64_t off) {
+      mark(uint64_t(int64_t(ap.offset) + off), uint64_t(int64_t(ap.offset) + off) + es);
+    });
+  }
+  for (uint32_t p = 0; p < ap.partition_count; ++p) {
+    uint64_t* row = touched_.data() + size_t(ap.partition_start + p) * words + w0;
+    for (size_t w = 0; w < touched_mask_.size(); ++w) row[w] |= touched_mask_[w];
+  }
+}
+
+uint64_t partitioned_memory::touched_bytes() const {
+  uint64_t n = 0;
+  for (uint64_t w : touched_) n += uint64_t(__builtin_popcountll(w));
+  return n;
 }
 
 void partitioned_memory::register_stats(stats::group& g) {
@@ -86,8 +125,12 @@ void partitioned_memory::register_stats(stats::group& g) {
   g.add("port_stall_ns", "ns", "time accesses waited for a port held by another initiator",
         [this] { return stall_total_.to_seconds() * 1e9; });
   g.add(
-      "peak_bytes", "bytes", "highest byte offset touched in a partition, times partitions",
-      [this] { return double(peak_byte_) * geo_.partitions; }, true);
+      "high_water_bytes", "bytes",
+      "(highest byte offset touched in any partition + 1) x partitions: the address space used",
+      [this] { return double(high_water_bytes()); }, true);
+  g.add(
+      "touched_bytes", "bytes", "distinct bytes accessed at least once, summed over partitions",
+      [this] { return double(touched_bytes()); }, true);
 }
 
 sc_core::sc_time partitioned_memory::port_time(const isa::AccessPattern& ap) const {
@@ -187,7 +230,7 @@ void partitioned_memory::b_transport(int id, tlm::tlm_generic_payload& gp,
                uint64_t(ap.dtype);
   h *= 0x9e3779b97f4a7c15ull;
   access_entry& c = access_cache_[h >> 59];  // 32 entries
-  if (!c.valid || !(c.ap == ap)) {
+  if (!c.valid || !(c.ap == ap) || c.words != ext->words) {
     // The common case inline: right space, partitions and bytes within bounds; any
     // failure goes through check_bounds for its message.
     int64_t lo = -1, end = 0;
@@ -205,7 +248,10 @@ void partitioned_memory::b_transport(int id, tlm::tlm_generic_payload& gp,
     c.valid = true;
     c.end = end;
     c.bytes = n * ap.partition_count * es;  // ap.bytes()
-    c.port = port_time(ap, n, es);
+    // A DMA's port time counts 32-bit words per partition (ap_extension::words).
+    c.port = port_time(ap, ext->words ? (n * es + 3) / 4 : n, es);
+    c.words = ext->words;
+    mark_touched(ap);
   }
   const int64_t end = c.end;
   const uint64_t bytes = c.bytes;

@@ -45,8 +45,13 @@ class partitioned_memory : public sc_core::sc_module {
   void fill(uint8_t byte);  // every byte (poisoning: 0xff is NaN in every float dtype)
 
   void register_stats(stats::group& g);
-  void reset_stats();  // zero the counters and the peak (the runtime's stats are per run)
-  uint64_t peak_bytes() const { return peak_byte_ * geo_.partitions; }
+  void reset_stats();  // zero the counters and the footprint (the runtime's stats are per run)
+  // Address-space high-water mark: (highest byte offset touched in any partition + 1)
+  // x partitions, what a program reserves when it owns that stripe of every partition.
+  uint64_t high_water_bytes() const { return peak_byte_ * geo_.partitions; }
+  // Distinct bytes accessed at least once since reset_stats(), summed over partitions:
+  // what a program actually uses (a program on 64 partitions counts half).
+  uint64_t touched_bytes() const;
 
   // Port time of one access of `ap` (no side effects).
   sc_core::sc_time port_time(const isa::AccessPattern& ap) const;
@@ -72,6 +77,10 @@ class partitioned_memory : public sc_core::sc_module {
   partitioned_memory_geometry geo_;
   uint64_t read_bytes_ = 0, write_bytes_ = 0, reads_ = 0, writes_ = 0;
   uint64_t peak_byte_ = 0;  // highest byte offset touched in any partition
+  // One bit per byte per partition, allocated on first access; marked once per
+  // distinct pattern (when it enters access_cache_, which reset_stats() empties).
+  std::vector<uint64_t> touched_, touched_mask_;
+  void mark_touched(const isa::AccessPattern& ap);
 
  private:
   struct port_state {
@@ -99,6 +108,7 @@ class partitioned_memory : public sc_core::sc_module {
   struct access_entry {
     isa::AccessPattern ap;
     bool valid = false;
+    bool words = false;  // the port time is for a DMA (ap_extension::words)
     int64_t end = 0;     // ap's end byte (bounds checked)
     uint64_t bytes = 0;  // ap.bytes()
     sc_core::sc_time port;

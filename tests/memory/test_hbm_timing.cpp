@@ -260,6 +260,8 @@ TEST(HbmTiming, TwoCoresStreamingShareThePeak) {
   dp.bandwidth_bps = 10e9;
   dp.fixed_cost_s = 100e-9;
   dp.descriptor_cost_s = 0;
+  dp.start_latency_s = 0;
+  dp.queue_depth = 1;
   two_cores h("h", params(2, 4, 256, 240e9), dp);
   constexpr int kN = 4;                                 // transfers per engine
   constexpr double kCoreBytes = 16.0 * kN * 64 * kKiB;  // 4 MiB per core

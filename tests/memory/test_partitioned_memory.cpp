@@ -343,7 +343,7 @@ TEST(PartitionedMemory, TimingOnlyTransactionsMoveNoData) {
     for (uint32_t b = 0; b < 256; ++b) ASSERT_EQ(h.psum_mem.row(p)[b], 0);
 }
 
-TEST(PartitionedMemory, StatsCountTransactionsAndPeak) {
+TEST(PartitionedMemory, StatsCountTransactionsAndFootprint) {
   mem_harness h("h");
   stats::group g("mem");
   h.sbuf_mem.register_stats(g.child("sbuf"));
@@ -361,10 +361,36 @@ TEST(PartitionedMemory, StatsCountTransactionsAndPeak) {
   EXPECT_EQ(g.value("sbuf.writes"), 1.0);
   EXPECT_EQ(g.value("sbuf.reads"), 2.0);
   // Highest byte end 1224 (1024 + 100*2) times 128 partitions = 156672.
-  EXPECT_EQ(g.value("sbuf.peak_bytes"), 156672.0);
+  EXPECT_EQ(g.value("sbuf.high_water_bytes"), 156672.0);
+  // Touched: bytes 0..255 of 128 partitions (the write; the 40 B read is inside it)
+  // and bytes 1024..1223 of partitions 0..3: 128 x 256 + 4 x 200 = 33568.
+  EXPECT_EQ(g.value("sbuf.touched_bytes"), 33568.0);
   EXPECT_EQ(g.value("psum.write_bytes"), 64.0);
   EXPECT_EQ(g.value("psum.writes"), 1.0);
-  EXPECT_EQ(g.value("psum.peak_bytes"), 32.0 * 128);  // 8 fp32 = 32 B
+  EXPECT_EQ(g.value("psum.high_water_bytes"), 32.0 * 128);  // 8 fp32 = 32 B
+  EXPECT_EQ(g.value("psum.touched_bytes"), 2.0 * 32);       // 2 partitions x 32 B
+}
+
+// A strided pattern touches only its elements, and each partition its own bytes:
+// touched counts distinct bytes, however often and in whatever order accessed.
+TEST(PartitionedMemory, TouchedBytesCountEachByteOnce) {
+  mem_harness h("h");
+  stats::group g("mem");
+  h.sbuf_mem.register_stats(g.child("sbuf"));
+  h.run([&] {
+    // Partitions 32..63, 16 fp32 every 4th element from byte 64: 16 x 4 B each.
+    h.to_sbuf.timing_only(tlm::TLM_WRITE_COMMAND, sb(32, 32, 64, DType::fp32, {{4, 16}}));
+    // Again, and partition 0's whole first 64 B twice.
+    h.to_sbuf.timing_only(tlm::TLM_READ_COMMAND, sb(32, 32, 64, DType::fp32, {{4, 16}}));
+    h.to_sbuf.timing_only(tlm::TLM_WRITE_COMMAND, sb(0, 1, 0, DType::bf16, {{1, 32}}));
+    h.to_sbuf.timing_only(tlm::TLM_READ_COMMAND, sb(0, 1, 0, DType::fp32, {{1, 16}}));
+  });
+  // 32 partitions x 16 x 4 B + 64 B = 2112.
+  EXPECT_EQ(g.value("sbuf.touched_bytes"), 2112.0);
+  // Strided end: 64 + (15 x 4 + 1) x 4 = 308 B, x 128 partitions.
+  EXPECT_EQ(g.value("sbuf.high_water_bytes"), 308.0 * 128);
+  h.sbuf_mem.reset_stats();
+  EXPECT_EQ(g.value("sbuf.touched_bytes"), 0.0);
 }
 
 TEST(PartitionedMemory, ClearZeroesAndGeometryIsReported) {

@@ -104,7 +104,8 @@ ns = 1000.0 + 1e15 / bw
 tree = {"simulated_ns": ns, "instructions": 10, "cores": 1, "flops": 1e6,
         "tflops": 1e6 / ns / 1e3, "mfu_pct": 1e6 / ns / 1e3 / 80 * 100,
         "host_seconds": 0.001, "hbm": {"read_bytes": 4096, "write_bytes": 1024,
-        "mbu_pct": 5.0}, "sbuf": {"peak_bytes": 100}, "psum": {"peak_bytes": 10}}
+        "mbu_pct": 5.0}, "sbuf": {"touched_bytes": 100, "high_water_bytes": 200},
+        "psum": {"touched_bytes": 10, "high_water_bytes": 20}}
 with open(stats, "w") as f:
     json.dump(tree, f)
 '''

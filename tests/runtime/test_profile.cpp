@@ -70,8 +70,9 @@ TEST(Profile, StatsTreeHasTheRunFigures) {
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string out = python_on(dir / "s.json", R"(
 keys = ["simulated_ns", "instructions", "flops", "tflops", "mfu_pct", "host_seconds",
-        "hbm.read_bytes", "hbm.write_bytes", "hbm.mbu_pct", "sbuf.peak_bytes", "psum.peak_bytes",
-        "dma.bytes", "dma.transfers", "dma.avg_transfer_bytes"]
+        "hbm.read_bytes", "hbm.write_bytes", "hbm.mbu_pct", "sbuf.touched_bytes",
+        "sbuf.high_water_bytes", "psum.touched_bytes", "psum.high_water_bytes",
+        "dma.bytes", "dma.copies", "dma.shares", "dma.avg_share_bytes"]
 for e in ["tensor", "vector", "scalar", "gpsimd", "sync"]:
     for k in ["instructions", "active_pct", "busy_ns", "semaphore_wait_ns", "port_stall_ns"]:
         keys.append("engines.%s.%s" % (e, k))
@@ -112,22 +113,26 @@ assert abs(d["engines"]["tensor"]["active_pct"] - 100 * d["engines"]["tensor"]["
 qs = [q for c in d["dma"]["queues"].values() for e in c.values() for q in e.values()]
 assert len(qs) == 14, len(qs)
 assert sum(q["bytes"] for q in qs) == d["dma"]["bytes"]
-assert sum(q["transfers"] for q in qs) == d["dma"]["transfers"] == 20
+assert sum(q["copies"] for q in qs) == d["dma"]["copies"] == 20
 for q in qs:
-    assert q["avg_transfer_bytes"] == q["bytes"] / q["transfers"]
+    assert q["avg_copy_bytes"] == q["bytes"] / q["copies"]
+# No dma_copy of this program is spread: one share per copy.
+assert d["dma"]["shares"] == d["dma"]["copies"]
 eng0 = d["chip"]["core0"]["dma"]["engine0"]
 assert "q0" in eng0 and "q1" not in eng0, "unused queues are listed"
 hbm = d["hbm"]["read_bytes"] + d["hbm"]["write_bytes"]
 assert abs(d["hbm"]["mbu_pct"] - 100 * hbm / t / 100e9) < 1e-9  # tiny: 100 GB/s
-assert d["sbuf"]["peak_bytes"] > 0 and d["psum"]["peak_bytes"] > 0
+for mem in ("sbuf", "psum"):
+    m = d[mem]
+    assert 0 < m["touched_bytes"] <= m["high_water_bytes"], (mem, m)
 print("ok MFU %.1f%%" % d["mfu_pct"])
 )");
   ASSERT_EQ(out.rfind("ok MFU ", 0), 0u) << out;
   // The summary table shows the same figures: the MFU the stats define (checked above).
   EXPECT_NE(r.out.find(out.substr(3, out.size() - 4)), std::string::npos) << out << r.out;
-  EXPECT_NE(r.out.find("14 used, 20 transfers"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("14 used, 20 copies"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("port stall"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("SBUF peak"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("high water"), std::string::npos) << r.out;
 }
 
 // Two processes, same program and config: byte-identical stats but for host time.

@@ -30,9 +30,10 @@ ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
 METRICS = (["m.simulated_ns", "m.instructions", "m.cores", "m.flops", "m.tflops", "m.mfu_pct",
             "m.peak_tflops"]
            + [f"m.engines.{e}.active_pct" for e in ENGINES]
-           + ["m.dma.active_pct", "m.dma.bytes", "m.dma.transfers", "m.hbm.read_bytes",
+           + ["m.dma.active_pct", "m.dma.bytes", "m.dma.copies", "m.dma.shares", "m.hbm.read_bytes",
               "m.hbm.write_bytes", "m.hbm.bytes", "m.hbm.gbps", "m.hbm.mbu_pct",
-              "m.arith_intensity", "m.sbuf.peak_bytes", "m.psum.peak_bytes",
+              "m.arith_intensity", "m.sbuf.touched_bytes", "m.sbuf.high_water_bytes",
+              "m.psum.touched_bytes", "m.psum.high_water_bytes",
               "m.sim_host_seconds"])
 # Columns that legitimately differ between two runs of the same point.
 VOLATILE = ("host_seconds", "m.sim_host_seconds")
@@ -50,7 +51,8 @@ def metrics(tree):
         m[f"m.engines.{e}.active_pct"] = g("engines", e, "active_pct")
     m["m.dma.active_pct"] = g("dma", "active_pct")
     m["m.dma.bytes"] = g("dma", "bytes")
-    m["m.dma.transfers"] = g("dma", "transfers")
+    m["m.dma.copies"] = g("dma", "copies")
+    m["m.dma.shares"] = g("dma", "shares")
     rd, wr = g("hbm", "read_bytes"), g("hbm", "write_bytes")
     m["m.hbm.read_bytes"], m["m.hbm.write_bytes"] = rd, wr
     hb = (rd or 0) + (wr or 0) if rd is not None or wr is not None else None
@@ -59,8 +61,9 @@ def metrics(tree):
     m["m.hbm.gbps"] = hb / ns if hb is not None and ns else None
     m["m.hbm.mbu_pct"] = g("hbm", "mbu_pct")
     m["m.arith_intensity"] = (m["m.flops"] / hb) if hb and m["m.flops"] is not None else None
-    m["m.sbuf.peak_bytes"] = g("sbuf", "peak_bytes")
-    m["m.psum.peak_bytes"] = g("psum", "peak_bytes")
+    for mem in ("sbuf", "psum"):
+        for k in ("touched_bytes", "high_water_bytes"):
+            m[f"m.{mem}.{k}"] = g(mem, k)
     return m
 
 
