@@ -2,7 +2,8 @@
 // reference interpreter against independent references: interp_scatter/gen_cases.py
 // writes single-node ONNX models with outputs computed in numpy from the operator
 // spec, interp_scatter/torch_cases.py exports tiny PyTorch models (scatter_add,
-// index_put, cumsum, one_hot, nonzero, unique, cross_entropy, fake quantisation)
+// index_put with and without accumulate, boolean mask indexing, cumsum, one_hot,
+// nonzero, unique, cross_entropy, fake quantisation)
 // with eager PyTorch's outputs. Every case goes through the ONNX import (graph
 // inputs the compiler needs as constants are specialised, as for the ONNX test
 // data) and must match; a case with an `expect_error` file must be refused with an
@@ -81,8 +82,8 @@ TEST(InterpScatter, TorchModels) {
       test::run_python("-c \"" + test::python_require({"torch", "numpy", "onnx"}) + "\" && " +
                        test::kPython + " " + script + " " + out.string()));
   const Counts c = run_dir(out);
-  EXPECT_EQ(c.cases, 6);
-  EXPECT_EQ(c.passed, 6);
+  EXPECT_EQ(c.cases, 8);
+  EXPECT_EQ(c.passed, 8);
 }
 
 // NonZero of a value computed from a graph input (torch's nonzero(x > 0)): the

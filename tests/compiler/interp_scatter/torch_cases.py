@@ -102,3 +102,25 @@ class FakeQuant(torch.nn.Module):
 fq = torch.randn(2, 3, 4) * 2
 fq[0, 0, :] = torch.tensor([0.025, 0.075, -0.025, 12.0])
 export("torch_fake_quantize", FakeQuant(), [fq], 13, 2)
+
+
+class MaskIndex(torch.nn.Module):
+    def forward(self, x, m):
+        return x[m] * 2, torch.nonzero(x > 0.5)
+
+
+# x[mask] exports NonZero + GatherND; nonzero(x > 0.5) needs x as a constant.
+export("torch_mask_index", MaskIndex(), [torch.randn(3, 4), torch.randn(3, 4) > 0], 13, 2)
+
+
+class IndexPutAccumulate(torch.nn.Module):
+    def forward(self, x, i, v):
+        y = x.clone()
+        y.index_put_((i,), v, accumulate=True)
+        return y, torch.zeros(4, 3).scatter(1, i.view(-1, 1).expand(-1, 3)[:4] % 3, 1.0)
+
+
+# torch 1.13 exports accumulate=True as ScatterND (no reduction) into zeros + Add,
+# which equals eager PyTorch only for distinct indices: the indices here are.
+export("torch_index_put_accumulate", IndexPutAccumulate(),
+       [torch.randn(5, 3), torch.tensor([1, 4, 3, 0]), torch.randn(4, 3)], 16, 2)
