@@ -3,7 +3,7 @@
 // writes single-node ONNX models with outputs computed in numpy from the operator
 // spec, interp_scatter/torch_cases.py exports tiny PyTorch models (scatter_add,
 // index_put with and without accumulate, boolean mask indexing, cumsum, one_hot,
-// nonzero, unique, cross_entropy, fake quantisation)
+// nonzero, unique, cross_entropy, fake quantisation, quantize_per_tensor/channel)
 // with eager PyTorch's outputs. Every case goes through the ONNX import (graph
 // inputs the compiler needs as constants are specialised, as for the ONNX test
 // data) and must match; a case with an `expect_error` file must be refused with an
@@ -82,8 +82,8 @@ TEST(InterpScatter, TorchModels) {
       test::run_python("-c \"" + test::python_require({"torch", "numpy", "onnx"}) + "\" && " +
                        test::kPython + " " + script + " " + out.string()));
   const Counts c = run_dir(out);
-  EXPECT_EQ(c.cases, 8);
-  EXPECT_EQ(c.passed, 8);
+  EXPECT_EQ(c.cases, 10);
+  EXPECT_EQ(c.passed, 10);
 }
 
 // NonZero of a value computed from a graph input (torch's nonzero(x > 0)): the

@@ -124,3 +124,43 @@ class IndexPutAccumulate(torch.nn.Module):
 # which equals eager PyTorch only for distinct indices: the indices here are.
 export("torch_index_put_accumulate", IndexPutAccumulate(),
        [torch.randn(5, 3), torch.tensor([1, 4, 3, 0]), torch.randn(4, 3)], 16, 2)
+
+
+def write_node_case(name, op, inputs, outputs, opset, **attrs):
+    """A single-node ONNX model whose expected outputs come from eager PyTorch."""
+    from onnx import TensorProto, helper, save
+    d = os.path.join(OUT, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    types = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.uint8): TensorProto.UINT8,
+             np.dtype(np.int8): TensorProto.INT8}
+    in_names = ["x%d" % k for k in range(len(inputs))]
+    out_names = ["y%d" % k for k in range(len(outputs))]
+    g = helper.make_graph(
+        [helper.make_node(op, in_names, out_names, **attrs)], name,
+        [helper.make_tensor_value_info(n, types[a.dtype], list(a.shape))
+         for n, a in zip(in_names, inputs)],
+        [helper.make_tensor_value_info(n, types[a.dtype], list(a.shape))
+         for n, a in zip(out_names, outputs)])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
+         os.path.join(d, "model.onnx"))
+    for k, a in enumerate(inputs):
+        with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % k), "wb") as f:
+            f.write(numpy_helper.from_array(a, in_names[k]).SerializeToString())
+    for k, a in enumerate(outputs):
+        with open(os.path.join(d, "test_data_set_0", "output_%d.pb" % k), "wb") as f:
+            f.write(numpy_helper.from_array(a, out_names[k]).SerializeToString())
+
+
+# QuantizeLinear against torch.quantize_per_tensor / quantize_per_channel (their
+# int_repr): half-way values round to even, out-of-range values saturate.
+qx = torch.randn(2, 3, 4) * 4
+qx[0, 0, :] = torch.tensor([0.25, 0.75, -0.25, 100.0])
+qt = torch.quantize_per_tensor(qx, 0.5, 7, torch.quint8).int_repr()
+write_node_case("torch_quantize_per_tensor", "QuantizeLinear",
+                [qx.numpy(), np.float32(0.5), np.uint8(7)], [qt.numpy()], 13)
+scales = torch.tensor([0.5, 0.1, 0.05], dtype=torch.float64)
+zps = torch.tensor([0, -4, 9])
+qc = torch.quantize_per_channel(qx, scales, zps, 1, torch.qint8).int_repr()
+write_node_case("torch_quantize_per_channel", "QuantizeLinear",
+                [qx.numpy(), scales.float().numpy(), zps.numpy().astype(np.int8)], [qc.numpy()],
+                13, axis=1)
