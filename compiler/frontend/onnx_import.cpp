@@ -33,7 +33,7 @@ constexpr int64_t kMaxOpset = 17;
 
 // ONNX op types converted by the front end beyond the IR's own op set.
 const std::set<std::string>& extra_onnx_ops() {
-  static const std::set<std::string> s{"Constant", "Dropout", "CastLike"};
+  static const std::set<std::string> s{"Constant", "Dropout", "CastLike", "Scatter"};
   return s;
 }
 
@@ -261,12 +261,33 @@ class Importer {
   }
   const Tensor& cin(int k, const std::string& what) const {
     Value* v = req(k);
-    if (!v->has_data())
+    if (!v->has_data()) {
+      const std::string root = source_input(v);
       throw NeedsConstantError(
           label_ + ": " + node_label() + ": input " + std::to_string(k) + " ('" + v->name + "', " +
-              what + ") must be a constant: only static shapes and parameters are supported",
-          v->name);
+              what + ") must be a constant: only static shapes and parameters are supported" +
+              (root != v->name ? " (it is computed from graph input '" + root + "')" : ""),
+          root);
+    }
     return *v->data;
+  }
+  // The graph input a runtime value is computed from (the first by name when there
+  // are several), so a caller can specialise it: with it constant, the nodes between
+  // fold. The value itself when no graph input feeds it.
+  static std::string source_input(const Value* v) {
+    std::set<const Value*> seen;
+    std::vector<const Value*> todo{v};
+    std::set<std::string> roots;
+    while (!todo.empty()) {
+      const Value* x = todo.back();
+      todo.pop_back();
+      if (!seen.insert(x).second) continue;
+      if (x->is_graph_input) roots.insert(x->name);
+      if (x->producer)
+        for (const Value* i : x->producer->inputs)
+          if (i && !i->has_data()) todo.push_back(i);
+    }
+    return roots.empty() ? v->name : *roots.begin();
   }
   std::vector<int64_t> cints(int k, const std::string& what) const {
     const Tensor& t = cin(k, what);
@@ -464,6 +485,7 @@ class Importer {
         {"ConstantOfShape", &Importer::conv_constant_of_shape},
         {"PRelu", &Importer::conv_prelu},
     };
+    if (convert_scatter_group(op)) return;
     auto it = special.find(op);
     if (it != special.end()) return (this->*(it->second))();
     if (op.rfind("Reduce", 0) == 0) return conv_reduce();
@@ -864,6 +886,112 @@ class Importer {
       slope = reshape(slope, s, "per_channel");
     }
     emit_bound("PRelu", {x, slope}, {});
+  }
+
+  // --- scatter/gather, data-dependent, quantisation and window ops -----------
+  // Converters of these ops; returns false for other ops.
+  bool convert_scatter_group(const std::string& op) {
+    static const std::unordered_map<std::string, void (Importer::*)()> conv{
+        {"Scatter", &Importer::conv_scatter},         {"OneHot", &Importer::conv_one_hot},
+        {"NonZero", &Importer::conv_data_shaped},     {"Unique", &Importer::conv_data_shaped},
+        {"Compress", &Importer::conv_compress},       {"ConvInteger", &Importer::conv_int_conv},
+        {"QLinearConv", &Importer::conv_int_conv},    {"HannWindow", &Importer::conv_window_fn},
+        {"HammingWindow", &Importer::conv_window_fn}, {"BlackmanWindow", &Importer::conv_window_fn},
+    };
+    auto it = conv.find(op);
+    if (it == conv.end()) return false;
+    (this->*(it->second))();
+    return true;
+  }
+
+  // Scatter (opsets 9-10) is ScatterElements without a reduction.
+  void conv_scatter() {
+    emit_bound("ScatterElements", all_inputs(), {{"axis", Attribute(ai("axis", 0))}});
+  }
+
+  // depth becomes an attribute (it is the size of the new dim); a float depth is
+  // cast to int64 as the spec says.
+  void conv_one_hot() {
+    const Tensor& d = cin(1, "depth");
+    if (d.numel() != 1) fail("depth must hold one value, got " + d.type().str());
+    const double v = std::trunc(d.at(0));
+    if (!(v >= 0 && v < 9.2e18)) fail("depth " + std::to_string(d.at(0)) + " must be >= 0");
+    emit_bound(
+        "OneHot", {req(0), req(2)},
+        {{"axis", Attribute(ai("axis", -1))}, {"depth", Attribute(static_cast<int64_t>(v))}});
+  }
+
+  // NonZero and Unique: the output shape depends on every value of input 0, so it
+  // must be a constant (the node then folds).
+  void conv_data_shaped() {
+    cin(0, node_->op_type() == "NonZero" ? "the tensor whose non-zeros are listed"
+                                         : "the tensor whose unique values are listed");
+    emit_bound(node_->op_type(), all_inputs(), copy_attrs());
+  }
+
+  // The condition decides the output shape: it becomes an attribute.
+  void conv_compress() {
+    const Tensor& c = cin(1, "condition");
+    if (c.rank() != 1) fail("condition must be 1-D, got " + c.type().str());
+    std::vector<int64_t> flags;
+    for (int64_t k = 0; k < c.numel(); ++k) flags.push_back(c.at(k) != 0);
+    AttrMap attrs{{"condition", Attribute(flags)}};
+    if (has_attr("axis")) attrs["axis"] = Attribute(ai("axis", 0));
+    emit_bound("Compress", {req(0)}, attrs);
+  }
+
+  // ConvInteger, QLinearConv: auto_pad becomes explicit pads (weights: input 1 or 3).
+  void conv_int_conv() {
+    const bool qlinear = node_->op_type() == "QLinearConv";
+    Value* x = req(0);
+    Value* w = req(qlinear ? 3 : 1);
+    if (x->rank() < 3 || w->rank() != x->rank())
+      fail("input '" + x->name + "' " + x->type.str() + " and weights '" + w->name + "' " +
+           w->type.str() + " must be [N, C, spatial...] and [M, C/group, kernel...]");
+    const size_t k = x->rank() - 2;
+    AttrMap attrs = copy_attrs({"auto_pad"});
+    std::vector<int64_t> kernel = aints("kernel_shape");
+    if (kernel.empty()) kernel.assign(w->shape().begin() + 2, w->shape().end());
+    std::vector<int64_t> strides = aints("strides"), dil = aints("dilations");
+    if (strides.empty()) strides.assign(k, 1);
+    if (dil.empty()) dil.assign(k, 1);
+    if (kernel.size() != k || strides.size() != k || dil.size() != k)
+      fail("kernel_shape/strides/dilations need " + std::to_string(k) + " entries");
+    const std::string auto_pad = as("auto_pad", "NOTSET");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      std::vector<int64_t> pads(2 * k);
+      for (size_t i = 0; i < k; ++i) {
+        const int64_t in = x->shape()[2 + i];
+        if (strides[i] < 1) fail("strides must be positive");
+        const int64_t out = (in + strides[i] - 1) / strides[i];
+        const int64_t total =
+            std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in);
+        const int64_t small = total / 2, big = total - small;
+        pads[i] = auto_pad == "SAME_UPPER" ? small : big;
+        pads[i + k] = auto_pad == "SAME_UPPER" ? big : small;
+      }
+      attrs["pads"] = pads;
+    } else if (auto_pad == "VALID") {
+      attrs["pads"] = std::vector<int64_t>(2 * k, 0);
+    } else if (auto_pad != "NOTSET" && !auto_pad.empty()) {
+      fail("unknown auto_pad '" + auto_pad + "'");
+    }
+    emit_bound(node_->op_type(), all_inputs(), std::move(attrs), 1);
+  }
+
+  // Hann/Hamming/BlackmanWindow: the size input is the output shape; the node folds.
+  void conv_window_fn() {
+    const Tensor& s = cin(0, "size");
+    if (s.numel() != 1 || s.holds_floats()) fail("size must be one integer, got " + s.type().str());
+    const int64_t code = ai("output_datatype", 1);
+    auto et = elem_type_from_onnx(static_cast<int>(code));
+    if (!et)
+      unsupported("output_datatype " + onnx_type_name(static_cast<int>(code)) +
+                  " is not supported (supported: " + supported_onnx_types() + ")");
+    emit_bound(node_->op_type(), {},
+               {{"size", Attribute(s.ints()[0])},
+                {"periodic", Attribute(ai("periodic", 1))},
+                {"output_datatype", Attribute(std::string(ir::elem_type_name(*et)))}});
   }
 
   const onnx::ModelProto& model_;

@@ -47,8 +47,9 @@ struct ImportOptions {
 };
 
 // Refusal because a value the compiler needs at compile time (a shape, axes, a
-// bound) is computed at run time. `value()` names it, so a caller can specialise
-// that graph input with ImportOptions::constant_inputs and retry.
+// bound, the data of NonZero/Unique) is computed at run time. `value()` names the
+// graph input it is computed from (the value itself when none), so a caller can
+// specialise that graph input with ImportOptions::constant_inputs and retry.
 class NeedsConstantError : public ir::UnsupportedError {
  public:
   NeedsConstantError(const std::string& msg, std::string value)

@@ -31,6 +31,8 @@ void register_nn(KernelMap& m);
 void register_reduce(KernelMap& m);
 void register_shape(KernelMap& m);
 void register_trn(KernelMap& m);  // trn.* ops of the graph passes (kernels_trn.cpp)
+// Scatter/gather, data-shaped, quantisation, loss and window ops (kernels_scatter.cpp).
+void register_scatter(KernelMap& m);
 
 [[noreturn]] inline void kfail(const std::string& msg) {
   throw ir::CompileError(msg);

@@ -803,8 +803,379 @@ void register_ops() {
       infer_trn_fused);
 }
 
+// --- scatter/gather, data-dependent, quantisation, loss and window ops -------
+
+const char* const kScatterReductions[] = {"none", "add", "mul", "max", "min"};
+
+void check_reduction(const Node& n) {
+  const std::string& r = n.attr_string("reduction");
+  if (std::find(std::begin(kScatterReductions), std::end(kScatterReductions), r) ==
+      std::end(kScatterReductions))
+    fail("reduction must be none, add, mul, max or min, got '" + r + "'");
+  if (r != "none") require_numeric(n, 0);
+}
+
+// The data of an input that decides an output shape (NonZero, Unique).
+const Tensor& shape_data(const Node& n, size_t k) {
+  const Value& v = in(n, k);
+  if (!v.has_data())
+    throw UnsupportedError("input " + std::to_string(k) + " ('" + v.name +
+                           "') must be a constant: the output shape of " + n.op +
+                           " depends on its values (static shapes only)");
+  return *v.data;
+}
+
+void require_int8ish(const Node& n, size_t k) {
+  ElemType e = in(n, k).elem();
+  if (e != ElemType::uint8 && e != ElemType::int8)
+    fail("input " + std::to_string(k) + " ('" + in(n, k).name + "') must be uint8 or int8, got " +
+         in(n, k).type.str());
+}
+
+// A quantisation scale (float) with an optional zero point (input zk, the type of
+// input qk when given): one value per tensor, or a 1-D tensor of `count` values.
+void check_quant_params(const Node& n, size_t sk, size_t zk, int64_t count, const char* what) {
+  require_float(n, sk);
+  const Value& s = in(n, sk);
+  const bool per_tensor = s.type.numel() == 1 && s.rank() <= 1;
+  if (!per_tensor && (s.rank() != 1 || s.shape()[0] != count))
+    fail("scale '" + s.name + "' is " + s.type.str() + "; expected one value or " +
+         std::to_string(count) + " (" + what + ")");
+  if (const Value* z = n.input(zk)) {
+    if (z->shape() != s.shape() && !(per_tensor && z->type.numel() == 1))
+      fail("zero point '" + z->name + "' " + z->type.str() + " does not match scale " +
+           s.type.str());
+  }
+}
+
+// A zero point of an integer matmul/conv operand: one value, or one per row/column
+// `count` (given as [count] or in a shape that broadcasts).
+void check_zero_point(const Node& n, size_t zk, size_t xk, int64_t count) {
+  const Value* z = n.input(zk);
+  if (!z) return;
+  require_same_elem(n, xk, zk);
+  if (z->type.numel() != 1 && z->type.numel() != count)
+    fail("zero point '" + z->name + "' " + z->type.str() + " must hold 1 or " +
+         std::to_string(count) + " values");
+}
+
+// Conv-like output shape for integer convs: x input 0, weights input `wk`.
+Shape int_conv_shape(const Node& n, size_t wk) {
+  const Shape& x = shp(n, 0);
+  const Shape& w = shp(n, wk);
+  int64_t g = n.attr_int("group");
+  if (w.size() != x.size()) fail("weights " + in(n, wk).type.str() + " must have the input's rank");
+  if (g < 1 || x[1] % g != 0 || w[1] * g != x[1] || w[0] % g != 0)
+    fail("weights " + in(n, wk).type.str() + " do not match input " + in(n, 0).type.str() +
+         " with group " + std::to_string(g));
+  WindowGeometry geo = window_geometry(n);
+  for (size_t i = 0; i < geo.kernel.size(); ++i)
+    if (geo.kernel[i] != w[i + 2])
+      fail("kernel_shape " + str_ints(geo.kernel) + " does not match weights " +
+           in(n, wk).type.str());
+  Shape out{x[0], w[0]};
+  out.insert(out.end(), geo.out.begin(), geo.out.end());
+  return out;
+}
+
+void norm_int_conv(Node& n, size_t wk) {
+  int64_t k = in(n, 0).rank() - 2;
+  if (k < 1) fail("input 0 must have rank >= 3 ([N, C, spatial...]), got " + in(n, 0).type.str());
+  if (!n.has_attr("kernel_shape")) {
+    const Shape& w = shp(n, wk);
+    if (static_cast<int64_t>(w.size()) != k + 2)
+      fail("weights " + in(n, wk).type.str() + " do not match input rank " + std::to_string(k + 2));
+    n.attrs["kernel_shape"] = std::vector<int64_t>(w.begin() + 2, w.end());
+  }
+  norm_window(n, false);
+}
+
+std::vector<TensorType> infer_loss(const Node& n) {
+  require_float(n, 0);
+  require_int_indices(n, 1);
+  const Shape& x = shp(n, 0);
+  if (x.size() < 2) fail("input 0 must be [N, C, d1...], got " + in(n, 0).type.str());
+  Shape t = x;
+  t.erase(t.begin() + 1);
+  if (shp(n, 1) != t)
+    fail("target " + in(n, 1).type.str() + " must be " + shape_str(t) + " for input " +
+         in(n, 0).type.str());
+  if (const Value* w = n.input(2)) {
+    require_same_elem(n, 0, 2);
+    if (w->shape() != Shape{x[1]})
+      fail("weight " + w->type.str() + " must be [C] = [" + std::to_string(x[1]) + "]");
+  }
+  const std::string& r = n.attr_string("reduction");
+  if (r != "none" && r != "sum" && r != "mean")
+    fail("reduction must be none, sum or mean, got '" + r + "'");
+  std::vector<TensorType> out{{in(n, 0).elem(), r == "none" ? t : Shape{}}};
+  if (n.op == "SoftmaxCrossEntropyLoss") out.push_back(in(n, 0).type);
+  return out;
+}
+
+void register_ops_scatter() {
+  def(
+      "ScatterElements", 3, 3, 1, 1, {A("axis", K::kInt, 0), A("reduction", K::kString, "none")},
+      [](const Node& n) {
+        require_int_indices(n, 1);
+        require_same_elem(n, 0, 2);
+        check_reduction(n);
+        const Shape& d = shp(n, 0);
+        const Shape& i = shp(n, 1);
+        if (i != shp(n, 2))
+          fail("indices " + in(n, 1).type.str() + " and updates " + in(n, 2).type.str() +
+               " must have the same shape");
+        if (i.size() != d.size())
+          fail("indices " + in(n, 1).type.str() + " must have the rank of data " +
+               in(n, 0).type.str());
+        for (size_t k = 0; k < d.size(); ++k)
+          if (static_cast<int64_t>(k) != n.attr_int("axis") && i[k] > d[k])
+            fail("indices " + in(n, 1).type.str() + " exceed data " + in(n, 0).type.str() +
+                 " in dim " + std::to_string(k));
+        return same_as_input0(n);
+      },
+      [](Node& n) {
+        if (in(n, 0).rank() == 0) fail("data must have rank >= 1");
+        axis_attr(n, "axis", in(n, 0).rank());
+      });
+  def("ScatterND", 3, 3, 1, 1, {A("reduction", K::kString, "none")}, [](const Node& n) {
+    require_int_indices(n, 1);
+    require_same_elem(n, 0, 2);
+    check_reduction(n);
+    const Shape& d = shp(n, 0);
+    const Shape& i = shp(n, 1);
+    if (d.empty() || i.empty()) fail("data and indices must have rank >= 1");
+    const int64_t k = i.back();
+    if (k < 0 || k > static_cast<int64_t>(d.size()))
+      fail("indices " + in(n, 1).type.str() + " address " + std::to_string(k) + " dims of data " +
+           in(n, 0).type.str());
+    Shape u(i.begin(), i.end() - 1);
+    u.insert(u.end(), d.begin() + k, d.end());
+    if (shp(n, 2) != u)
+      fail("updates " + in(n, 2).type.str() + " must be " + shape_str(u) + " for indices " +
+           in(n, 1).type.str() + " and data " + in(n, 0).type.str());
+    return same_as_input0(n);
+  });
+  def("GatherND", 2, 2, 1, 1, {A("batch_dims", K::kInt, 0)}, [](const Node& n) {
+    require_int_indices(n, 1);
+    const Shape& d = shp(n, 0);
+    const Shape& i = shp(n, 1);
+    const int64_t b = n.attr_int("batch_dims");
+    const int64_t r = static_cast<int64_t>(d.size()), q = static_cast<int64_t>(i.size());
+    if (r < 1 || q < 1) fail("data and indices must have rank >= 1");
+    if (b < 0 || b >= std::min(r, q))
+      fail("batch_dims " + std::to_string(b) + " must be in [0, min(rank(data), rank(indices)))");
+    const int64_t k = i.back();
+    if (k < 1 || b + k > r)
+      fail("indices " + in(n, 1).type.str() + " address " + std::to_string(k) + " dims of data " +
+           in(n, 0).type.str() + " after " + std::to_string(b) + " batch dims");
+    for (int64_t a = 0; a < b; ++a)
+      if (d[a] != i[a])
+        fail("batch dim " + std::to_string(a) + " differs: data " + in(n, 0).type.str() +
+             ", indices " + in(n, 1).type.str());
+    Shape out(i.begin(), i.end() - 1);
+    out.insert(out.end(), d.begin() + b + k, d.end());
+    return std::vector<TensorType>{{in(n, 0).elem(), out}};
+  });
+  def(
+      "OneHot", 2, 2, 1, 1, {A("axis", K::kInt, -1), A("depth", K::kInt)},
+      [](const Node& n) {
+        require_numeric(n, 0);
+        if (in(n, 1).shape() != Shape{2})
+          fail("values " + in(n, 1).type.str() + " must be [2] ([off_value, on_value])");
+        const int64_t depth = n.attr_int("depth");
+        if (depth < 0) fail("depth " + std::to_string(depth) + " must not be negative");
+        Shape out = shp(n, 0);
+        out.insert(out.begin() + n.attr_int("axis"), depth);
+        return std::vector<TensorType>{{in(n, 1).elem(), out}};
+      },
+      [](Node& n) { axis_attr(n, "axis", in(n, 0).rank() + 1); });
+  def("NonZero", 1, 1, 1, 1, {}, [](const Node& n) {
+    const Tensor& x = shape_data(n, 0);
+    int64_t nz = 0;
+    for (int64_t k = 0; k < x.numel(); ++k) nz += x.at(k) != 0;
+    return std::vector<TensorType>{{ElemType::int64, {std::max<int64_t>(x.rank(), 1), nz}}};
+  });
+  def(
+      "Unique", 1, 1, 1, 4, {A("sorted", K::kInt, 1), Opt("axis", K::kInt)},
+      [](const Node& n) {
+        const Tensor& x = shape_data(n, 0);
+        const int64_t axis = n.has_attr("axis") ? n.attr_int("axis") : -1;
+        const int64_t cnt = static_cast<int64_t>(unique_slices(x, axis, true).first.size());
+        Shape y{cnt};
+        if (axis >= 0) {
+          y = x.shape();
+          y[axis] = cnt;
+        }
+        const int64_t all = axis >= 0 ? x.shape()[axis] : x.numel();
+        return std::vector<TensorType>{{x.elem(), y},
+                                       {ElemType::int64, {cnt}},
+                                       {ElemType::int64, {all}},
+                                       {ElemType::int64, {cnt}}};
+      },
+      [](Node& n) {
+        if (n.has_attr("axis")) {
+          if (in(n, 0).rank() == 0) fail("axis needs an input of rank >= 1");
+          axis_attr(n, "axis", in(n, 0).rank());
+        }
+      });
+  def(
+      "Compress", 1, 1, 1, 1, {A("condition", K::kInts), Opt("axis", K::kInt)},
+      [](const Node& n) {
+        const auto& c = n.attr_ints("condition");
+        const int64_t kept = std::count_if(c.begin(), c.end(), [](int64_t v) { return v != 0; });
+        const int64_t len = static_cast<int64_t>(c.size());
+        if (!n.has_attr("axis")) {
+          if (len > in(n, 0).type.numel())
+            fail("condition has " + std::to_string(len) + " entries for " +
+                 std::to_string(in(n, 0).type.numel()) + " elements");
+          return std::vector<TensorType>{{in(n, 0).elem(), {kept}}};
+        }
+        Shape out = shp(n, 0);
+        const int64_t a = n.attr_int("axis");
+        if (len > out[a])
+          fail("condition has " + std::to_string(len) + " entries for dim " + std::to_string(a) +
+               " of " + in(n, 0).type.str());
+        out[a] = kept;
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      },
+      [](Node& n) {
+        if (n.has_attr("axis")) {
+          if (in(n, 0).rank() == 0) fail("axis needs an input of rank >= 1");
+          axis_attr(n, "axis", in(n, 0).rank());
+        }
+      });
+
+  // Quantisation (linear, uint8/int8, round half to even, saturating).
+  auto norm_quant_axis = [](Node& n) {
+    if (in(n, 1).type.numel() != 1 || in(n, 1).rank() > 1) {
+      if (in(n, 0).rank() == 0) fail("a per-axis scale needs an input of rank >= 1");
+      axis_attr(n, "axis", in(n, 0).rank());
+    }
+  };
+  def(
+      "QuantizeLinear", 2, 3, 1, 1, {A("axis", K::kInt, 1)},
+      [](const Node& n) {
+        require_float(n, 0);
+        const bool per_tensor = in(n, 1).type.numel() == 1 && in(n, 1).rank() <= 1;
+        check_quant_params(n, 1, 2, per_tensor ? 1 : shp(n, 0)[n.attr_int("axis")], "per axis");
+        ElemType e = ElemType::uint8;
+        if (const Value* z = n.input(2)) {
+          require_int8ish(n, 2);
+          e = z->elem();
+        }
+        return std::vector<TensorType>{{e, shp(n, 0)}};
+      },
+      norm_quant_axis);
+  def(
+      "DequantizeLinear", 2, 3, 1, 1, {A("axis", K::kInt, 1)},
+      [](const Node& n) {
+        const ElemType e = in(n, 0).elem();
+        if (e != ElemType::uint8 && e != ElemType::int8 && e != ElemType::int32)
+          fail("input 0 ('" + in(n, 0).name + "') must be uint8, int8 or int32, got " +
+               in(n, 0).type.str());
+        const bool per_tensor = in(n, 1).type.numel() == 1 && in(n, 1).rank() <= 1;
+        check_quant_params(n, 1, 2, per_tensor ? 1 : shp(n, 0)[n.attr_int("axis")], "per axis");
+        if (n.input(2)) require_same_elem(n, 0, 2);
+        return std::vector<TensorType>{{in(n, 1).elem(), shp(n, 0)}};
+      },
+      norm_quant_axis);
+  def("DynamicQuantizeLinear", 1, 1, 1, 3, {}, [](const Node& n) {
+    if (in(n, 0).elem() != ElemType::fp32)
+      fail("input 0 ('" + in(n, 0).name + "') must be fp32, got " + in(n, 0).type.str());
+    return std::vector<TensorType>{
+        {ElemType::uint8, shp(n, 0)}, {ElemType::fp32, {}}, {ElemType::uint8, {}}};
+  });
+  def("MatMulInteger", 2, 4, 1, 1, {}, [](const Node& n) {
+    require_int8ish(n, 0);
+    require_int8ish(n, 1);
+    Shape out = matmul_shape(shp(n, 0), shp(n, 1));
+    const Shape& a = shp(n, 0);
+    const Shape& b = shp(n, 1);
+    check_zero_point(n, 2, 0, a.size() >= 2 ? a[a.size() - 2] : 1);
+    check_zero_point(n, 3, 1, b.size() >= 2 ? b.back() : 1);
+    return std::vector<TensorType>{{ElemType::int32, out}};
+  });
+  def("QLinearMatMul", 8, 8, 1, 1, {}, [](const Node& n) {
+    require_int8ish(n, 0);
+    require_int8ish(n, 3);
+    require_int8ish(n, 7);
+    const Shape& a = shp(n, 0);
+    const Shape& b = shp(n, 3);
+    Shape out = matmul_shape(a, b);
+    check_quant_params(n, 1, 2, a.size() >= 2 ? a[a.size() - 2] : 1, "per row of a");
+    check_quant_params(n, 4, 5, b.size() >= 2 ? b.back() : 1, "per column of b");
+    check_quant_params(n, 6, 7, 1, "per tensor");
+    require_same_elem(n, 0, 2);
+    require_same_elem(n, 3, 5);
+    return std::vector<TensorType>{{in(n, 7).elem(), out}};
+  });
+  std::vector<AttrSpec> int_conv_attrs{A("kernel_shape", K::kInts), A("strides", K::kInts),
+                                       A("pads", K::kInts), A("dilations", K::kInts),
+                                       A("group", K::kInt, 1)};
+  def(
+      "ConvInteger", 2, 4, 1, 1, int_conv_attrs,
+      [](const Node& n) {
+        require_int8ish(n, 0);
+        require_int8ish(n, 1);
+        Shape out = int_conv_shape(n, 1);
+        check_zero_point(n, 2, 0, 1);
+        check_zero_point(n, 3, 1, shp(n, 1)[0]);
+        return std::vector<TensorType>{{ElemType::int32, out}};
+      },
+      [](Node& n) { norm_int_conv(n, 1); });
+  def(
+      "QLinearConv", 8, 9, 1, 1, int_conv_attrs,
+      [](const Node& n) {
+        require_int8ish(n, 0);
+        require_int8ish(n, 3);
+        require_int8ish(n, 7);
+        require_same_elem(n, 0, 2);
+        require_same_elem(n, 3, 5);
+        Shape out = int_conv_shape(n, 3);
+        check_quant_params(n, 1, 2, 1, "per tensor");
+        check_quant_params(n, 4, 5, shp(n, 3)[0], "per output channel");
+        check_quant_params(n, 6, 7, 1, "per tensor");
+        if (const Value* b = n.input(8)) {
+          if (b->elem() != ElemType::int32 || b->shape() != Shape{shp(n, 3)[0]})
+            fail("bias " + b->type.str() + " must be int32[" + std::to_string(shp(n, 3)[0]) + "]");
+        }
+        return std::vector<TensorType>{{in(n, 7).elem(), out}};
+      },
+      [](Node& n) { norm_int_conv(n, 3); });
+
+  def("ReverseSequence", 2, 2, 1, 1, {A("batch_axis", K::kInt, 1), A("time_axis", K::kInt, 0)},
+      [](const Node& n) {
+        require_rank(n, 0, 2, 64);
+        require_int_indices(n, 1);
+        const int64_t b = n.attr_int("batch_axis"), t = n.attr_int("time_axis");
+        if ((b != 0 && b != 1) || (t != 0 && t != 1) || b == t)
+          fail("batch_axis and time_axis must be 0 and 1 in some order");
+        if (shp(n, 1) != Shape{shp(n, 0)[b]})
+          fail("sequence_lens " + in(n, 1).type.str() + " must be [" +
+               std::to_string(shp(n, 0)[b]) + "] (the batch dim)");
+        return same_as_input0(n);
+      });
+  def("NegativeLogLikelihoodLoss", 2, 3, 1, 1,
+      {Opt("ignore_index", K::kInt), A("reduction", K::kString, "mean")}, infer_loss);
+  def("SoftmaxCrossEntropyLoss", 2, 3, 1, 2,
+      {Opt("ignore_index", K::kInt), A("reduction", K::kString, "mean")}, infer_loss);
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+    def(op, 0, 0, 1, 1,
+        {A("size", K::kInt), A("periodic", K::kInt, 1), A("output_datatype", K::kString, "fp32")},
+        [](const Node& n) {
+          auto t = parse_elem_type(n.attr_string("output_datatype"));
+          if (!t) fail("unknown element type '" + n.attr_string("output_datatype") + "'");
+          if (n.attr_int("size") < 0)
+            fail("size " + std::to_string(n.attr_int("size")) + " must not be negative");
+          return std::vector<TensorType>{{*t, {n.attr_int("size")}}};
+        });
+}
+
 const std::map<std::string, OpDef, std::less<>>& ops() {
   static const bool once = (register_ops(), true);
+  static const bool scatter_once = (register_ops_scatter(), true);
+  (void)scatter_once;
   (void)once;
   return table();
 }
@@ -916,6 +1287,67 @@ Node* make_node(Graph& g, const std::string& op, std::vector<Value*> inputs,
     outs.emplace_back(nm, types[k]);
   }
   return g.add_node(op, std::move(inputs), outs, std::move(probe.attrs), node_name, before);
+}
+
+// ---------------------------------------------------------------------------
+// Unique
+
+UniqueSlices unique_slices(const Tensor& x, int64_t axis, bool sorted) {
+  const Shape& s = x.shape();
+  const int64_t S = axis < 0 ? x.numel() : s[axis];
+  const int64_t inner = axis < 0 ? 1 : num_elements(Shape(s.begin() + axis + 1, s.end()));
+  const int64_t outer = axis < 0 ? 1 : num_elements(Shape(s.begin(), s.begin() + axis));
+  // Element e of slice j.
+  auto elem = [&](int64_t j, int64_t e) {
+    const int64_t o = e / std::max<int64_t>(inner, 1), i = e % std::max<int64_t>(inner, 1);
+    return x.at((o * S + j) * inner + i);
+  };
+  const int64_t len = outer * inner;
+  // -1, 0, 1 with NaN above every number and equal to NaN.
+  auto cmp = [&](int64_t a, int64_t b) {
+    for (int64_t e = 0; e < len; ++e) {
+      const double va = elem(a, e), vb = elem(b, e);
+      const bool na = std::isnan(va), nb = std::isnan(vb);
+      if (na || nb) {
+        if (na != nb) return na ? 1 : -1;
+        continue;
+      }
+      if (va != vb) return va < vb ? -1 : 1;
+    }
+    return 0;
+  };
+  std::vector<int64_t> order(S);
+  for (int64_t j = 0; j < S; ++j) order[j] = j;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
+  // Groups in ascending order; the first of each run is its first occurrence.
+  std::vector<int64_t> group_of(S), firsts, counts;
+  for (int64_t k = 0; k < S; ++k) {
+    if (k == 0 || cmp(order[k - 1], order[k]) != 0) {
+      firsts.push_back(order[k]);
+      counts.push_back(0);
+    }
+    group_of[order[k]] = static_cast<int64_t>(firsts.size()) - 1;
+    ++counts.back();
+  }
+  std::vector<int64_t> rank(firsts.size());
+  for (size_t g = 0; g < firsts.size(); ++g) rank[g] = static_cast<int64_t>(g);
+  if (!sorted) {
+    std::vector<int64_t> by_first(firsts.size());
+    for (size_t g = 0; g < firsts.size(); ++g) by_first[g] = static_cast<int64_t>(g);
+    std::sort(by_first.begin(), by_first.end(),
+              [&](int64_t a, int64_t b) { return firsts[a] < firsts[b]; });
+    for (size_t k = 0; k < by_first.size(); ++k) rank[by_first[k]] = static_cast<int64_t>(k);
+  }
+  UniqueSlices r;
+  r.first.resize(firsts.size());
+  r.counts.resize(firsts.size());
+  for (size_t g = 0; g < firsts.size(); ++g) {
+    r.first[rank[g]] = firsts[g];
+    r.counts[rank[g]] = counts[g];
+  }
+  r.inverse.resize(S);
+  for (int64_t j = 0; j < S; ++j) r.inverse[j] = rank[group_of[j]];
+  return r;
 }
 
 // ---------------------------------------------------------------------------

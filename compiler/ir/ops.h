@@ -63,6 +63,28 @@
 //    (or "reflect", "edge"), value=0}.
 //  DepthToSpace{blocksize, mode="DCR"}, SpaceToDepth{blocksize}.
 //  CumSum{axis, exclusive=0, reverse=0}. Trilu{upper=1, k=0}.
+//  ScatterElements(data, indices, updates){axis=0, reduction="none" (or add, mul,
+//    max, min)}: updates apply in index order (the last of duplicates wins with
+//    "none"). ScatterND(data, indices, updates){reduction="none"}. GatherND(data,
+//    indices){batch_dims=0}. Indices out of range are errors. OneHot(indices,
+//    values){axis=-1, depth}: indices outside [-depth, depth) give off values.
+//  Data-shaped (shape inference reads input 0's data; they fold): NonZero(X) ->
+//    int64[rank, nnz]; Unique(X){sorted=1, axis (absent: flattened)} -> Y, indices,
+//    inverse_indices, counts. Compress(X){condition: 0/1 ints, axis (absent:
+//    flattened)}.
+//  Quantisation (uint8/int8, round half to even, saturating): QuantizeLinear(x,
+//    scale, zero_point?){axis=1}, DequantizeLinear(x, scale, zero_point?){axis=1}
+//    (per tensor, or per axis with a 1-D scale), DynamicQuantizeLinear(x) -> y,
+//    scale, zero_point; MatMulInteger(A, B, a_zp?, b_zp?) and ConvInteger(x, w,
+//    x_zp?, w_zp?){conv attributes} -> int32; QLinearMatMul(a, a_scale, a_zp, b,
+//    b_scale, b_zp, y_scale, y_zp), QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp,
+//    y_scale, y_zp, B?){conv attributes}.
+//  ReverseSequence(x, sequence_lens){batch_axis=1, time_axis=0}.
+//  NegativeLogLikelihoodLoss(input, target, weight?){ignore_index?,
+//    reduction="mean"}, SoftmaxCrossEntropyLoss(scores, labels, weights?){same} ->
+//    loss, log_prob?.
+//  HannWindow, HammingWindow, BlackmanWindow (no inputs){size, periodic=1,
+//    output_datatype="fp32"}: fold to constants.
 //  Fold-only: Shape{start=0, end=rank}, Size, ConstantOfShape(shape){value: tensor,
 //    default fp32 0}, Range(start, limit, delta).
 //  MatMul, Gemm, Conv and ConvTranspose take an optional compute_dtype (a float
@@ -142,5 +164,14 @@ std::vector<SliceDim> slice_dims(const Node& n, const Shape& in);
 
 // Normalize an axis in [-rank, rank) (or [-rank, rank] if `inclusive`).
 int64_t normalize_axis(int64_t axis, int64_t rank, bool inclusive = false);
+
+// Unique over the slices of `x` along `axis` (its elements, flattened, when axis
+// < 0): per distinct slice, in output order (ascending when `sorted`, else by first
+// occurrence), the index of its first occurrence and its count, and per input slice
+// the index of its distinct slice. NaNs compare equal to each other, above numbers.
+struct UniqueSlices {
+  std::vector<int64_t> first, counts, inverse;
+};
+UniqueSlices unique_slices(const Tensor& x, int64_t axis, bool sorted);
 
 }  // namespace trnsim::ir
