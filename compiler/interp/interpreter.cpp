@@ -17,6 +17,7 @@ const KernelMap& kernel_map() {
     register_reduce(k);
     register_shape(k);
     register_trn(k);
+    register_index(k);
     return k;
   }();
   return m;

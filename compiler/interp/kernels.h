@@ -30,7 +30,8 @@ void register_elementwise(KernelMap& m);
 void register_nn(KernelMap& m);
 void register_reduce(KernelMap& m);
 void register_shape(KernelMap& m);
-void register_trn(KernelMap& m);  // trn.* ops of the graph passes (kernels_trn.cpp)
+void register_trn(KernelMap& m);    // trn.* ops of the graph passes (kernels_trn.cpp)
+void register_index(KernelMap& m);  // Resize, TopK, Einsum, GridSample, ... (kernels_index.cpp)
 
 [[noreturn]] inline void kfail(const std::string& msg) {
   throw ir::CompileError(msg);
