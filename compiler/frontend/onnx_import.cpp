@@ -468,6 +468,7 @@ class Importer {
         {"TopK", &Importer::conv_topk},
         {"RoiAlign", &Importer::conv_roialign},
         {"EyeLike", &Importer::conv_eyelike},
+        {"MaxUnpool", &Importer::conv_maxunpool},
     };
     auto it = special.find(op);
     if (it != special.end()) return (this->*(it->second))();
@@ -670,8 +671,11 @@ class Importer {
       fail("unknown auto_pad '" + auto_pad + "'");
     }
     attrs["pads"] = pads;
-    if (op == "MaxPool" && out_used(1))
-      unsupported("the Indices output of MaxPool is not supported");
+    if (op == "MaxPool" && out_used(1)) {
+      attrs["storage_order"] = ai("storage_order", 0);
+      emit_bound(op, all_inputs(), std::move(attrs), 2);
+      return;
+    }
     if (op == "AveragePool" && has_attr("dilations")) {
       for (int64_t d : dil)
         if (d != 1) unsupported("AveragePool dilations other than 1 are not supported");
@@ -961,6 +965,12 @@ class Importer {
       attrs["coordinate_transformation_mode"] =
           std::string(opset_ < 16 ? "output_half_pixel" : "half_pixel");
     emit_bound("RoiAlign", all_inputs(), std::move(attrs));
+  }
+
+  void conv_maxunpool() {
+    AttrMap attrs = copy_attrs();
+    if (has_in(2)) attrs["output_shape"] = cints(2, "output_shape");
+    emit_bound("MaxUnpool", {req(0), req(1)}, std::move(attrs));
   }
 
   void conv_eyelike() {

@@ -540,6 +540,28 @@ void bit_shift(const Node& n, const Ins& in, Outs& out) {
                         });
 }
 
+void max_unpool(const Node& n, const Ins& in, Outs& out) {
+  // Indices count in the shape MaxPool saw; a larger output_shape pads at the ends.
+  const Shape inf = ir::max_unpool_inferred(n);
+  const int64_t total = ir::num_elements(inf);
+  const Shape& ys = out[0].shape();
+  const std::vector<int64_t> ist = ir::strides_of(inf), yst = ir::strides_of(ys);
+  const auto& x = in[0]->floats();
+  const auto& idx = in[1]->ints();
+  for (size_t k = 0; k < idx.size(); ++k) {
+    int64_t i = idx[k];
+    if (i < 0 || i >= total)
+      kfail("index " + std::to_string(i) + " (element " + std::to_string(k) +
+            " of the indices) is outside 0.." + std::to_string(total - 1));
+    int64_t o = 0;
+    for (size_t d = 0; d < inf.size(); ++d) {
+      o += i / ist[d] * yst[d];
+      i %= ist[d];
+    }
+    out[0].floats()[o] = x[k];
+  }
+}
+
 }  // namespace
 
 void register_index(KernelMap& m) {
@@ -553,6 +575,7 @@ void register_index(KernelMap& m) {
   m["EyeLike"] = eye_like;
   m["Det"] = det;
   m["BitShift"] = bit_shift;
+  m["MaxUnpool"] = max_unpool;
 }
 
 }  // namespace trnsim::interp

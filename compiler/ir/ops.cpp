@@ -165,6 +165,15 @@ std::vector<TensorType> infer_pool(const Node& n) {
   return {{in(n, 0).elem(), out}};
 }
 
+// MaxPool's optional second output: the flat int64 index of each maximum.
+std::vector<TensorType> infer_max_pool(const Node& n) {
+  std::vector<TensorType> r = infer_pool(n);
+  const int64_t order = n.attr_int("storage_order", 0);
+  if (order != 0 && order != 1) fail("storage_order must be 0 or 1, got " + std::to_string(order));
+  r.push_back({ElemType::int64, r[0].shape});
+  return r;
+}
+
 std::vector<TensorType> infer_global_pool(const Node& n) {
   require_float(n, 0);
   require_rank(n, 0, 3, 64);
@@ -355,10 +364,10 @@ void register_ops() {
   def("Conv", 2, 3, 1, 1, conv_attrs, infer_conv, [](Node& n) { norm_window(n, true); });
   conv_attrs.push_back(A("output_padding", K::kInts));
   def("ConvTranspose", 2, 3, 1, 1, conv_attrs, infer_conv, [](Node& n) { norm_window(n, true); });
-  def("MaxPool", 1, 1, 1, 1,
+  def("MaxPool", 1, 1, 1, 2,
       {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts),
-       A("dilations", K::kInts), A("ceil_mode", K::kInt, 0)},
-      infer_pool, [](Node& n) { norm_window(n, false); });
+       A("dilations", K::kInts), A("ceil_mode", K::kInt, 0), Opt("storage_order", K::kInt)},
+      infer_max_pool, [](Node& n) { norm_window(n, false); });
   def(
       "AveragePool", 1, 1, 1, 1,
       {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts),
@@ -853,6 +862,30 @@ std::vector<TensorType> infer_resize(const Node& n) {
   return {{in(n, 0).elem(), sizes}};
 }
 
+}  // namespace
+
+// MaxUnpool's output shape without output_shape: the input of the MaxPool it undoes.
+Shape max_unpool_inferred(const Node& n) {
+  const Shape& x = shp(n, 0);
+  const size_t k = x.size() - 2;
+  const auto& ks = n.attr_ints("kernel_shape");
+  const auto& st = n.attr_ints("strides");
+  const auto& pads = n.attr_ints("pads");
+  if (ks.size() != k || st.size() != k || pads.size() != 2 * k)
+    fail("kernel_shape/strides need " + std::to_string(k) + " entries and pads " +
+         std::to_string(2 * k) + " for input " + shape_str(x));
+  Shape out{x[0], x[1]};
+  for (size_t d = 0; d < k; ++d) {
+    if (ks[d] < 1 || st[d] < 1) fail("kernel_shape and strides must be positive");
+    const int64_t o = (x[d + 2] - 1) * st[d] + ks[d] - pads[d] - pads[d + k];
+    if (o < 1) fail("output dim " + std::to_string(d) + " would be " + std::to_string(o));
+    out.push_back(o);
+  }
+  return out;
+}
+
+namespace {
+
 void register_ops_index() {
   def("Resize", 1, 1, 1, 1,
       {A("mode", K::kString, "nearest"),
@@ -974,6 +1007,34 @@ void register_ops_index() {
       fail("input " + in(n, 0).type.str() + " must end in square matrices");
     return std::vector<TensorType>{{in(n, 0).elem(), Shape(x.begin(), x.end() - 2)}};
   });
+  def(
+      "MaxUnpool", 2, 2, 1, 1,
+      {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts),
+       A("output_shape", K::kInts, std::vector<int64_t>{})},
+      [](const Node& n) {
+        require_float(n, 0);
+        if (in(n, 1).elem() != ElemType::int64)
+          fail("indices '" + in(n, 1).name + "' must be int64, got " + in(n, 1).type.str());
+        if (shp(n, 1) != shp(n, 0))
+          fail("indices " + in(n, 1).type.str() + " must have the shape of " + in(n, 0).type.str());
+        Shape out = max_unpool_inferred(n);
+        const auto& given = n.attr_ints("output_shape");
+        if (!given.empty()) {
+          bool ok = given.size() == out.size() && given[0] == out[0] && given[1] == out[1];
+          for (size_t d = 2; ok && d < out.size(); ++d) ok = given[d] >= out[d];
+          if (!ok)
+            fail("output_shape " + str_ints(given) + " must keep N and C and be at least " +
+                 str_ints(out));
+          out = given;
+        }
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      },
+      [](Node& n) {
+        const int64_t k = in(n, 0).rank() - 2;
+        if (k < 1) fail("input 0 must have rank >= 3 ([N, C, spatial...])");
+        if (!n.has_attr("strides")) n.attrs["strides"] = std::vector<int64_t>(k, 1);
+        if (!n.has_attr("pads")) n.attrs["pads"] = std::vector<int64_t>(2 * k, 0);
+      });
   def("BitShift", 2, 2, 1, 1, {A("direction", K::kString)}, [](const Node& n) {
     const ElemType e = in(n, 0).elem();
     if (e != ElemType::uint8 && e != ElemType::uint16 && e != ElemType::uint32)

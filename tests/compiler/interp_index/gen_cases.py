@@ -322,6 +322,55 @@ def spec_cases():
     case("det_batched", "Det", [dm], [np.linalg.det(dm.astype(np.float64)).astype(F32)], {}, 11)
     case("det_nonsquare", "Det", [rnd(2, 3)], [np.zeros((), F32)], {}, 11,
          error="must end in square matrices")
+    # MaxPool's Indices: flat offsets in the whole input (row- or column-major
+    # spatial part), the first maximum in window order on ties; MaxUnpool undoes it.
+    def maxpool_ref(x, k, st, pads, order):
+        n, c = x.shape[:2]
+        sp = x.shape[2:]
+        r = len(sp)
+        outs = [(sp[d] + pads[d] + pads[d + r] - k[d]) // st[d] + 1 for d in range(r)]
+        y = np.zeros((n, c) + tuple(outs), x.dtype)
+        ind = np.zeros(y.shape, np.int64)
+        for b in range(n):
+            for ch in range(c):
+                for o in np.ndindex(*outs):
+                    best, arg = None, None
+                    for kk in np.ndindex(*k):
+                        pos = [o[d] * st[d] - pads[d] + kk[d] for d in range(r)]
+                        if any(p < 0 or p >= sp[d] for d, p in enumerate(pos)):
+                            continue
+                        v = x[(b, ch) + tuple(pos)]
+                        if best is None or v > best:
+                            best = v
+                            strides = (np.cumprod((1,) + sp[::-1])[:-1][::-1] if order == 0
+                                       else np.cumprod((1,) + sp)[:-1])
+                            arg = (b * c + ch) * int(np.prod(sp)) + int(np.dot(pos, strides))
+                    y[(b, ch) + o], ind[(b, ch) + o] = best, arg
+        return y, ind
+    mp = rng.integers(0, 4, (2, 2, 5, 6)).astype(F32)  # many ties
+    for order in [0, 1]:
+        y, ind = maxpool_ref(mp, (3, 2), (2, 2), (1, 0, 1, 1), order)
+        case("maxpool_indices_order%d" % order, "MaxPool", [mp], [y, ind],
+             {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1],
+              "storage_order": order}, 12)
+    mp3 = rnd(1, 2, 4, 3, 5)
+    y, ind = maxpool_ref(mp3, (2, 2, 3), (2, 1, 2), (0, 0, 1, 0, 0, 1), 0)
+    case("maxpool_indices_3d", "MaxPool", [mp3], [y, ind],
+         {"kernel_shape": [2, 2, 3], "strides": [2, 1, 2], "pads": [0, 0, 1, 0, 0, 1]}, 12)
+    ux = rnd(1, 2, 2, 3)
+    y, ind = maxpool_ref(rnd(1, 2, 4, 6), (2, 2), (2, 2), (0, 0, 0, 0), 0)
+    want = np.zeros(2 * 4 * 6, F32)
+    want[ind.reshape(-1)] = ux.reshape(-1)
+    case("maxunpool_2d", "MaxUnpool", [ux, ind], [want.reshape(1, 2, 4, 6)],
+         {"kernel_shape": [2, 2], "strides": [2, 2]}, 11)
+    padded = np.zeros((1, 2, 5, 7), F32)
+    padded[:, :, :4, :6] = want.reshape(1, 2, 4, 6)
+    case("maxunpool_output_shape", "MaxUnpool", [ux, ind, np.asarray([1, 2, 5, 7], np.int64)],
+         [padded], {"kernel_shape": [2, 2], "strides": [2, 2]}, 11)
+    bad = ind.copy()
+    bad[0, 1, 0, 2] = 48
+    case("maxunpool_bad_index", "MaxUnpool", [ux, bad], [want.reshape(1, 2, 4, 6)],
+         {"kernel_shape": [2, 2], "strides": [2, 2]}, 11, error="index 48 (element 8 of the indices)")
     a = rng.integers(0, 255, (3, 4)).astype(np.uint8)
     s = np.asarray([0, 1, 7, 3], np.uint8)
     case("bitshift_left_bcast", "BitShift", [a, s],
