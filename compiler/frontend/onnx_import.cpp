@@ -932,9 +932,11 @@ class Importer {
       if (scales.size() != r)
         fail("scales has " + std::to_string(scales.size()) + " entries for input " + x->type.str());
       for (size_t d = 0; d < r; ++d) {
-        if (!(scales[d] > 0)) fail("scales must be positive");
-        sizes.push_back(static_cast<int64_t>(
-            std::floor(static_cast<double>(scales[d]) * static_cast<double>(x->shape()[d]))));
+        const double o =
+            std::floor(static_cast<double>(scales[d]) * static_cast<double>(x->shape()[d]));
+        if (!(scales[d] > 0) || !(o < 9.0e18))
+          fail("scales entry " + std::to_string(scales[d]) + " must be positive and finite");
+        sizes.push_back(static_cast<int64_t>(o));
       }
       attrs["scales"] = scales;
     } else if (sizes.size() != r) {

@@ -4,6 +4,7 @@
 // and PyTorch's grid_sample (GridSample, whose ONNX definition is PyTorch's).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "compiler/interp/kernels.h"
@@ -12,6 +13,24 @@
 
 namespace trnsim::interp {
 namespace {
+
+// A real coordinate as an integer: NaN is 0 and far-out values stop at +-2^62, so
+// the cast is defined and neighbours (+-2) do not overflow; callers clamp or
+// bounds-check the result.
+int64_t to_index(double v) {
+  if (std::isnan(v)) return 0;
+  constexpr double kLim = 4611686018427387904.0;  // 2^62
+  return static_cast<int64_t>(std::clamp(v, -kLim, kLim));
+}
+
+// A double as an integer element: NaN is 0, out-of-range values saturate (the
+// narrow types then wrap in normalize(), as Cast does).
+int64_t to_int_elem(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
 
 // --- Resize -----------------------------------------------------------------
 
@@ -68,7 +87,7 @@ AxisTaps resize_axis(const Node& n, int64_t in_len, int64_t out_len, double scal
     }
     const double fl = std::floor(xo);
     const double t = xo - fl;
-    const int64_t f = static_cast<int64_t>(fl);
+    const int64_t f = to_index(fl);
     std::vector<Tap> taps;
     if (mode == "nearest") {
       int64_t i = f;
@@ -144,7 +163,7 @@ void resize(const Node& n, const Ins& in, Outs& out) {
       y.floats()[k] = static_cast<float>(eval(eval, 0, 0));
     } else {
       int64_t off;
-      y.ints()[k] = source(off) ? x.ints()[off] : static_cast<int64_t>(extrap);
+      y.ints()[k] = source(off) ? x.ints()[off] : to_int_elem(extrap);
     }
     for (size_t d = r; d-- > 0;) {
       if (++oi[d] < ys[d]) break;
@@ -292,8 +311,8 @@ double reflect(double c, double twice_lo, double twice_hi) {
   const double lo = twice_lo / 2, span = (twice_hi - twice_lo) / 2;
   c = std::fabs(c - lo);
   const double extra = std::fmod(c, span);
-  const int64_t flips = static_cast<int64_t>(std::floor(c / span));
-  return flips % 2 == 0 ? extra + lo : span - extra + lo;
+  const bool even = std::fmod(std::floor(c / span), 2.0) == 0;
+  return even ? extra + lo : span - extra + lo;
 }
 
 // Border and reflection padding move a coordinate inside the input.
@@ -338,18 +357,17 @@ void grid_sample(const Node& n, const Ins& in, Outs& out) {
                 // Each tap's integer coordinate is padded on its own.
                 const double tx = pad_coord(fx - 1 + p, W, geo);
                 const double ty = pad_coord(fy - 1 + q, H, geo);
-                v += cx[p] * cy[q] * at(static_cast<int64_t>(ty), static_cast<int64_t>(tx));
+                v += cx[p] * cy[q] * at(to_index(ty), to_index(tx));
               }
           } else {
             const double ix = pad_coord(grid_unnormalize(gx, W, geo.align), W, geo);
             const double iy = pad_coord(grid_unnormalize(gy, H, geo.align), H, geo);
             if (mode == "nearest") {
-              v = at(static_cast<int64_t>(std::nearbyint(iy)),
-                     static_cast<int64_t>(std::nearbyint(ix)));
+              v = at(to_index(std::nearbyint(iy)), to_index(std::nearbyint(ix)));
             } else {
               const double fx = std::floor(ix), fy = std::floor(iy);
               const double tx = ix - fx, ty = iy - fy;
-              const int64_t x0 = static_cast<int64_t>(fx), y0 = static_cast<int64_t>(fy);
+              const int64_t x0 = to_index(fx), y0 = to_index(fy);
               v = (1 - ty) * ((1 - tx) * at(y0, x0) + tx * at(y0, x0 + 1)) +
                   ty * ((1 - tx) * at(y0 + 1, x0) + tx * at(y0 + 1, x0 + 1));
             }
@@ -379,6 +397,9 @@ void roi_align(const Node& n, const Ins& in, Outs& out) {
     if (b < 0 || b >= N)
       kfail("batch_indices[" + std::to_string(r) + "] = " + std::to_string(b) + " is outside 0.." +
             std::to_string(N - 1));
+    for (int j = 0; j < 4; ++j)
+      if (!std::isfinite(rois[r * 4 + j] * scale))
+        kfail("roi " + std::to_string(r) + " has a non-finite coordinate (after spatial_scale)");
     const double off = half ? 0.5 : 0.0;
     const double x0 = rois[r * 4] * scale - off, y0 = rois[r * 4 + 1] * scale - off;
     const double x1 = rois[r * 4 + 2] * scale - off, y1 = rois[r * 4 + 3] * scale - off;
@@ -388,8 +409,13 @@ void roi_align(const Node& n, const Ins& in, Outs& out) {
       rh = std::max(rh, 1.0);
     }
     const double bh = rh / static_cast<double>(oh), bw = rw / static_cast<double>(ow);
-    const int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / oh));
-    const int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / ow));
+    // The adaptive grid takes about one sample per input pixel of a bin.
+    const double agh = std::ceil(rh / oh), agw = std::ceil(rw / ow);
+    if (ratio == 0 && (agh > 1e6 || agw > 1e6))
+      kfail("roi " + std::to_string(r) + " spans " + std::to_string(rh) + " x " +
+            std::to_string(rw) + " pixels: too many samples per bin with sampling_ratio 0");
+    const int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(agh);
+    const int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(agw);
     const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
     for (int64_t c = 0; c < C; ++c) {
       const float* plane = x.data() + (b * C + c) * H * W;
@@ -478,7 +504,7 @@ void shrink(const Node& n, const Ins& in, Outs& out) {
       out[0].floats()[k] = static_cast<float>(f(in[0]->floats()[k]));
   } else {
     for (size_t k = 0; k < in[0]->ints().size(); ++k)
-      out[0].ints()[k] = static_cast<int64_t>(f(static_cast<double>(in[0]->ints()[k])));
+      out[0].ints()[k] = to_int_elem(f(static_cast<double>(in[0]->ints()[k])));
   }
 }
 

@@ -851,7 +851,8 @@ std::vector<TensorType> infer_resize(const Node& n) {
     fail("scales must have one entry per dim of " + in(n, 0).type.str() + ", got " +
          std::to_string(scales.size()));
   for (float s : scales)
-    if (!(s > 0)) fail("scales must be positive, got " + std::to_string(s));
+    if (!(s > 0) || !std::isfinite(s))
+      fail("scales must be positive and finite, got " + std::to_string(s));
   for (int64_t d = 0; d < r; ++d) {
     if (sizes[d] < 0) fail("sizes " + str_ints(sizes) + " has a negative entry");
     if (x[d] == 0 && sizes[d] > 0)
@@ -859,6 +860,8 @@ std::vector<TensorType> infer_resize(const Node& n) {
   }
   if (ctm == "tf_crop_and_resize" && static_cast<int64_t>(n.attr_floats("roi").size()) != 2 * r)
     fail("tf_crop_and_resize needs roi with " + std::to_string(2 * r) + " entries (starts, ends)");
+  for (float v : n.attr_floats("roi"))
+    if (!std::isfinite(v)) fail("roi must be finite, got " + std::to_string(v));
   return {{in(n, 0).elem(), sizes}};
 }
 
@@ -942,6 +945,8 @@ void register_ops_index() {
         if (!one_of(pad, {"zeros", "border", "reflection"}))
           throw UnsupportedError("GridSample padding_mode '" + pad +
                                  "' is not supported (zeros, border, reflection)");
+        if ((x[2] == 0 || x[3] == 0) && x[0] * x[1] * g[1] * g[2] != 0)
+          fail("cannot sample the empty input " + in(n, 0).type.str());
         if (g[0] != x[0] || g[3] != 2)
           fail("grid " + in(n, 1).type.str() + " must be [" + std::to_string(x[0]) +
                ", H_out, W_out, 2] for input " + in(n, 0).type.str());
@@ -970,6 +975,8 @@ void register_ops_index() {
         if (shp(n, 2)[0] != r)
           fail("batch_indices " + in(n, 2).type.str() + " must have one entry per roi (" +
                std::to_string(r) + ")");
+        if ((shp(n, 0)[2] == 0 || shp(n, 0)[3] == 0) && r * shp(n, 0)[1] != 0)
+          fail("cannot pool from the empty input " + in(n, 0).type.str());
         const int64_t oh = n.attr_int("output_height"), ow = n.attr_int("output_width");
         if (oh < 1 || ow < 1) fail("output_height and output_width must be positive");
         if (n.attr_int("sampling_ratio") < 0) fail("sampling_ratio must not be negative");

@@ -248,6 +248,23 @@ def spec_cases():
          [np.zeros((1, 1, 2, 2), F32)], {"coordinate_transformation_mode": "tf_crop_and_resize"},
          error="needs roi")
 
+    case("resize_inf_scale", "Resize", [x, None, np.asarray([1, 1, np.inf, 2], F32)],
+         [np.zeros((1, 1, 6, 8), F32)], error="scales entry inf must be positive and finite")
+
+    # ------------------------------------------------------------------ far-out samples
+    gx = np.asarray([[[[1, 2], [3, 4]]]], F32)
+    grid = np.asarray([[[[1e20, 0], [-1e20, -1e20], [0.25, 3e19]]]], F32)
+    case("gridsample_far_zeros", "GridSample", [gx, grid], [np.asarray([[[[0, 0, 0]]]], F32)],
+         {}, 16)
+    # Border: x clamps to the last column (y = 0 is half way: rows 0 and 1); the
+    # first corner; x = 0.25 -> 0.75 (3/4 of the way from 3 to 4) in the last row.
+    case("gridsample_far_border", "GridSample", [gx, grid],
+         [np.asarray([[[[3, 1, 3.75]]]], F32)],
+         {"padding_mode": "border"}, 16)
+    case("roialign_nan_roi", "RoiAlign",
+         [rnd(1, 1, 4, 4), np.asarray([[0, 0, np.nan, 2]], F32), np.zeros(1, np.int64)],
+         [np.zeros((1, 1, 1, 1), F32)], {}, 16, error="roi 0 has a non-finite coordinate")
+
     # ------------------------------------------------------------------ TopK
     tx = np.asarray([[3, 1, 3, 2, 1, 3], [0, -1, 0, -1, 5, 0]], F32)
     for largest in [1, 0]:
