@@ -10,6 +10,7 @@
 #include <string>
 
 #include "compiler/ir/ops.h"
+#include "compiler/lower/int_range.h"
 #include "compiler/partition.h"
 #include "runtime/fallback.h"
 #include "tests/e2e/lowering_check.h"
@@ -91,6 +92,24 @@ TEST(FallbackIndex, EveryIndexOpRunsOnTheHost) {
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_NEAR(got[i], exp[i], 1e-4 + 1e-4 * std::fabs(exp[i])) << out->name << "[" << i << "]";
   }
+}
+
+// The Indices of a MaxPool over integers are offsets into its input: their range
+// is [0, numel - 1], not the input's values (which a Gather reading them on the
+// device would otherwise trust).
+TEST(FallbackIndex, MaxPoolIndicesRangeIsTheInputsOffsets) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::uint8, {1, 2, 6, 6}});
+  ir::Node* mp = ir::make_node(g, "MaxPool", {x},
+                               {{"kernel_shape", Attribute(std::vector<int64_t>{2, 2})},
+                                {"strides", Attribute(std::vector<int64_t>{2, 2})}},
+                               "", 2);
+  g.add_output(mp->outputs[0]);
+  g.add_output(mp->outputs[1]);
+  const lower::IntRanges r = lower::int_ranges(g);
+  EXPECT_EQ(r.at(mp->outputs[0]).hi, 255.0);
+  EXPECT_EQ(r.at(mp->outputs[1]).lo, 0.0);
+  EXPECT_EQ(r.at(mp->outputs[1]).hi, 71.0);
 }
 
 }  // namespace
