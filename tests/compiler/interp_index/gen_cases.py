@@ -459,6 +459,18 @@ def torch_cases():
          [x3.numpy(), None, None, np.asarray([1, 1, 5, 3, 8], np.int64)], [y.numpy()],
          {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, 13)
 
+    # NaN ranks above every number (distinct values, so the order is defined).
+    tn = torch.tensor([[0.5, float("nan"), -2.0, 3.0, float("nan"), 1.0],
+                       [4.0, -1.0, 2.0, float("nan"), 0.0, -3.0]])
+    for largest in [1, 0]:
+        v, i = torch.topk(tn, 4, dim=1, largest=bool(largest))
+        case("topk_nan_l%d" % largest, "TopK", [tn.numpy(), np.asarray([4], np.int64)],
+             [v.numpy(), i.numpy()], {"axis": 1, "largest": largest}, 11)
+    vi = torch.randn(3, 7)
+    v, i = torch.topk(vi, 3, dim=0)
+    case("topk_torch_axis0", "TopK", [vi.numpy(), np.asarray([3], np.int64)],
+         [v.numpy(), i.numpy()], {"axis": 0}, 11)
+
     # A tiny PyTorch model exported as torch.onnx.export writes it.
     class Net(torch.nn.Module):
         def forward(self, a, b):
