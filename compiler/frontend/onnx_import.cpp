@@ -33,7 +33,7 @@ constexpr int64_t kMaxOpset = 17;
 
 // ONNX op types converted by the front end beyond the IR's own op set.
 const std::set<std::string>& extra_onnx_ops() {
-  static const std::set<std::string> s{"Constant", "Dropout", "CastLike", "Scatter"};
+  static const std::set<std::string> s{"Constant", "Dropout", "CastLike", "Scatter", "Upsample"};
   return s;
 }
 
@@ -484,6 +484,12 @@ class Importer {
         {"Range", &Importer::conv_range},
         {"ConstantOfShape", &Importer::conv_constant_of_shape},
         {"PRelu", &Importer::conv_prelu},
+        {"Resize", &Importer::conv_resize},
+        {"Upsample", &Importer::conv_resize},
+        {"TopK", &Importer::conv_topk},
+        {"RoiAlign", &Importer::conv_roialign},
+        {"EyeLike", &Importer::conv_eyelike},
+        {"MaxUnpool", &Importer::conv_maxunpool},
     };
     if (convert_scatter_group(op)) return;
     auto it = special.find(op);
@@ -687,8 +693,11 @@ class Importer {
       fail("unknown auto_pad '" + auto_pad + "'");
     }
     attrs["pads"] = pads;
-    if (op == "MaxPool" && out_used(1))
-      unsupported("the Indices output of MaxPool is not supported");
+    if (op == "MaxPool" && out_used(1)) {
+      attrs["storage_order"] = ai("storage_order", 0);
+      emit_bound(op, all_inputs(), std::move(attrs), 2);
+      return;
+    }
     if (op == "AveragePool" && has_attr("dilations")) {
       for (int64_t d : dil)
         if (d != 1) unsupported("AveragePool dilations other than 1 are not supported");
@@ -992,6 +1001,119 @@ class Importer {
                {{"size", Attribute(s.ints()[0])},
                 {"periodic", Attribute(ai("periodic", 1))},
                 {"output_datatype", Attribute(std::string(ir::elem_type_name(*et)))}});
+  }
+
+  // --- index, resampling and misc ops -----------------------------------------
+  std::vector<float> cfloats(int k, const std::string& what) const {
+    const Tensor& t = cin(k, what);
+    if (!t.holds_floats()) fail(what + " must be a floating point tensor, got " + t.type().str());
+    return t.floats();
+  }
+
+  // Resize (opsets 10-17) and Upsample (7-9): scales or sizes become the `sizes`
+  // (output shape) and `scales` attributes, roi the `roi` attribute. Before opset
+  // 11 both ops use asymmetric coordinates and floor rounding.
+  void conv_resize() {
+    const std::string& op = node_->op_type();
+    Value* x = req(0);
+    const size_t r = static_cast<size_t>(x->rank());
+    AttrMap attrs;
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+    if (op == "Upsample" || opset_ < 11) {
+      if (op == "Upsample" && opset_ < 7)
+        unsupported("Upsample before opset 7 (height_scale/width_scale) is not supported");
+      std::string mode = as("mode", "nearest");
+      if (mode == "bilinear") mode = "linear";
+      if (mode != "nearest" && mode != "linear")
+        unsupported("mode '" + mode + "' is not supported (nearest, linear)");
+      attrs["mode"] = mode;
+      attrs["coordinate_transformation_mode"] = std::string("asymmetric");
+      attrs["nearest_mode"] = std::string("floor");
+      if (op == "Upsample" && opset_ < 9) {
+        const auto* a = attr("scales");
+        if (!a) fail("missing attribute 'scales'");
+        scales.assign(a->floats().begin(), a->floats().end());
+      } else {
+        scales = cfloats(1, "scales");
+      }
+    } else {
+      attrs = copy_attrs();
+      const std::string ctm = as("coordinate_transformation_mode", "half_pixel");
+      if (has_in(3)) {
+        const Tensor& t = cin(3, "sizes");
+        if (t.numel() > 0) sizes = cints(3, "sizes");
+      }
+      if (sizes.empty()) {
+        if (!has_in(2)) fail("needs scales (input 2) or sizes (input 3)");
+        scales = cfloats(2, "scales");
+        if (scales.empty()) fail("needs scales (input 2) or sizes (input 3)");
+      } else if (has_in(2) && cin(2, "scales").numel() > 0) {
+        fail("scales and sizes must not both be given");
+      }
+      if (ctm == "tf_crop_and_resize") {
+        if (!has_in(1)) fail("coordinate_transformation_mode tf_crop_and_resize needs roi");
+        attrs["roi"] = cfloats(1, "roi");
+      }
+    }
+    if (sizes.empty()) {
+      if (scales.size() != r)
+        fail("scales has " + std::to_string(scales.size()) + " entries for input " + x->type.str());
+      for (size_t d = 0; d < r; ++d) {
+        const double o =
+            std::floor(static_cast<double>(scales[d]) * static_cast<double>(x->shape()[d]));
+        if (!(scales[d] > 0) || !(o < 9.0e18))
+          fail("scales entry " + std::to_string(scales[d]) + " must be positive and finite");
+        sizes.push_back(static_cast<int64_t>(o));
+      }
+      attrs["scales"] = scales;
+    } else if (sizes.size() != r) {
+      fail("sizes " + ir::shape_str(sizes) + " does not match input " + x->type.str());
+    }
+    attrs["sizes"] = sizes;
+    emit_bound("Resize", {x}, std::move(attrs), 1);
+  }
+
+  void conv_topk() {
+    int64_t k;
+    if (opset_ < 10) {
+      k = ai("k", -1);
+    } else {
+      std::vector<int64_t> kk = cints(1, "K");
+      if (kk.size() != 1) fail("K must hold one value");
+      k = kk[0];
+    }
+    AttrMap attrs = copy_attrs({"k"});
+    attrs["k"] = k;
+    emit_bound("TopK", {req(0)}, std::move(attrs));
+  }
+
+  void conv_roialign() {
+    AttrMap attrs = copy_attrs();
+    // Opset 10 has no attribute: its sampling grid is output_half_pixel's.
+    if (!attrs.count("coordinate_transformation_mode"))
+      attrs["coordinate_transformation_mode"] =
+          std::string(opset_ < 16 ? "output_half_pixel" : "half_pixel");
+    emit_bound("RoiAlign", all_inputs(), std::move(attrs));
+  }
+
+  void conv_maxunpool() {
+    AttrMap attrs = copy_attrs();
+    if (has_in(2)) attrs["output_shape"] = cints(2, "output_shape");
+    emit_bound("MaxUnpool", {req(0), req(1)}, std::move(attrs));
+  }
+
+  void conv_eyelike() {
+    AttrMap attrs = copy_attrs({"dtype"});
+    if (has_attr("dtype")) {
+      const int code = static_cast<int>(ai("dtype", 0));
+      auto et = elem_type_from_onnx(code);
+      if (!et)
+        unsupported("dtype " + onnx_type_name(code) +
+                    " is not supported (supported: " + supported_onnx_types() + ")");
+      attrs["dtype"] = std::string(ir::elem_type_name(*et));
+    }
+    emit_bound("EyeLike", {req(0)}, std::move(attrs));
   }
 
   const onnx::ModelProto& model_;

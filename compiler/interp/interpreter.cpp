@@ -18,6 +18,7 @@ const KernelMap& kernel_map() {
     register_shape(k);
     register_trn(k);
     register_scatter(k);
+    register_index(k);
     return k;
   }();
   return m;

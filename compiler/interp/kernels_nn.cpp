@@ -280,13 +280,15 @@ void conv_transpose(const Node& n, const Ins& in, Outs& out) {
 }
 
 template <typename T>
-void max_pool_impl(const WindowTable& t, int64_t planes, const std::vector<T>& x,
-                   std::vector<T>& y) {
+void max_pool_impl(const WindowTable& t, int64_t planes, const std::vector<T>& x, std::vector<T>& y,
+                   std::vector<int64_t>* arg = nullptr) {
   const int64_t P = t.p_count, S = t.in_count;
   std::vector<char> seen(P);
   for (int64_t pl = 0; pl < planes; ++pl) {
     const T* xp = x.data() + pl * S;
     T* yp = y.data() + pl * P;
+    // The first maximum in window order wins; its offset counts from the tensor start.
+    int64_t* ap = arg ? arg->data() + pl * P : nullptr;
     std::fill(seen.begin(), seen.end(), 0);
     for (int64_t kk = 0; kk < t.kk_count; ++kk) {
       const int64_t* off = t.off.data() + kk * P;
@@ -296,8 +298,10 @@ void max_pool_impl(const WindowTable& t, int64_t planes, const std::vector<T>& x
         if (!seen[p]) {
           yp[p] = v;
           seen[p] = 1;
+          if (ap) ap[p] = pl * S + off[p];
         } else if (yp[p] == yp[p] && (v > yp[p] || v != v)) {
           yp[p] = v;  // a NaN, once taken, stays (numpy's max propagates NaN)
+          if (ap) ap[p] = pl * S + off[p];
         }
       }
     }
@@ -312,10 +316,31 @@ void max_pool_impl(const WindowTable& t, int64_t planes, const std::vector<T>& x
 void max_pool(const Node& n, const Ins& in, Outs& out) {
   WindowTable t = window_table(ir::window_geometry(n));
   int64_t planes = in[0]->shape()[0] * in[0]->shape()[1];
+  std::vector<int64_t>* arg = out.size() > 1 ? &out[1].ints() : nullptr;
   if (in[0]->holds_floats())
-    max_pool_impl(t, planes, in[0]->floats(), out[0].floats());
+    max_pool_impl(t, planes, in[0]->floats(), out[0].floats(), arg);
   else
-    max_pool_impl(t, planes, in[0]->ints(), out[0].ints());
+    max_pool_impl(t, planes, in[0]->ints(), out[0].ints(), arg);
+  if (arg && n.attr_int("storage_order", 0) == 1) {
+    // Column-major: the spatial offset with the dims' strides reversed.
+    const Shape& xs = in[0]->shape();
+    const Shape sp(xs.begin() + 2, xs.end());
+    const std::vector<int64_t> row = ir::strides_of(sp);
+    const int64_t S = t.in_count;
+    for (int64_t& a : *arg) {
+      int64_t rest = a % S, col = 0, stride = 1;
+      std::vector<int64_t> idx(sp.size());
+      for (size_t d = 0; d < sp.size(); ++d) {
+        idx[d] = rest / row[d];
+        rest %= row[d];
+      }
+      for (size_t d = 0; d < sp.size(); ++d) {
+        col += idx[d] * stride;
+        stride *= sp[d];
+      }
+      a = a - a % S + col;
+    }
+  }
 }
 
 void avg_pool(const Node& n, const Ins& in, Outs& out) {

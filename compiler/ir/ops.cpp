@@ -8,6 +8,7 @@
 #include <set>
 
 #include "compiler/ir/error.h"
+#include "compiler/ir/ops_index.h"
 #include "compiler/ir/trn_ops.h"
 
 namespace trnsim::ir {
@@ -162,6 +163,15 @@ std::vector<TensorType> infer_pool(const Node& n) {
   Shape out{shp(n, 0)[0], shp(n, 0)[1]};
   out.insert(out.end(), geo.out.begin(), geo.out.end());
   return {{in(n, 0).elem(), out}};
+}
+
+// MaxPool's optional second output: the flat int64 index of each maximum.
+std::vector<TensorType> infer_max_pool(const Node& n) {
+  std::vector<TensorType> r = infer_pool(n);
+  const int64_t order = n.attr_int("storage_order", 0);
+  if (order != 0 && order != 1) fail("storage_order must be 0 or 1, got " + std::to_string(order));
+  r.push_back({ElemType::int64, r[0].shape});
+  return r;
 }
 
 std::vector<TensorType> infer_global_pool(const Node& n) {
@@ -354,10 +364,10 @@ void register_ops() {
   def("Conv", 2, 3, 1, 1, conv_attrs, infer_conv, [](Node& n) { norm_window(n, true); });
   conv_attrs.push_back(A("output_padding", K::kInts));
   def("ConvTranspose", 2, 3, 1, 1, conv_attrs, infer_conv, [](Node& n) { norm_window(n, true); });
-  def("MaxPool", 1, 1, 1, 1,
+  def("MaxPool", 1, 1, 1, 2,
       {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts),
-       A("dilations", K::kInts), A("ceil_mode", K::kInt, 0)},
-      infer_pool, [](Node& n) { norm_window(n, false); });
+       A("dilations", K::kInts), A("ceil_mode", K::kInt, 0), Opt("storage_order", K::kInt)},
+      infer_max_pool, [](Node& n) { norm_window(n, false); });
   def(
       "AveragePool", 1, 1, 1, 1,
       {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts),
@@ -1172,10 +1182,249 @@ void register_ops_scatter() {
         });
 }
 
+// --- index, resampling and misc ops (Resize, TopK, Einsum, GridSample, ...) ---
+
+bool one_of(const std::string& s, std::initializer_list<const char*> set) {
+  for (const char* x : set)
+    if (s == x) return true;
+  return false;
+}
+
+std::vector<TensorType> infer_resize(const Node& n) {
+  require_numeric(n, 0);
+  const Shape& x = shp(n, 0);
+  const int64_t r = in(n, 0).rank();
+  if (r == 0) fail("input must have rank >= 1");
+  const std::string& mode = n.attr_string("mode");
+  const std::string& ctm = n.attr_string("coordinate_transformation_mode");
+  const std::string& nm = n.attr_string("nearest_mode");
+  if (!one_of(mode, {"nearest", "linear", "cubic"}))
+    throw UnsupportedError("Resize mode '" + mode + "' is not supported (nearest, linear, cubic)");
+  if (!one_of(ctm, {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                    "tf_half_pixel_for_nn", "tf_crop_and_resize"}))
+    throw UnsupportedError("Resize coordinate_transformation_mode '" + ctm +
+                           "' is not supported (half_pixel, pytorch_half_pixel, align_corners, "
+                           "asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize)");
+  if (!one_of(nm, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}))
+    throw UnsupportedError("Resize nearest_mode '" + nm +
+                           "' is not supported (round_prefer_floor, round_prefer_ceil, floor, "
+                           "ceil)");
+  if (mode != "nearest" && !is_float(in(n, 0).elem()))
+    throw UnsupportedError("Resize mode '" + mode + "' on " + in(n, 0).type.str() +
+                           " is not supported (floating point input only)");
+  const Shape& sizes = n.attr_ints("sizes");
+  const auto& scales = n.attr_floats("scales");
+  if (static_cast<int64_t>(sizes.size()) != r)
+    fail("sizes " + str_ints(sizes) + " must have one entry per dim of " + in(n, 0).type.str());
+  if (!scales.empty() && static_cast<int64_t>(scales.size()) != r)
+    fail("scales must have one entry per dim of " + in(n, 0).type.str() + ", got " +
+         std::to_string(scales.size()));
+  for (float s : scales)
+    if (!(s > 0) || !std::isfinite(s))
+      fail("scales must be positive and finite, got " + std::to_string(s));
+  for (int64_t d = 0; d < r; ++d) {
+    if (sizes[d] < 0) fail("sizes " + str_ints(sizes) + " has a negative entry");
+    if (x[d] == 0 && sizes[d] > 0)
+      fail("cannot resize empty dim " + std::to_string(d) + " of " + in(n, 0).type.str());
+  }
+  if (ctm == "tf_crop_and_resize" && static_cast<int64_t>(n.attr_floats("roi").size()) != 2 * r)
+    fail("tf_crop_and_resize needs roi with " + std::to_string(2 * r) + " entries (starts, ends)");
+  for (float v : n.attr_floats("roi"))
+    if (!std::isfinite(v)) fail("roi must be finite, got " + std::to_string(v));
+  return {{in(n, 0).elem(), sizes}};
+}
+
+}  // namespace
+
+// MaxUnpool's output shape without output_shape: the input of the MaxPool it undoes.
+Shape max_unpool_inferred(const Node& n) {
+  const Shape& x = shp(n, 0);
+  const size_t k = x.size() - 2;
+  const auto& ks = n.attr_ints("kernel_shape");
+  const auto& st = n.attr_ints("strides");
+  const auto& pads = n.attr_ints("pads");
+  if (ks.size() != k || st.size() != k || pads.size() != 2 * k)
+    fail("kernel_shape/strides need " + std::to_string(k) + " entries and pads " +
+         std::to_string(2 * k) + " for input " + shape_str(x));
+  Shape out{x[0], x[1]};
+  for (size_t d = 0; d < k; ++d) {
+    if (ks[d] < 1 || st[d] < 1) fail("kernel_shape and strides must be positive");
+    const int64_t o = (x[d + 2] - 1) * st[d] + ks[d] - pads[d] - pads[d + k];
+    if (o < 1) fail("output dim " + std::to_string(d) + " would be " + std::to_string(o));
+    out.push_back(o);
+  }
+  return out;
+}
+
+namespace {
+
+void register_ops_index() {
+  def("Resize", 1, 1, 1, 1,
+      {A("mode", K::kString, "nearest"),
+       A("coordinate_transformation_mode", K::kString, "half_pixel"),
+       A("nearest_mode", K::kString, "round_prefer_floor"), A("cubic_coeff_a", K::kFloat, -0.75f),
+       A("exclude_outside", K::kInt, 0), A("extrapolation_value", K::kFloat, 0.0f),
+       A("sizes", K::kInts), A("scales", K::kFloats, std::vector<float>{}),
+       A("roi", K::kFloats, std::vector<float>{})},
+      infer_resize);
+  def(
+      "TopK", 1, 1, 1, 2,
+      {A("axis", K::kInt, -1), A("k", K::kInt), A("largest", K::kInt, 1), A("sorted", K::kInt, 1)},
+      [](const Node& n) {
+        require_numeric(n, 0);
+        Shape out = shp(n, 0);
+        const int64_t axis = n.attr_int("axis"), k = n.attr_int("k");
+        if (k < 0 || k > out[axis])
+          fail("k " + std::to_string(k) + " is outside 0.." + std::to_string(out[axis]) + " (dim " +
+               std::to_string(axis) + " of " + in(n, 0).type.str() + ")");
+        out[axis] = k;
+        return std::vector<TensorType>{{in(n, 0).elem(), out}, {ElemType::int64, out}};
+      },
+      [](Node& n) {
+        if (in(n, 0).rank() == 0) fail("input must have rank >= 1");
+        axis_attr(n, "axis", in(n, 0).rank());
+      });
+  def("Einsum", 1, -1, 1, 1, {A("equation", K::kString)}, [](const Node& n) {
+    std::vector<Shape> shapes;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      require_numeric(n, k);
+      require_same_elem(n, 0, k);
+      shapes.push_back(shp(n, k));
+    }
+    EinsumSpec s = parse_einsum(n.attr_string("equation"), shapes);
+    Shape out;
+    for (int l : s.out_labels) out.push_back(s.label_size[l]);
+    return std::vector<TensorType>{{in(n, 0).elem(), out}};
+  });
+  def("GridSample", 2, 2, 1, 1,
+      {A("align_corners", K::kInt, 0), A("mode", K::kString, "bilinear"),
+       A("padding_mode", K::kString, "zeros")},
+      [](const Node& n) {
+        require_float(n, 0);
+        require_float(n, 1);
+        require_rank(n, 0, 4, 4);
+        require_rank(n, 1, 4, 4);
+        const Shape& x = shp(n, 0);
+        const Shape& g = shp(n, 1);
+        const std::string& mode = n.attr_string("mode");
+        const std::string& pad = n.attr_string("padding_mode");
+        if (!one_of(mode, {"bilinear", "nearest", "bicubic"}))
+          throw UnsupportedError("GridSample mode '" + mode +
+                                 "' is not supported (bilinear, nearest, bicubic)");
+        if (!one_of(pad, {"zeros", "border", "reflection"}))
+          throw UnsupportedError("GridSample padding_mode '" + pad +
+                                 "' is not supported (zeros, border, reflection)");
+        if ((x[2] == 0 || x[3] == 0) && x[0] * x[1] * g[1] * g[2] != 0)
+          fail("cannot sample the empty input " + in(n, 0).type.str());
+        if (g[0] != x[0] || g[3] != 2)
+          fail("grid " + in(n, 1).type.str() + " must be [" + std::to_string(x[0]) +
+               ", H_out, W_out, 2] for input " + in(n, 0).type.str());
+        return std::vector<TensorType>{{in(n, 0).elem(), {x[0], x[1], g[1], g[2]}}};
+      });
+  def("RoiAlign", 3, 3, 1, 1,
+      {A("coordinate_transformation_mode", K::kString, "half_pixel"), A("mode", K::kString, "avg"),
+       A("output_height", K::kInt, 1), A("output_width", K::kInt, 1),
+       A("sampling_ratio", K::kInt, 0), A("spatial_scale", K::kFloat, 1.0f)},
+      [](const Node& n) {
+        require_float(n, 0);
+        require_rank(n, 0, 4, 4);
+        require_same_elem(n, 0, 1);
+        require_rank(n, 1, 2, 2);
+        require_int_indices(n, 2);
+        require_rank(n, 2, 1, 1);
+        const std::string& mode = n.attr_string("mode");
+        const std::string& ctm = n.attr_string("coordinate_transformation_mode");
+        if (mode != "avg" && mode != "max")
+          throw UnsupportedError("RoiAlign mode '" + mode + "' is not supported (avg, max)");
+        if (ctm != "half_pixel" && ctm != "output_half_pixel")
+          throw UnsupportedError("RoiAlign coordinate_transformation_mode '" + ctm +
+                                 "' is not supported (half_pixel, output_half_pixel)");
+        const int64_t r = shp(n, 1)[0];
+        if (shp(n, 1)[1] != 4) fail("rois " + in(n, 1).type.str() + " must be [num_rois, 4]");
+        if (shp(n, 2)[0] != r)
+          fail("batch_indices " + in(n, 2).type.str() + " must have one entry per roi (" +
+               std::to_string(r) + ")");
+        if ((shp(n, 0)[2] == 0 || shp(n, 0)[3] == 0) && r * shp(n, 0)[1] != 0)
+          fail("cannot pool from the empty input " + in(n, 0).type.str());
+        const int64_t oh = n.attr_int("output_height"), ow = n.attr_int("output_width");
+        if (oh < 1 || ow < 1) fail("output_height and output_width must be positive");
+        if (n.attr_int("sampling_ratio") < 0) fail("sampling_ratio must not be negative");
+        return std::vector<TensorType>{{in(n, 0).elem(), {r, shp(n, 0)[1], oh, ow}}};
+      });
+  def("LRN", 1, 1, 1, 1,
+      {A("alpha", K::kFloat, 1e-4f), A("beta", K::kFloat, 0.75f), A("bias", K::kFloat, 1.0f),
+       A("size", K::kInt)},
+      [](const Node& n) {
+        require_float(n, 0);
+        require_rank(n, 0, 2, 64);
+        if (n.attr_int("size") < 1) fail("size must be positive");
+        return same_as_input0(n);
+      });
+  def("Shrink", 1, 1, 1, 1, {A("bias", K::kFloat, 0.0f), A("lambd", K::kFloat, 0.5f)},
+      [](const Node& n) {
+        require_numeric(n, 0);
+        return same_as_input0(n);
+      });
+  def("EyeLike", 1, 1, 1, 1, {Opt("dtype", K::kString), A("k", K::kInt, 0)}, [](const Node& n) {
+    require_rank(n, 0, 2, 2);
+    ElemType e = in(n, 0).elem();
+    if (n.has_attr("dtype")) {
+      auto t = parse_elem_type(n.attr_string("dtype"));
+      if (!t) fail("unknown element type '" + n.attr_string("dtype") + "'");
+      e = *t;
+    }
+    return std::vector<TensorType>{{e, shp(n, 0)}};
+  });
+  def("Det", 1, 1, 1, 1, {}, [](const Node& n) {
+    require_float(n, 0);
+    require_rank(n, 0, 2, 64);
+    const Shape& x = shp(n, 0);
+    if (x[x.size() - 1] != x[x.size() - 2])
+      fail("input " + in(n, 0).type.str() + " must end in square matrices");
+    return std::vector<TensorType>{{in(n, 0).elem(), Shape(x.begin(), x.end() - 2)}};
+  });
+  def(
+      "MaxUnpool", 2, 2, 1, 1,
+      {A("kernel_shape", K::kInts), A("strides", K::kInts), A("pads", K::kInts),
+       A("output_shape", K::kInts, std::vector<int64_t>{})},
+      [](const Node& n) {
+        require_float(n, 0);
+        if (in(n, 1).elem() != ElemType::int64)
+          fail("indices '" + in(n, 1).name + "' must be int64, got " + in(n, 1).type.str());
+        if (shp(n, 1) != shp(n, 0))
+          fail("indices " + in(n, 1).type.str() + " must have the shape of " + in(n, 0).type.str());
+        Shape out = max_unpool_inferred(n);
+        const auto& given = n.attr_ints("output_shape");
+        if (!given.empty()) {
+          bool ok = given.size() == out.size() && given[0] == out[0] && given[1] == out[1];
+          for (size_t d = 2; ok && d < out.size(); ++d) ok = given[d] >= out[d];
+          if (!ok)
+            fail("output_shape " + str_ints(given) + " must keep N and C and be at least " +
+                 str_ints(out));
+          out = given;
+        }
+        return std::vector<TensorType>{{in(n, 0).elem(), out}};
+      },
+      [](Node& n) {
+        const int64_t k = in(n, 0).rank() - 2;
+        if (k < 1) fail("input 0 must have rank >= 3 ([N, C, spatial...])");
+        if (!n.has_attr("strides")) n.attrs["strides"] = std::vector<int64_t>(k, 1);
+        if (!n.has_attr("pads")) n.attrs["pads"] = std::vector<int64_t>(2 * k, 0);
+      });
+  def("BitShift", 2, 2, 1, 1, {A("direction", K::kString)}, [](const Node& n) {
+    const ElemType e = in(n, 0).elem();
+    if (e != ElemType::uint8 && e != ElemType::uint16 && e != ElemType::uint32)
+      fail("input 0 ('" + in(n, 0).name + "') must be unsigned (uint8/16/32), got " +
+           in(n, 0).type.str());
+    require_same_elem(n, 0, 1);
+    const std::string& d = n.attr_string("direction");
+    if (d != "LEFT" && d != "RIGHT") fail("direction must be LEFT or RIGHT, got '" + d + "'");
+    return bcast_out(n, e);
+  });
+}
+
 const std::map<std::string, OpDef, std::less<>>& ops() {
-  static const bool once = (register_ops(), true);
-  static const bool scatter_once = (register_ops_scatter(), true);
-  (void)scatter_once;
+  static const bool once = (register_ops(), register_ops_scatter(), register_ops_index(), true);
   (void)once;
   return table();
 }

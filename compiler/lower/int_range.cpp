@@ -227,7 +227,11 @@ IntRanges int_ranges(const ir::Graph& g) {
   for (const auto& np : g.nodes())
     for (const ir::Value* o : np->outputs)
       if (is_int(o)) {
-        IntRange a = output_range(*np, r);
+        // MaxPool's Indices output holds offsets into its input, not its values.
+        const bool offsets = np->op == "MaxPool" && o != np->outputs[0];
+        IntRange a = offsets ? make(0, static_cast<double>(
+                                           std::max<int64_t>(np->inputs[0]->type.numel() - 1, 0)))
+                             : output_range(*np, r);
         const auto [tlo, thi] = type_range(o->elem());
         a.exact = a.exact && a.lo >= tlo && a.hi <= thi;
         r[o] = a;

@@ -438,14 +438,17 @@ TEST(Frontend, TrainingFeaturesAreRefused) {
   b.output("rm");
   expect_import_error<ir::UnsupportedError>(
       b, {"node 'bn' (op BatchNormalization): output 1 (training statistics)"});
+}
+
+TEST(Frontend, MaxPoolIndicesOutputImports) {
   ModelBuilder m(13);
   m.input("x", kFloat, {1, 1, 4, 4});
   auto& mp = m.node("MaxPool", {"x"}, {"y", "idx"}, "mp");
   attr_ints(mp, "kernel_shape", {2, 2});
   m.output("y");
   m.output("idx", kInt64);
-  expect_import_error<ir::UnsupportedError>(
-      m, {"node 'mp' (op MaxPool): the Indices output of MaxPool"});
+  ir::Graph g = import(m);
+  EXPECT_EQ(g.outputs()[1]->type.str(), "int64[1,1,3,3]");
 }
 
 }  // namespace

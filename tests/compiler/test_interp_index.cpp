@@ -1,0 +1,71 @@
+// Resampling and index ops of the reference interpreter (Resize/Upsample, TopK,
+// Einsum, GridSample, RoiAlign, LRN, Shrink, EyeLike, Det, BitShift) against
+// interp_index/gen_cases.py: numpy written from the ONNX operator descriptions
+// ("spec") and eager PyTorch / torchvision ("torch", with one exported model). The
+// modes the packaged ONNX node tests leave out are the point: N-D and non-spatial
+// Resize, rounding ties of every nearest_mode, crops with extrapolation, integer
+// inputs, opset 10 Resize and Upsample, TopK ties, Einsum ellipsis/diagonals, every
+// GridSample mode x padding x align_corners, adaptive RoiAlign sampling.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "compiler/interp/interpreter.h"
+#include "tests/common/python_env.h"
+#include "tests/compiler/onnx_conformance.h"
+
+namespace trnsim::conformance {
+namespace {
+
+// Generates the `kind` cases into a fresh folder and checks every one of them.
+void check_cases(const std::string& kind, std::initializer_list<const char*> modules,
+                 size_t min_cases) {
+  const fs::path out = fs::path(TRNSIM_BINARY_DIR) / "interp_index_cases" / kind;
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const fs::path script = out / "gen.py";
+  {
+    std::ifstream src(std::string(TRNSIM_SOURCE_DIR) + "/tests/compiler/interp_index/gen_cases.py");
+    std::string body((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(body.empty());
+    std::ofstream(script) << test::python_require(modules) << body;
+  }
+  TRNSIM_REQUIRE_PYTHON(test::run_python(script.string() + " " + out.string() + " " + kind));
+  const Executor interp = [](const ir::Graph& g, const interp::TensorMap& feed) {
+    return interp::run(g, feed);
+  };
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.is_directory()) cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+  ASSERT_GE(cases.size(), min_cases);
+  for (const fs::path& c : cases) {
+    const std::string id = c.filename().string();
+    const CaseResult r = run_case(c, id, interp);
+    if (fs::exists(c / "expect_error")) {
+      std::ifstream f(c / "expect_error");
+      std::string want((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      EXPECT_NE(r.status, Status::kPass) << id << ": expected an error containing '" << want << "'";
+      EXPECT_NE(r.detail.find(want), std::string::npos) << id << ": " << r.detail;
+      EXPECT_NE(r.detail.find("n_" + id), std::string::npos)
+          << id << ": the error should name the node: " << r.detail;
+    } else {
+      EXPECT_EQ(r.status, Status::kPass) << id << ": " << r.detail;
+    }
+  }
+}
+
+TEST(InterpIndex, SpecCases) {
+  check_cases("spec", {"numpy", "onnx"}, 70);
+}
+
+TEST(InterpIndex, TorchCases) {
+  check_cases("torch", {"numpy", "onnx", "torch", "torchvision"}, 29);
+}
+
+}  // namespace
+}  // namespace trnsim::conformance
