@@ -17,6 +17,8 @@ const KernelMap& kernel_map() {
     register_reduce(k);
     register_shape(k);
     register_trn(k);
+    register_rnn(k);
+    register_control(k);
     return k;
   }();
   return m;

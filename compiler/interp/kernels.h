@@ -30,7 +30,9 @@ void register_elementwise(KernelMap& m);
 void register_nn(KernelMap& m);
 void register_reduce(KernelMap& m);
 void register_shape(KernelMap& m);
-void register_trn(KernelMap& m);  // trn.* ops of the graph passes (kernels_trn.cpp)
+void register_trn(KernelMap& m);      // trn.* ops of the graph passes (kernels_trn.cpp)
+void register_rnn(KernelMap& m);      // LSTM, GRU, RNN (kernels_rnn.cpp)
+void register_control(KernelMap& m);  // If, Loop, Scan (kernels_control.cpp)
 
 [[noreturn]] inline void kfail(const std::string& msg) {
   throw ir::CompileError(msg);
