@@ -535,5 +535,172 @@ TEST(InterpControl, LoopScanOutputsNeedAConstantTripCount) {
   }
 }
 
+TEST(InterpControl, LoopThatStopsEarlyWithScanOutputsIsAnError) {
+  // M = 3, but the body's condition (iteration < 1) ends the loop after 2
+  // iterations: the scan output was typed for 3 rows.
+  ir::Graph g;
+  ir::Value* m = g.add_constant("m", Tensor::scalar_int(3));
+  ir::Value* x = g.add_input("x", {ElemType::fp32, {2}});
+  auto b = std::make_shared<ir::Graph>();
+  b->name = "body";
+  ir::Value* it = b->add_input("it", {ElemType::int64, {}});
+  b->add_input("cin", {ElemType::boolean, {}});
+  ir::Value* acc = b->add_input("acc", {ElemType::fp32, {2}});
+  ir::Value* one = b->add_constant("one", Tensor::scalar_int(1));
+  b->add_output(ir::make_node(*b, "Less", {it, one}, {}, "more")->outputs[0]);
+  b->add_output(acc);
+  b->add_output(acc);
+  ir::Node* n =
+      ir::make_node(g, "Loop", {m, nullptr, x},
+                    {{"body", ir::Attribute(std::shared_ptr<const ir::Graph>(b))}}, "early", 2);
+  EXPECT_EQ(n->outputs[1]->type.str(), "fp32[3,2]");
+  for (ir::Value* o : n->outputs) g.add_output(o);
+  try {
+    interp::run(g, {{"x", Tensor::from_floats({2}, {1, 2})}});
+    FAIL() << "a short loop filled a scan output typed for more rows";
+  } catch (const ir::CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'early' (op Loop): stopped after 2 iterations, but "
+                                         "its scan outputs were sized for 3"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(InterpControl, ScanAxesAndDirections) {
+  // states s[2]; scanned x[2,3] along axis 1, read in reverse; body: s += x_t,
+  // emits s; the scan output stacks along axis 1, written in reverse.
+  ir::Graph g;
+  ir::Value* s0 = g.add_input("s0", {ElemType::fp32, {2}});
+  ir::Value* x = g.add_input("x", {ElemType::fp32, {2, 3}});
+  auto b = std::make_shared<ir::Graph>();
+  b->name = "body";
+  ir::Value* s = b->add_input("s", {ElemType::fp32, {2}});
+  ir::Value* xt = b->add_input("xt", {ElemType::fp32, {2}});
+  ir::Value* ns = ir::make_node(*b, "Add", {s, xt}, {}, "acc")->outputs[0];
+  b->add_output(ns);
+  b->add_output(ns);
+  ir::Node* n = ir::make_node(g, "Scan", {s0, x},
+                              {{"body", ir::Attribute(std::shared_ptr<const ir::Graph>(b))},
+                               {"num_scan_inputs", ir::Attribute(int64_t{1})},
+                               {"scan_input_axes", ir::Attribute(std::vector<int64_t>{-1})},
+                               {"scan_input_directions", ir::Attribute(std::vector<int64_t>{1})},
+                               {"scan_output_axes", ir::Attribute(std::vector<int64_t>{1})},
+                               {"scan_output_directions", ir::Attribute(std::vector<int64_t>{1})}},
+                              "scan", 2);
+  EXPECT_EQ(n->attr_ints("scan_input_axes"), std::vector<int64_t>{1});
+  EXPECT_EQ(n->outputs[1]->type.str(), "fp32[2,3]");
+  for (ir::Value* o : n->outputs) g.add_output(o);
+  g.verify();
+  const std::vector<float> xs{1, 2, 3, 10, 20, 30}, s0v{0.5f, -1};
+  interp::TensorMap out = interp::run(
+      g, {{"s0", Tensor::from_floats({2}, s0v)}, {"x", Tensor::from_floats({2, 3}, xs)}});
+  // Step t reads column 2 - t; its running sum lands in column 2 - t.
+  std::vector<float> want_rows(6);
+  std::vector<float> acc = s0v;
+  for (int t = 0; t < 3; ++t)
+    for (int r = 0; r < 2; ++r) {
+      acc[r] += xs[r * 3 + (2 - t)];
+      want_rows[r * 3 + (2 - t)] = acc[r];
+    }
+  EXPECT_EQ(out.at(n->outputs[0]->name).floats(), acc);
+  EXPECT_EQ(out.at(n->outputs[1]->name).floats(), want_rows);
+}
+
+TEST(InterpRnn, BadInputsAreNamed) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("x", {ElemType::fp32, {4, 2, 3}});
+  ir::Value* w = g.add_constant("w", ir::TensorType{ElemType::fp32, {1, 20, 3}});
+  ir::Value* r = g.add_constant("r", ir::TensorType{ElemType::fp32, {1, 16, 4}});
+  try {
+    ir::make_node(g, "LSTM", {x, w, r}, {}, "lstm");
+    FAIL() << "W of the wrong gate count was accepted";
+  } catch (const ir::CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "node 'lstm' (op LSTM): W 'w' is fp32[1,20,3], expected [1,16,3]"),
+              std::string::npos)
+        << e.what();
+  }
+  ir::Value* w2 = g.add_constant("w2", ir::TensorType{ElemType::fp32, {1, 16, 3}});
+  try {
+    ir::make_node(g, "LSTM", {x, w2, r}, {{"activations", ir::Attribute("Sigmoid,Cube,Tanh")}},
+                  "lstm");
+    FAIL() << "an unknown activation was accepted";
+  } catch (const ir::UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("activation 'Cube' is not supported"), std::string::npos)
+        << e.what();
+  }
+  ir::Node* ok = ir::make_node(g, "LSTM", {x, w2, r}, {}, "lstm", 3);
+  EXPECT_EQ(ok->attr_string("activations"), "Sigmoid,Tanh,Tanh");
+  EXPECT_EQ(ok->attr_int("hidden_size"), 4);
+  EXPECT_EQ(ok->outputs[0]->type.str(), "fp32[4,1,2,4]");
+  EXPECT_EQ(ok->outputs[2]->type.str(), "fp32[1,2,4]");
+}
+
+// An If whose then-branch runs a Loop whose body reads the model's input x (a
+// capture through two scopes), and whose else-branch reads x directly.
+constexpr const char* kNestedScript = R"PY(
+import sys, os
+import numpy as np
+import onnx
+from onnx import helper, TensorProto as TP, numpy_helper as nh
+
+d = sys.argv[1]
+F, B, I = TP.FLOAT, TP.BOOL, TP.INT64
+body = helper.make_graph(
+    [helper.make_node("Cast", ["i"], ["fi"], to=F),
+     helper.make_node("Mul", ["acc", "x"], ["ax"]),
+     helper.make_node("Add", ["ax", "fi"], ["acc2"]),
+     helper.make_node("Identity", ["ci"], ["co"])],
+    "loop_body",
+    [helper.make_tensor_value_info("i", I, []), helper.make_tensor_value_info("ci", B, []),
+     helper.make_tensor_value_info("acc", F, [3])],
+    [helper.make_tensor_value_info("co", B, []), helper.make_tensor_value_info("acc2", F, [3])])
+then_g = helper.make_graph(
+    [helper.make_node("Constant", [], ["m"], value=nh.from_array(np.array(3, np.int64))),
+     helper.make_node("Loop", ["m", "", "x"], ["looped"], body=body)],
+    "then", [], [helper.make_tensor_value_info("looped", F, [3])])
+else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["negx"])], "else", [],
+                           [helper.make_tensor_value_info("negx", F, [3])])
+g = helper.make_graph(
+    [helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)], "nested",
+    [helper.make_tensor_value_info("x", F, [3]), helper.make_tensor_value_info("c", B, [])],
+    [helper.make_tensor_value_info("y", F, [3])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+          os.path.join(d, "model.onnx"))
+x = np.array([0.5, -1.25, 2.0], np.float32)
+for k, c in enumerate([True, False]):
+    sd = os.path.join(d, f"test_data_set_{k}")
+    os.makedirs(sd)
+    if c:
+        acc = x.astype(np.float64)
+        for i in range(3):
+            acc = acc * x + i
+    else:
+        acc = -x
+    for n, (name, v) in enumerate([("x", x), ("c", np.array(c))]):
+        open(os.path.join(sd, f"input_{n}.pb"), "wb").write(nh.from_array(v, name).SerializeToString())
+    open(os.path.join(sd, "output_0.pb"), "wb").write(
+        nh.from_array(acc.astype(np.float32), "y").SerializeToString())
+)PY";
+
+TEST(InterpControl, CapturesThroughNestedBodies) {
+  const fs::path d = case_root("nested");
+  const fs::path script = d / "make.py";
+  std::ofstream(script) << test::python_require({"numpy", "onnx"}) << kNestedScript;
+  TRNSIM_REQUIRE_PYTHON(test::run_python(script.string() + " " + d.string()));
+  conformance::CaseResult r = conformance::run_case(d, "nested", run_interp);
+  EXPECT_EQ(r.status, conformance::Status::kPass) << r.detail;
+  // The If node reads x explicitly; so does the Loop inside its then-branch.
+  ir::Graph g = frontend::import_onnx_file((d / "model.onnx").string());
+  ASSERT_EQ(g.num_nodes(), 1u);
+  const ir::Node& n = *g.nodes()[0];
+  ASSERT_EQ(n.inputs.size(), 2u);
+  EXPECT_EQ(n.inputs[1]->name, "x");
+  const ir::Graph& then_g = n.attr_graph("then_branch");
+  ASSERT_EQ(then_g.num_nodes(), 1u);
+  EXPECT_EQ(then_g.nodes()[0]->op, "Loop");
+  EXPECT_EQ(then_g.nodes()[0]->attr_int("num_captures"), 1);
+}
+
 }  // namespace
 }  // namespace trnsim
