@@ -30,6 +30,9 @@ using ir::Value;
 using AttrMap = std::map<std::string, Attribute>;
 
 constexpr int64_t kMaxOpset = 17;
+// A Loop whose body needs its iteration number at compile time is unrolled; past
+// this many iterations the graph would grow without bound, so it is refused.
+constexpr int64_t kMaxUnrolledIterations = 4096;
 
 // ONNX op types converted by the front end beyond the IR's own op set.
 const std::set<std::string>& extra_onnx_ops() {
@@ -1140,7 +1143,16 @@ class Importer {
       unsupported(
           "the body needs its iteration number as a constant, but the loop has no trip "
           "count (static shapes only)");
-    const int64_t count = static_cast<int64_t>(cin(0, "trip count").at(0));
+    const Tensor& trip_t = cin(0, "trip count");
+    if (trip_t.elem() != ElemType::int64 || trip_t.numel() != 1)
+      fail("trip count must hold one int64, got " + trip_t.type().str());
+    const int64_t count = trip_t.ints()[0];
+    if (count > kMaxUnrolledIterations)
+      unsupported(
+          "the body needs a per-iteration value as a constant, so the loop is unrolled "
+          "at import, up to " +
+          std::to_string(kMaxUnrolledIterations) + " iterations; its trip count is " +
+          std::to_string(count));
     bool go = !cond || cin(1, "loop condition").at(0) != 0;
     Value* c = cond ? cond : g_.add_constant(helper_name("loop_cond"), bool_scalar(true));
     std::vector<std::vector<Value*>> rows(K);

@@ -7,8 +7,8 @@
 namespace trnsim::interp {
 namespace {
 
-// A Loop without a trip count whose condition never turns false would never
-// return: stop it with an error instead.
+// A Loop whose condition never turns false (and whose trip count, if any, is
+// huge) would not return in any useful time: stop it with an error instead.
 constexpr int64_t kMaxLoopIterations = int64_t{1} << 24;
 
 Tensor bool_scalar(bool b) {
@@ -84,9 +84,9 @@ void run_loop(const Node& n, const Ins& in, Outs& out) {
   for (size_t k = 2; k < nin; ++k) feed[bin[k]->name] = *in[k];
   int64_t i = 0;
   for (; (!has_trip || i < trip) && cond; ++i) {
-    if (!has_trip && i >= kMaxLoopIterations)
-      kfail("no trip count and the condition is still true after " + std::to_string(i) +
-            " iterations (stopped)");
+    if (i >= kMaxLoopIterations)
+      kfail("the condition is still true after " + std::to_string(i) +
+            " iterations (stopped: a loop this long is taken for one that never ends)");
     if (K > 0 && i >= rows)
       kfail("runs more than the " + std::to_string(rows) + " iterations its scan outputs hold");
     feed[bin[0]->name] = Tensor::scalar_int(i);

@@ -920,6 +920,10 @@ std::vector<TensorType> infer_rnn(const Node& n) {
 }
 
 // If/Loop/Scan: a body's interface is checked against the node (ops.h).
+
+// Scan outputs of a Loop hold one row per iteration: a trip count above this is
+// a "run until the condition stops it" loop, whose rows cannot be sized.
+constexpr int64_t kMaxScanLoopTrips = std::numeric_limits<int32_t>::max();
 const Graph& body_of(const Node& n, const std::string& key) {
   auto it = n.attrs.find(key);
   if (it == n.attrs.end() || it->second.kind() != K::kGraph)
@@ -1020,8 +1024,11 @@ std::vector<TensorType> infer_loop(const Node& n) {
           std::string("the trip count ") + (m ? "'" + m->name + "' " : "") +
           "must be a constant when the loop has scan outputs (their first dim is the number of "
           "iterations)");
-    int64_t trip = static_cast<int64_t>(m->data->at(0));
-    if (trip < 0) trip = 0;
+    int64_t trip = std::max<int64_t>(0, m->data->ints()[0]);
+    if (trip > kMaxScanLoopTrips)
+      throw UnsupportedError("the trip count " + std::to_string(trip) + " of '" + m->name +
+                             "' is too large to size scan outputs (at most " +
+                             std::to_string(kMaxScanLoopTrips) + ")");
     const Value* c = n.input(1);
     if (c && c->has_data() && c->data->at(0) == 0) trip = 0;
     for (size_t j = 0; j < K; ++j) {

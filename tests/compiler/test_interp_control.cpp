@@ -250,6 +250,9 @@ class Branchy(nn.Module):
         for i in range(n):
             acc = acc + torch.relu(y - float(i))
             y = y * 0.5
+        # A while loop: a runtime condition, fixed-shape carried values (acc >= 0).
+        while bool(acc.sum() < 40.0):
+            acc = acc * 2.0 + 1.0
         return acc, y
 
 if name == "rnns":
@@ -532,6 +535,29 @@ TEST(InterpControl, LoopScanOutputsNeedAConstantTripCount) {
                   .find("node 'loop' (op Loop): the trip count 'm' must be a constant"),
               std::string::npos)
         << std::string(e.what());
+  }
+}
+
+TEST(InterpControl, LoopScanOutputsNeedABoundedTripCount) {
+  // A trip count of INT64_MAX (a while loop's) cannot size a scan output.
+  ir::Graph g;
+  ir::Value* m = g.add_constant("m", Tensor::scalar_int(std::numeric_limits<int64_t>::max()));
+  ir::Value* x = g.add_input("x", {ElemType::fp32, {2}});
+  auto b = std::make_shared<ir::Graph>();
+  b->name = "body";
+  b->add_input("it", {ElemType::int64, {}});
+  ir::Value* cin = b->add_input("cin", {ElemType::boolean, {}});
+  ir::Value* acc = b->add_input("acc", {ElemType::fp32, {2}});
+  b->add_output(cin);
+  b->add_output(acc);
+  b->add_output(acc);
+  try {
+    ir::make_node(g, "Loop", {m, nullptr, x},
+                  {{"body", ir::Attribute(std::shared_ptr<const ir::Graph>(b))}}, "big", 2);
+    FAIL() << "a scan output of 2^63 rows was accepted";
+  } catch (const ir::UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("is too large to size scan outputs"), std::string::npos)
+        << e.what();
   }
 }
 
