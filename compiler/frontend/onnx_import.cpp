@@ -68,9 +68,7 @@ class Importer {
     read_opset();
     const onnx::GraphProto& gp = model_.graph();
     g_.name = gp.name().empty() ? "main" : gp.name();
-    for (const auto& n : gp.node())
-      for (const auto& i : n.input()) used_.insert(i);
-    for (const auto& o : gp.output()) used_.insert(o.name());
+    note_uses(gp);
     if (gp.sparse_initializer_size() > 0)
       throw ir::UnsupportedError(label_ + ": sparse initializers are not supported");
     for (const auto& init : gp.initializer()) {
@@ -952,6 +950,19 @@ class Importer {
     emit_bound(op, all_inputs(), std::move(attrs));
   }
 
+  // Every name read by the graph's nodes (bodies included: they read outer values
+  // by name) or outputs.
+  void note_uses(const onnx::GraphProto& gp) {
+    for (const auto& n : gp.node()) {
+      for (const auto& i : n.input()) used_.insert(i);
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) note_uses(a.g());
+        for (const auto& g : a.graphs()) note_uses(g);
+      }
+    }
+    for (const auto& o : gp.output()) used_.insert(o.name());
+  }
+
   // Bodies read outer values by name (ONNX implicit captures). An outer constant
   // with data is copied into the body, so folding still sees it; any other outer
   // value becomes a body input, recorded in captures_ for the node to pass in.
@@ -1001,9 +1012,7 @@ class Importer {
                  " inputs, the op passes " +
                  std::to_string(inline_ ? values.size() : types.size()));
     if (!inline_) g_.name = gp.name().empty() ? "body" : gp.name();
-    for (const auto& n : gp.node())
-      for (const auto& i : n.input()) used_.insert(i);
-    for (const auto& o : gp.output()) used_.insert(o.name());
+    note_uses(gp);
     for (int k = 0; k < gp.input_size(); ++k) {
       const auto& in = gp.input(k);
       if (is_sequence_like(in.type()))

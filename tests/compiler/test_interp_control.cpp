@@ -728,5 +728,42 @@ TEST(InterpControl, CapturesThroughNestedBodies) {
   EXPECT_EQ(then_g.nodes()[0]->attr_int("num_captures"), 1);
 }
 
+// A value read only inside a body counts as used at the top level: MaxPool's
+// unsupported Indices output is refused by name, not lost.
+constexpr const char* kBodyUseScript = R"PY(
+import sys, os
+import onnx
+from onnx import helper, TensorProto as TP
+
+d = sys.argv[1]
+then_g = helper.make_graph([helper.make_node("Cast", ["idx"], ["fidx"], to=TP.FLOAT)], "then", [],
+                           [helper.make_tensor_value_info("fidx", TP.FLOAT, [1, 1, 2, 2])])
+else_g = helper.make_graph([helper.make_node("Identity", ["y"], ["yy"])], "else", [],
+                           [helper.make_tensor_value_info("yy", TP.FLOAT, [1, 1, 2, 2])])
+g = helper.make_graph(
+    [helper.make_node("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2], strides=[2, 2]),
+     helper.make_node("If", ["c"], ["out"], then_branch=then_g, else_branch=else_g)], "g",
+    [helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, 4, 4]),
+     helper.make_tensor_value_info("c", TP.BOOL, [])],
+    [helper.make_tensor_value_info("out", TP.FLOAT, [1, 1, 2, 2])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+          os.path.join(d, "model.onnx"))
+)PY";
+
+TEST(InterpControl, UsesInsideBodiesCountAtTheTopLevel) {
+  const fs::path d = case_root("body_use");
+  const fs::path script = d / "make.py";
+  std::ofstream(script) << test::python_require({"onnx"}) << kBodyUseScript;
+  TRNSIM_REQUIRE_PYTHON(test::run_python(script.string() + " " + d.string()));
+  try {
+    frontend::import_onnx_file((d / "model.onnx").string());
+    FAIL() << "the Indices output read by a branch was imported";
+  } catch (const ir::UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("the Indices output of MaxPool is not supported"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace trnsim
