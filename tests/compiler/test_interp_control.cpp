@@ -765,5 +765,30 @@ TEST(InterpControl, UsesInsideBodiesCountAtTheTopLevel) {
   }
 }
 
+TEST(InterpControl, LoopCarriedValuesKeepTheirType) {
+  // The body grows the carried value from [2] to [4]: static shapes refuse it.
+  ir::Graph g;
+  ir::Value* x = g.add_input("x", {ElemType::fp32, {2}});
+  auto b = std::make_shared<ir::Graph>();
+  b->name = "grow";
+  b->add_input("it", {ElemType::int64, {}});
+  ir::Value* cin = b->add_input("cin", {ElemType::boolean, {}});
+  ir::Value* acc = b->add_input("acc", {ElemType::fp32, {2}});
+  b->add_output(cin);
+  b->add_output(
+      ir::make_node(*b, "Concat", {acc, acc}, {{"axis", ir::Attribute(int64_t{0})}}, "cat")
+          ->outputs[0]);
+  try {
+    ir::make_node(g, "Loop", {nullptr, nullptr, x},
+                  {{"body", ir::Attribute(std::shared_ptr<const ir::Graph>(b))}}, "grower");
+    FAIL() << "a carried value that changes type was accepted";
+  } catch (const ir::CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'grower' (op Loop): loop-carried value 0 ('x') is "
+                                         "fp32[2] but the body gives fp32[4]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace trnsim
