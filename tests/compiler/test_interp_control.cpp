@@ -2,8 +2,8 @@
 // ONNX import, shape inference and the reference interpreter.
 //  - InterpRnn.SpecModes: modes the packaged ONNX tests leave out (bidirectional,
 //    reverse, layout 1, sequence_lens, initial states, peepholes, clip,
-//    non-default activations with alpha/beta, linear_before_reset, every output)
-//    against a numpy reference written from the ONNX spec;
+//    non-default activations with alpha/beta, linear_before_reset, input_forget,
+//    every output) against a numpy reference written from the ONNX spec;
 //  - InterpRnn.TorchLstmGru, InterpControl.TorchScript*: modules exported with
 //    torch.onnx.export against eager torch;
 //  - InterpControl.*: IR-level behaviour of graphs with bodies (verification,
@@ -82,7 +82,7 @@ def resolve(op, dirs, names, alphas, betas):
     if len(fns) == PER[op] and dirs == 2: fns = fns + fns
     return [fns[d * PER[op]:(d + 1) * PER[op]] for d in range(dirs)]
 
-def reference(op, X, W, R, B, lens, h0, c0, P, direction, layout, fns, clip, lbr):
+def reference(op, X, W, R, B, lens, h0, c0, P, direction, layout, fns, clip, lbr, coupled):
     if layout:
         X = X.transpose(1, 0, 2)
         h0 = None if h0 is None else h0.transpose(1, 0, 2)
@@ -119,7 +119,7 @@ def reference(op, X, W, R, B, lens, h0, c0, P, direction, layout, fns, clip, lbr
                     p = P[d] if P is not None else np.zeros(3 * H)
                     pre = lambda k: x @ Wd[g(k)].T + h @ Rd[g(k)].T + Wb[g(k)] + Rb[g(k)]
                     i = f[0](cl(pre(0) + p[g(0)] * c))
-                    ff = f[0](cl(pre(2) + p[g(2)] * c))
+                    ff = 1 - i if coupled else f[0](cl(pre(2) + p[g(2)] * c))
                     cc = f[1](cl(pre(3)))
                     c = ff * c + i * cc
                     o = f[0](cl(pre(1) + p[g(1)] * c))
@@ -132,7 +132,8 @@ def reference(op, X, W, R, B, lens, h0, c0, P, direction, layout, fns, clip, lbr
     return [Y.astype(np.float32), Yh.astype(np.float32), Yc.astype(np.float32)]
 
 def case(name, op, S=4, N=3, I=5, H=4, direction="forward", layout=0, bias=True, lens=None,
-         h0=False, c0=False, peep=False, acts=None, alphas=(), betas=(), clip=None, lbr=0):
+         h0=False, c0=False, peep=False, acts=None, alphas=(), betas=(), clip=None, lbr=0,
+         input_forget=0):
     D = 2 if direction == "bidirectional" else 1
     G = GATES[op]
     X = rng.standard_normal((N, S, I) if layout else (S, N, I)).astype(np.float32)
@@ -145,7 +146,8 @@ def case(name, op, S=4, N=3, I=5, H=4, direction="forward", layout=0, bias=True,
     P = (rng.standard_normal((D, 3 * H)) * 0.5).astype(np.float32) if peep else None
     L = None if lens is None else np.array(lens, dtype=np.int32)
     fns = resolve(op, D, acts, list(alphas), list(betas))
-    want = reference(op, X, W, R, B, L, H0, C0, P, direction, layout, fns, clip, lbr)
+    want = reference(op, X, W, R, B, L, H0, C0, P, direction, layout, fns, clip, lbr,
+                     input_forget)
     feeds = [("X", X), ("W", W), ("R", R), ("B", B), ("sequence_lens", L), ("initial_h", H0)]
     if op == "LSTM": feeds += [("initial_c", C0), ("P", P)]
     while feeds[-1][1] is None: feeds.pop()
@@ -156,6 +158,7 @@ def case(name, op, S=4, N=3, I=5, H=4, direction="forward", layout=0, bias=True,
     if betas: attrs["activation_beta"] = list(betas)
     if clip: attrs["clip"] = clip
     if op == "GRU": attrs["linear_before_reset"] = lbr
+    if input_forget: attrs["input_forget"] = input_forget
     outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
     want = want[:len(outs)]
     node = helper.make_node(op, names, outs, **attrs)
@@ -181,6 +184,7 @@ case("lstm_reverse_clip_acts", "LSTM", direction="reverse", clip=0.9, h0=True,
 case("lstm_bidir_one_act_set", "LSTM", direction="bidirectional", acts=["Sigmoid", "Elu", "Tanh"],
      alphas=[0.7], lens=[1, 4, 0])
 case("lstm_nobias_forward", "LSTM", bias=False, c0=True)
+case("lstm_input_forget", "LSTM", input_forget=1, peep=True, c0=True, h0=True)
 case("gru_bidir_lbr", "GRU", direction="bidirectional", lbr=1, lens=[3, 4, 1], h0=True,
      acts=["Sigmoid", "Tanh", "HardSigmoid", "Elu"], alphas=[0.25, 0.9], betas=[0.45])
 case("gru_reverse_layout1", "GRU", direction="reverse", layout=1, h0=True, lens=[2, 4, 3])
@@ -210,7 +214,7 @@ TEST(InterpRnn, SpecModes) {
     conformance::CaseResult r = conformance::run_case(e.path(), id, run_interp);
     EXPECT_EQ(r.status, conformance::Status::kPass) << id << ": " << r.detail;
   }
-  EXPECT_EQ(cases, 10);
+  EXPECT_EQ(cases, 11);
 }
 
 // torch modules: export, import, run, compare with eager torch (fp32, 1e-4 of the
