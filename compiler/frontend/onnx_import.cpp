@@ -30,6 +30,9 @@ using ir::Value;
 using AttrMap = std::map<std::string, Attribute>;
 
 constexpr int64_t kMaxOpset = 17;
+// A Loop whose body needs its iteration number at compile time is unrolled; past
+// this many iterations the graph would grow without bound, so it is refused.
+constexpr int64_t kMaxUnrolledIterations = 4096;
 
 // ONNX op types converted by the front end beyond the IR's own op set.
 const std::set<std::string>& extra_onnx_ops() {
@@ -47,14 +50,25 @@ class Importer {
  public:
   Importer(const onnx::ModelProto& m, std::string label, const ImportOptions& opts)
       : model_(m), label_(std::move(label)), opts_(opts) {}
+  // A body of `parent`'s current node (If/Loop/Scan), imported into `g`: its own
+  // graph (captured outer values become inputs), or `parent`'s graph itself when
+  // `inline_body` (a branch or loop iteration fixed at import; names get `suffix`).
+  Importer(const Importer& parent, ir::Graph& g, const std::string& what, bool inline_body,
+           std::string suffix = "")
+      : model_(parent.model_),
+        label_(parent.label_ + ": " + parent.node_label() + ": " + what),
+        opts_(parent.opts_),
+        opset_(parent.opset_),
+        g_(g),
+        parent_(&parent),
+        inline_(inline_body),
+        suffix_(std::move(suffix)) {}
 
   ir::Graph run() {
     read_opset();
     const onnx::GraphProto& gp = model_.graph();
     g_.name = gp.name().empty() ? "main" : gp.name();
-    for (const auto& n : gp.node())
-      for (const auto& i : n.input()) used_.insert(i);
-    for (const auto& o : gp.output()) used_.insert(o.name());
+    note_uses(gp);
     if (gp.sparse_initializer_size() > 0)
       throw ir::UnsupportedError(label_ + ": sparse initializers are not supported");
     for (const auto& init : gp.initializer()) {
@@ -111,7 +125,7 @@ class Importer {
     const std::string what = label_ + ": input '" + in.name() + "'";
     if (!in.type().has_tensor_type())
       throw ir::UnsupportedError(
-          what + " is not a tensor (sequence/map/optional inputs are not supported)");
+          what + " is not a tensor: sequence types are not supported (nor map/optional)");
     const auto& tt = in.type().tensor_type();
     auto et = elem_type_from_onnx(tt.elem_type());
     if (!et)
@@ -209,6 +223,7 @@ class Importer {
   // IR names equal ONNX names. A helper value the importer made earlier may hold a
   // name an ONNX value now needs: rename the helper.
   std::string fresh(const std::string& onnx_name) {
+    if (inline_) return g_.unique_name(onnx_name + suffix_);
     if (Value* clash = g_.find_value(onnx_name)) {
       if (onnx_names_.count(onnx_name)) fail_model("value '" + onnx_name + "' is defined twice");
       g_.rename_value(clash, g_.unique_name(onnx_name + ".trnsim"));
@@ -249,9 +264,11 @@ class Importer {
   Value* in(int k) const {
     if (!has_in(k)) return nullptr;
     auto it = env_.find(node_->input(k));
-    if (it == env_.end())
+    if (it == env_.end()) {
+      if (Value* v = capture(node_->input(k))) return v;
       fail("input '" + node_->input(k) +
            "' is not defined before this node (graph not topologically sorted?)");
+    }
     return it->second;
   }
   Value* req(int k) const {
@@ -444,6 +461,11 @@ class Importer {
     const std::string& op = node_->op_type();
     const std::string& dom = node_->domain();
     const auto& ops = supported_onnx_ops();
+    if ((dom.empty() || dom == "ai.onnx") &&
+        (op.rfind("Sequence", 0) == 0 || op.rfind("Optional", 0) == 0 || op == "SplitToSequence" ||
+         op == "ConcatFromSequence"))
+      throw ir::UnsupportedError(label_ + ": " + node_label() +
+                                 ": sequence types are not supported (nor optional)");
     if ((!dom.empty() && dom != "ai.onnx") || !std::binary_search(ops.begin(), ops.end(), op))
       throw ir::UnsupportedError(label_ + ": node '" + node_who() + "' has unsupported op type '" +
                                  (dom.empty() || dom == "ai.onnx" ? op : dom + "." + op) +
@@ -452,8 +474,9 @@ class Importer {
     // Every supported op has a first output; the converters rely on it.
     if (node_->output_size() == 0) fail("has no outputs");
     for (const auto& a : node_->attribute())
-      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
-        unsupported("subgraph attributes are not supported");
+      if ((a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) &&
+          op != "If" && op != "Loop" && op != "Scan")
+        unsupported("subgraph attributes are only supported on If, Loop and Scan");
 
     static const std::unordered_map<std::string, void (Importer::*)()> special{
         {"Constant", &Importer::conv_constant},
@@ -490,6 +513,12 @@ class Importer {
         {"RoiAlign", &Importer::conv_roialign},
         {"EyeLike", &Importer::conv_eyelike},
         {"MaxUnpool", &Importer::conv_maxunpool},
+        {"LSTM", &Importer::conv_rnn},
+        {"GRU", &Importer::conv_rnn},
+        {"RNN", &Importer::conv_rnn},
+        {"If", &Importer::conv_if},
+        {"Loop", &Importer::conv_loop},
+        {"Scan", &Importer::conv_scan},
     };
     if (convert_scatter_group(op)) return;
     auto it = special.find(op);
@@ -1116,13 +1145,391 @@ class Importer {
     emit_bound("EyeLike", {req(0)}, std::move(attrs));
   }
 
+  // --- recurrent and control-flow ops ------------------------------------------
+  // LSTM/GRU/RNN: the string list of activations and the alpha/beta values they
+  // consume (in order, only by the functions that take them) become the IR's
+  // per-function lists (compiler/ir/ops.h).
+  void conv_rnn() {
+    const std::string& op = node_->op_type();
+    AttrMap attrs =
+        copy_attrs({"activations", "activation_alpha", "activation_beta", "output_sequence"});
+    const std::string dir = as("direction", "forward");
+    const size_t dirs = dir == "bidirectional" ? 2 : 1;
+    const size_t per = static_cast<size_t>(ir::rnn_activations_per_direction(op));
+    std::vector<std::string> names;
+    if (const auto* a = attr("activations")) {
+      names.assign(a->strings().begin(), a->strings().end());
+      if (names.size() != per && names.size() != per * dirs)
+        fail("activations lists " + std::to_string(names.size()) + " functions, expected " +
+             std::to_string(per * dirs) + " (" + std::to_string(per) + " per direction)");
+    } else {
+      names = op == "LSTM"  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+              : op == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                            : std::vector<std::string>{"Tanh"};
+    }
+    std::vector<float> given_a, given_b;
+    if (const auto* a = attr("activation_alpha"))
+      given_a.assign(a->floats().begin(), a->floats().end());
+    if (const auto* a = attr("activation_beta"))
+      given_b.assign(a->floats().begin(), a->floats().end());
+    size_t next_a = 0, next_b = 0;
+    std::string joined;
+    std::vector<float> alphas, betas;
+    for (const auto& nm : names) {
+      const std::string c = ir::rnn_activation_canonical(nm);
+      if (c.empty())
+        unsupported("activation '" + nm +
+                    "' is not supported (Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, "
+                    "ScaledTanh, HardSigmoid, Elu, Softsign, Softplus)");
+      auto [al, be] = ir::rnn_activation_defaults(c);
+      if (ir::rnn_activation_takes_alpha(c) && next_a < given_a.size()) al = given_a[next_a++];
+      if (ir::rnn_activation_takes_beta(c) && next_b < given_b.size()) be = given_b[next_b++];
+      joined += (joined.empty() ? "" : ",") + c;
+      alphas.push_back(al);
+      betas.push_back(be);
+    }
+    if (names.size() == per && dirs == 2) {  // one set given: both directions use it
+      joined += "," + joined;
+      const std::vector<float> a1 = alphas, b1 = betas;
+      alphas.insert(alphas.end(), a1.begin(), a1.end());
+      betas.insert(betas.end(), b1.begin(), b1.end());
+    }
+    attrs["activations"] = joined;
+    attrs["activation_alpha"] = alphas;
+    attrs["activation_beta"] = betas;
+    emit_bound(op, all_inputs(), std::move(attrs));
+  }
+
+  // Every name read by the graph's nodes (bodies included: they read outer values
+  // by name) or outputs.
+  void note_uses(const onnx::GraphProto& gp) {
+    for (const auto& n : gp.node()) {
+      for (const auto& i : n.input()) used_.insert(i);
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) note_uses(a.g());
+        for (const auto& g : a.graphs()) note_uses(g);
+      }
+    }
+    for (const auto& o : gp.output()) used_.insert(o.name());
+  }
+
+  // Bodies read outer values by name (ONNX implicit captures). An outer constant
+  // with data is copied into the body, so folding still sees it; any other outer
+  // value becomes a body input, recorded in captures_ for the node to pass in.
+  Value* capture(const std::string& name) const {
+    if (!parent_) return nullptr;
+    Value* outer = parent_->resolve(name);
+    if (!outer) return nullptr;
+    if (inline_) return outer;  // same graph
+    const std::string local = g_.find_value(name) ? g_.unique_name(name) : name;
+    Value* v;
+    if (outer->has_data()) {
+      v = g_.add_constant(local, *outer->data);
+    } else {
+      v = g_.add_input(local, outer->type);
+      captures_.emplace_back(name, outer);
+    }
+    env_[name] = v;
+    onnx_names_.insert(name);
+    return v;
+  }
+  Value* resolve(const std::string& name) const {
+    auto it = env_.find(name);
+    return it != env_.end() ? it->second : capture(name);
+  }
+  // Whether `name` is a value of this scope or an enclosing one (no capture made).
+  bool knows(const std::string& name) const {
+    return env_.count(name) || (parent_ && parent_->knows(name));
+  }
+
+  const onnx::GraphProto& graph_attr(const std::string& name) const {
+    const auto* a = attr(name);
+    if (!a || !a->has_g()) fail("attribute '" + name + "' must be a graph");
+    return a->g();
+  }
+
+  static bool is_sequence_like(const onnx::TypeProto& t) {
+    return t.has_sequence_type() || t.has_optional_type() || t.has_map_type();
+  }
+
+  // Import body `gp`: its formal inputs are typed `types` (subgraph mode) or bound to
+  // `values` (inline mode). Returns the body's output values.
+  std::vector<Value*> import_body(const onnx::GraphProto& gp,
+                                  const std::vector<ir::TensorType>& types,
+                                  const std::vector<Value*>& values = {}) {
+    if (gp.input_size() != static_cast<int>(inline_ ? values.size() : types.size()))
+      fail_model("body '" + gp.name() + "' declares " + std::to_string(gp.input_size()) +
+                 " inputs, the op passes " +
+                 std::to_string(inline_ ? values.size() : types.size()));
+    if (!inline_) g_.name = gp.name().empty() ? "body" : gp.name();
+    note_uses(gp);
+    for (int k = 0; k < gp.input_size(); ++k) {
+      const auto& in = gp.input(k);
+      if (is_sequence_like(in.type()))
+        throw ir::UnsupportedError(label_ + ": body input '" + in.name() +
+                                   "': sequence types are not supported");
+      if (inline_) {
+        bind(in.name(), values[k]);
+        continue;
+      }
+      if (in.type().has_tensor_type() && in.type().tensor_type().elem_type() != 0) {
+        auto et = elem_type_from_onnx(in.type().tensor_type().elem_type());
+        if (et && *et != types[k].elem)
+          throw ir::CompileError(label_ + ": body input '" + in.name() + "' is declared " +
+                                 onnx_type_name(in.type().tensor_type().elem_type()) +
+                                 ", the op passes " + types[k].str());
+      }
+      bind(in.name(), g_.add_input(fresh(in.name()), types[k]));
+    }
+    if (gp.sparse_initializer_size() > 0)
+      throw ir::UnsupportedError(label_ + ": sparse initializers are not supported");
+    for (const auto& init : gp.initializer())
+      bind(init.name(),
+           g_.add_constant(fresh(init.name()), tensor_from_proto(init, label_ + ": initializer '" +
+                                                                           init.name() + "'")));
+    for (int k = 0; k < gp.node_size(); ++k) {
+      node_ = &gp.node(k);
+      node_index_ = k;
+      convert_node();
+    }
+    node_ = nullptr;
+    std::vector<Value*> outs;
+    for (const auto& o : gp.output()) {
+      if (is_sequence_like(o.type()))
+        throw ir::UnsupportedError(label_ + ": body output '" + o.name() +
+                                   "': sequence types are not supported");
+      Value* v = resolve(o.name());
+      if (!v)
+        throw ir::CompileError(label_ + ": body output '" + o.name() +
+                               "' is not produced by any node");
+      outs.push_back(v);
+    }
+    if (!inline_) {
+      for (Value* v : outs) g_.add_output(v);
+      g_.erase_dead_nodes();
+    }
+    return outs;
+  }
+
+  std::vector<Value*> capture_values(const Importer& body) const {
+    std::vector<Value*> r;
+    for (const auto& [name, v] : body.captures_) r.push_back(v);
+    return r;
+  }
+
+  // Bind the node's outputs to `vals` (through Identity, which folds constants).
+  void bind_outputs(const std::vector<Value*>& vals) {
+    for (size_t k = 0; k < vals.size() && static_cast<int>(k) < node_->output_size(); ++k)
+      if (!node_->output(k).empty())
+        bind(node_->output(k), emit("Identity", {vals[k]}, {}, {fresh(node_->output(k))})[0]);
+  }
+
+  // If: a constant condition inlines its branch (the other is not imported, so it
+  // may even differ in type); a runtime one makes an If node whose branches read
+  // the union of their captures, in the same order.
+  void conv_if() {
+    Value* cond = req(0);
+    const onnx::GraphProto& tp = graph_attr("then_branch");
+    const onnx::GraphProto& ep = graph_attr("else_branch");
+    if (cond->has_data()) {
+      if (cond->type.numel() != 1) fail("condition must hold one value");
+      const bool c = cond->data->at(0) != 0;
+      Importer sub(*this, g_, c ? "then_branch" : "else_branch", true);
+      bind_outputs(sub.import_body(c ? tp : ep, {}, {}));
+      return;
+    }
+    auto tg = std::make_shared<ir::Graph>();
+    auto eg = std::make_shared<ir::Graph>();
+    Importer ts(*this, *tg, "then_branch", false);
+    ts.import_body(tp, {});
+    Importer es(*this, *eg, "else_branch", false);
+    for (const auto& [name, outer] : ts.captures_) es.capture(name);
+    es.import_body(ep, {});
+    for (size_t k = ts.captures_.size(); k < es.captures_.size(); ++k) {
+      const auto& [name, outer] = es.captures_[k];
+      tg->add_input(tg->unique_name(name), outer->type);  // unused in this branch
+    }
+    std::vector<Value*> ins{cond};
+    for (Value* v : capture_values(es)) ins.push_back(v);
+    emit_bound("If", ins,
+               {{"then_branch", Attribute(std::shared_ptr<const ir::Graph>(tg))},
+                {"else_branch", Attribute(std::shared_ptr<const ir::Graph>(eg))}});
+  }
+
+  // Loop: a body imported once and run per iteration. A body that needs its
+  // iteration number (or another per-iteration value) as a compile-time constant,
+  // e.g. a Slice at the iteration, is unrolled at import instead; that needs the
+  // trip count and the condition as constants.
+  void conv_loop() {
+    const onnx::GraphProto& bp = graph_attr("body");
+    Value* trip = in(0);
+    Value* cond = in(1);
+    std::vector<Value*> carried;
+    for (int k = 2; k < node_->input_size(); ++k) carried.push_back(req(k));
+    const size_t N = carried.size();
+    if (static_cast<size_t>(bp.output_size()) < 1 + N)
+      fail("body '" + bp.name() + "' has fewer outputs than the condition and " +
+           std::to_string(N) + " carried values");
+    const size_t K = bp.output_size() - 1 - N;
+    if (K > 0) {
+      // Scan outputs have one row per iteration: the count must be known.
+      if (!trip) unsupported("a Loop with scan outputs needs a trip count (static shapes only)");
+      cin(0, "trip count");
+      if (cond) cin(1, "loop condition");
+    }
+    std::vector<ir::TensorType> types{{ElemType::int64, {}}, {ElemType::boolean, {}}};
+    for (Value* v : carried) types.push_back(v->type);
+    auto bg = std::make_shared<ir::Graph>();
+    Importer body(*this, *bg, "body", false);
+    try {
+      body.import_body(bp, types);
+    } catch (const NeedsConstantError& e) {
+      if (knows(e.value())) throw;  // an outer value: the caller may specialise it
+      return unroll_loop(bp, trip, cond, carried, K);
+    }
+    std::vector<Value*> ins{trip, cond};
+    ins.insert(ins.end(), carried.begin(), carried.end());
+    std::vector<Value*> caps = capture_values(body);
+    ins.insert(ins.end(), caps.begin(), caps.end());
+    emit_bound("Loop", ins,
+               {{"body", Attribute(std::shared_ptr<const ir::Graph>(bg))},
+                {"num_captures", Attribute(static_cast<int64_t>(caps.size()))}});
+  }
+
+  void unroll_loop(const onnx::GraphProto& bp, Value* trip, Value* cond, std::vector<Value*> cur,
+                   size_t K) {
+    if (!trip)
+      unsupported(
+          "the body needs its iteration number as a constant, but the loop has no trip "
+          "count (static shapes only)");
+    const Tensor& trip_t = cin(0, "trip count");
+    if (trip_t.elem() != ElemType::int64 || trip_t.numel() != 1)
+      fail("trip count must hold one int64, got " + trip_t.type().str());
+    const int64_t count = trip_t.ints()[0];
+    if (count > kMaxUnrolledIterations)
+      unsupported(
+          "the body needs a per-iteration value as a constant, so the loop is unrolled "
+          "at import, up to " +
+          std::to_string(kMaxUnrolledIterations) + " iterations; its trip count is " +
+          std::to_string(count));
+    bool go = !cond || cin(1, "loop condition").at(0) != 0;
+    Value* c = cond ? cond : g_.add_constant(helper_name("loop_cond"), bool_scalar(true));
+    std::vector<std::vector<Value*>> rows(K);
+    for (int64_t i = 0; go && i < count; ++i) {
+      const std::string tag = "@" + std::to_string(i);
+      std::vector<Value*> vals{
+          g_.add_constant(helper_name(bp.input(0).name() + tag), Tensor::scalar_int(i)), c};
+      vals.insert(vals.end(), cur.begin(), cur.end());
+      Importer it(*this, g_, "body (iteration " + std::to_string(i) + ")", true, tag);
+      std::vector<Value*> outs = it.import_body(bp, {}, vals);
+      c = outs[0];
+      if (!c->has_data() || c->type.numel() != 1)
+        unsupported(
+            "the body needs a per-iteration value as a constant (it is unrolled), but "
+            "its condition output '" +
+            c->name + "' is computed at run time");
+      go = c->data->at(0) != 0;
+      for (size_t k = 0; k < cur.size(); ++k) cur[k] = outs[1 + k];
+      for (size_t j = 0; j < K; ++j) rows[j].push_back(outs[1 + cur.size() + j]);
+    }
+    bind_outputs(cur);
+    for (size_t j = 0; j < K; ++j) {
+      const int out = static_cast<int>(cur.size() + j);
+      if (out >= node_->output_size() || node_->output(out).empty()) continue;
+      if (rows[j].empty())
+        unsupported("an unrolled Loop that runs no iteration has scan outputs of unknown type");
+      std::vector<Value*> parts;
+      for (Value* v : rows[j])
+        parts.push_back(emit("Unsqueeze", {v}, {{"axes", Attribute(std::vector<int64_t>{0})}},
+                             {helper_name(v->name + "/row")})[0]);
+      bind(node_->output(out), emit("Concat", parts, {{"axis", Attribute(int64_t{0})}},
+                                    {fresh(node_->output(out))})[0]);
+    }
+  }
+
+  static Tensor bool_scalar(bool b) {
+    return Tensor::from_ints({}, {b ? 1 : 0}, ElemType::boolean);
+  }
+
+  // Scan (opset 9+; opset 8's batched form when the batch is 1 and there are no
+  // sequence_lens: squeezed into the 9 form).
+  void conv_scan() {
+    const onnx::GraphProto& bp = graph_attr("body");
+    const int64_t K = ai("num_scan_inputs", -1);
+    if (K < 1) fail("num_scan_inputs must be positive");
+    const bool v8 = opset_ < 9;
+    std::vector<Value*> ins;
+    for (int k = v8 ? 1 : 0; k < node_->input_size(); ++k) ins.push_back(req(k));
+    if (static_cast<int64_t>(ins.size()) < K) fail("has fewer inputs than num_scan_inputs");
+    const size_t N = ins.size() - K;
+    AttrMap attrs{{"num_scan_inputs", Attribute(K)}};
+    if (v8) {
+      if (has_in(0)) unsupported("Scan-8 sequence_lens are not supported");
+      for (Value*& v : ins) {
+        if (v->rank() < 1 || v->shape()[0] != 1)
+          unsupported("Scan-8 with a batch size other than 1 is not supported (input '" + v->name +
+                      "' is " + v->type.str() + ")");
+        v = emit("Squeeze", {v}, {{"axes", Attribute(std::vector<int64_t>{0})}},
+                 {helper_name(v->name + "/unbatched")})[0];
+      }
+      if (has_attr("directions")) attrs["scan_input_directions"] = aints("directions");
+    } else {
+      for (const char* key : {"scan_input_axes", "scan_input_directions", "scan_output_axes",
+                              "scan_output_directions"})
+        if (has_attr(key)) attrs[key] = aints(key);
+    }
+    std::vector<int64_t> axes = attrs.count("scan_input_axes")
+                                    ? aints("scan_input_axes")
+                                    : std::vector<int64_t>(static_cast<size_t>(K), 0);
+    if (axes.size() != static_cast<size_t>(K))
+      fail("scan_input_axes needs one entry per scanned input");
+    std::vector<ir::TensorType> types;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      ir::TensorType t = ins[k]->type;
+      if (k >= N) {
+        int64_t a = axes[k - N];
+        if (a < 0) a += t.rank();
+        if (a < 0 || a >= t.rank())
+          fail("scan axis " + std::to_string(axes[k - N]) + " is out of range for " + t.str());
+        t.shape.erase(t.shape.begin() + a);
+      }
+      types.push_back(t);
+    }
+    auto bg = std::make_shared<ir::Graph>();
+    Importer body(*this, *bg, "body", false);
+    body.import_body(bp, types);
+    std::vector<Value*> caps = capture_values(body);
+    ins.insert(ins.end(), caps.begin(), caps.end());
+    attrs["body"] = Attribute(std::shared_ptr<const ir::Graph>(bg));
+    attrs["num_captures"] = Attribute(static_cast<int64_t>(caps.size()));
+    if (!v8) return emit_bound("Scan", ins, std::move(attrs));
+    int count = node_->output_size();
+    while (count > 0 && node_->output(count - 1).empty()) --count;
+    std::vector<std::string> names;
+    for (int k = 0; k < count; ++k) names.push_back(helper_name(node_->output(k) + "/unbatched"));
+    std::vector<Value*> outs = emit("Scan", ins, std::move(attrs), names);
+    for (int k = 0; k < count; ++k)
+      if (!node_->output(k).empty())
+        bind(node_->output(k),
+             emit("Unsqueeze", {outs[k]}, {{"axes", Attribute(std::vector<int64_t>{0})}},
+                  {fresh(node_->output(k))})[0]);
+  }
+
   const onnx::ModelProto& model_;
   std::string label_;
   const ImportOptions& opts_;
   int64_t opset_ = 0;
-  ir::Graph g_;
-  std::unordered_map<std::string, Value*> env_;  // ONNX name -> IR value
-  std::unordered_set<std::string> onnx_names_;
+  ir::Graph own_;
+  ir::Graph& g_ = own_;  // the graph being built: own_, or a body's
+  // ONNX name -> IR value. Mutable: a body binds the outer values it reads on use.
+  mutable std::unordered_map<std::string, Value*> env_;
+  mutable std::unordered_set<std::string> onnx_names_;
+  // Bodies: the enclosing scope, and the outer values this body reads (by ONNX
+  // name) that became inputs of its graph, in input order.
+  const Importer* parent_ = nullptr;
+  bool inline_ = false;
+  std::string suffix_;
+  mutable std::vector<std::pair<std::string, Value*>> captures_;
   std::unordered_set<std::string> used_;  // every name some node or output reads
   const onnx::NodeProto* node_ = nullptr;
   int node_index_ = 0;

@@ -19,6 +19,8 @@ const KernelMap& kernel_map() {
     register_trn(k);
     register_scatter(k);
     register_index(k);
+    register_rnn(k);
+    register_control(k);
     return k;
   }();
   return m;

@@ -33,7 +33,9 @@ void register_shape(KernelMap& m);
 void register_trn(KernelMap& m);  // trn.* ops of the graph passes (kernels_trn.cpp)
 // Scatter/gather, data-shaped, quantisation, loss and window ops (kernels_scatter.cpp).
 void register_scatter(KernelMap& m);
-void register_index(KernelMap& m);  // Resize, TopK, Einsum, GridSample, ... (kernels_index.cpp)
+void register_index(KernelMap& m);    // Resize, TopK, Einsum, GridSample, ... (kernels_index.cpp)
+void register_rnn(KernelMap& m);      // LSTM, GRU, RNN (kernels_rnn.cpp)
+void register_control(KernelMap& m);  // If, Loop, Scan (kernels_control.cpp)
 
 [[noreturn]] inline void kfail(const std::string& msg) {
   throw ir::CompileError(msg);

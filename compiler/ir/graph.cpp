@@ -24,6 +24,8 @@ std::string_view attribute_kind_name(Attribute::Kind k) {
       return "floats";
     case Attribute::Kind::kTensor:
       return "tensor";
+    case Attribute::Kind::kGraph:
+      return "graph";
   }
   return "?";
 }
@@ -63,6 +65,16 @@ const std::vector<float>& Node::attr_floats(const std::string& key) const {
 }
 const Tensor& Node::attr_tensor(const std::string& key) const {
   return get_attr<Tensor>(*this, key, Attribute::Kind::kTensor);
+}
+const Graph& Node::attr_graph(const std::string& key) const {
+  const auto& g = get_attr<std::shared_ptr<const Graph>>(*this, key, Attribute::Kind::kGraph);
+  if (!g) throw CompileError(label() + ": attribute '" + key + "' holds no graph");
+  return *g;
+}
+bool Node::has_subgraphs() const {
+  for (const auto& [key, a] : attrs)
+    if (a.kind() == Attribute::Kind::kGraph) return true;
+  return false;
 }
 int64_t Node::attr_int(const std::string& key, int64_t dflt) const {
   return has_attr(key) ? attr_int(key) : dflt;
@@ -166,6 +178,9 @@ Graph Graph::clone() const {
   std::unordered_map<const Node*, Node*> nmap;
   for (const auto& n : nodes_) {
     auto c = std::make_unique<Node>(*n);
+    for (auto& [key, a] : c->attrs)
+      if (a.kind() == Attribute::Kind::kGraph)
+        a = Attribute(std::make_shared<const Graph>(n->attr_graph(key).clone()));
     nmap[n.get()] = c.get();
     g.nodes_.push_back(std::move(c));
   }
@@ -374,6 +389,8 @@ void Graph::verify() const {
     // normalized node, and inference must reproduce the stored types.
     Node copy = n;
     try {
+      for (const auto& [key, a] : n.attrs)
+        if (a.kind() == Attribute::Kind::kGraph) n.attr_graph(key).verify();
       normalize_node(copy);
       if (copy.attrs != n.attrs)
         throw CompileError(

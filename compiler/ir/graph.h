@@ -19,6 +19,14 @@
 // by type), which the text form allows so pass tests can write small graphs by
 // hand; the interpreter refuses to read such a constant.
 //
+// Subgraphs: a graph-valued attribute (If's branches, Loop's and Scan's body) is
+// an immutable graph shared by copies of the node (Graph::clone() copies it).
+// A body never points at values of the enclosing graph: every outer value it reads
+// (an ONNX implicit capture by name) is an explicit input of the node and a
+// matching input of the body (compiler/ir/ops.h gives each op's input layout), so
+// uses, dead-code elimination, topological order and segment extraction see it
+// like any other input. verify() verifies bodies too.
+//
 // Use lists are not stored: users() scans the node list. Graphs here have at most
 // thousands of nodes, and there is no bookkeeping for passes to get wrong.
 #pragma once
@@ -37,13 +45,15 @@
 namespace trnsim::ir {
 
 class Node;
+class Graph;
 
-// A named node attribute: int, float, string, list of ints, list of floats, tensor.
+// A named node attribute: int, float, string, list of ints, list of floats, tensor,
+// or a graph (the body of If/Loop/Scan; see "Subgraphs" below).
 class Attribute {
  public:
-  enum class Kind { kInt, kFloat, kString, kInts, kFloats, kTensor };
-  using Storage =
-      std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>, Tensor>;
+  enum class Kind { kInt, kFloat, kString, kInts, kFloats, kTensor, kGraph };
+  using Storage = std::variant<int64_t, float, std::string, std::vector<int64_t>,
+                               std::vector<float>, Tensor, std::shared_ptr<const Graph>>;
 
   Attribute() = default;
   Attribute(int64_t v) : v_(v) {}
@@ -55,6 +65,7 @@ class Attribute {
   Attribute(std::vector<int64_t> v) : v_(std::move(v)) {}
   Attribute(std::vector<float> v) : v_(std::move(v)) {}
   Attribute(Tensor v) : v_(std::move(v)) {}
+  Attribute(std::shared_ptr<const Graph> v) : v_(std::move(v)) {}
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
   const Storage& storage() const { return v_; }
@@ -109,6 +120,9 @@ class Node {
   const std::vector<int64_t>& attr_ints(const std::string& key) const;
   const std::vector<float>& attr_floats(const std::string& key) const;
   const Tensor& attr_tensor(const std::string& key) const;
+  const Graph& attr_graph(const std::string& key) const;
+  // Whether any attribute is a graph (If, Loop, Scan).
+  bool has_subgraphs() const;
   // With a default for missing attributes (a wrong kind still throws).
   int64_t attr_int(const std::string& key, int64_t dflt) const;
   float attr_float(const std::string& key, float dflt) const;

@@ -1,6 +1,7 @@
 #include "compiler/ir/ops.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -241,6 +242,8 @@ void def(std::string name, int min_in, int max_in, int min_out, int max_out,
 }
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
+
+void register_ops_control();
 
 void register_ops() {
   // Unary float ops.
@@ -811,6 +814,346 @@ void register_ops() {
   def("trn.Elementwise", 1, -1, 1, 1, {A("expr", K::kString)}, infer_trn_fused);
   def("trn.MatMulEpilogue", 2, -1, 1, 1, {A("expr", K::kString), Opt("compute_dtype", K::kString)},
       infer_trn_fused);
+  register_ops_control();
+}
+
+// --- control flow and recurrent ops -------------------------------------------
+
+int rnn_gates(std::string_view op) {
+  return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+}
+
+int64_t rnn_directions(const Node& n) {
+  const std::string& d = n.attr_string("direction");
+  if (d == "forward" || d == "reverse") return 1;
+  if (d == "bidirectional") return 2;
+  fail("direction must be forward, reverse or bidirectional, got '" + d + "'");
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> r;
+  size_t start = 0;
+  for (;;) {
+    size_t c = s.find(',', start);
+    r.push_back(s.substr(start, c == std::string::npos ? std::string::npos : c - start));
+    if (c == std::string::npos) return r;
+    start = c + 1;
+  }
+}
+
+void norm_rnn(Node& n) {
+  const int64_t dirs = rnn_directions(n);
+  if (!n.has_attr("hidden_size")) {
+    const Shape& r = shp(n, 2);
+    if (r.size() != 3) fail("R must have rank 3, got " + in(n, 2).type.str());
+    n.attrs["hidden_size"] = r[2];
+  }
+  const int per = rnn_activations_per_direction(n.op);
+  if (!n.has_attr("activations")) {
+    std::string dflt = n.op == "LSTM"  ? "Sigmoid,Tanh,Tanh"
+                       : n.op == "GRU" ? "Sigmoid,Tanh"
+                                       : "Tanh";
+    n.attrs["activations"] = dirs == 2 ? dflt + "," + dflt : dflt;
+  }
+  std::vector<std::string> acts = split_commas(n.attr_string("activations"));
+  if (static_cast<int64_t>(acts.size()) != per * dirs)
+    fail("activations '" + n.attr_string("activations") + "' must list " +
+         std::to_string(per * dirs) + " functions (" + std::to_string(per) + " per direction)");
+  std::string canon;
+  std::vector<float> alphas, betas;
+  for (const auto& a : acts) {
+    std::string c = rnn_activation_canonical(a);
+    if (c.empty())
+      throw UnsupportedError("activation '" + a +
+                             "' is not supported (Relu, Tanh, Sigmoid, Affine, LeakyRelu, "
+                             "ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus)");
+    canon += (canon.empty() ? "" : ",") + c;
+    auto [al, be] = rnn_activation_defaults(c);
+    alphas.push_back(al);
+    betas.push_back(be);
+  }
+  n.attrs["activations"] = canon;
+  if (!n.has_attr("activation_alpha")) n.attrs["activation_alpha"] = alphas;
+  if (!n.has_attr("activation_beta")) n.attrs["activation_beta"] = betas;
+  if (n.attr_floats("activation_alpha").size() != acts.size() ||
+      n.attr_floats("activation_beta").size() != acts.size())
+    fail("activation_alpha and activation_beta need one value per activation (" +
+         std::to_string(acts.size()) + ")");
+}
+
+std::vector<TensorType> infer_rnn(const Node& n) {
+  const int64_t G = rnn_gates(n.op);
+  const int64_t dirs = rnn_directions(n);
+  const int64_t layout = n.attr_int("layout");
+  if (layout != 0 && layout != 1) fail("layout must be 0 or 1, got " + std::to_string(layout));
+  const int64_t H = n.attr_int("hidden_size");
+  if (H < 1) fail("hidden_size must be positive, got " + std::to_string(H));
+  if (n.has_attr("clip") && !(n.attr_float("clip") > 0))
+    fail("clip must be positive, got " + std::to_string(n.attr_float("clip")));
+  require_float(n, 0);
+  for (size_t k = 0; k < 3; ++k) require_rank(n, k, 3, 3);
+  require_same_elem(n, 0, 1);
+  require_same_elem(n, 0, 2);
+  const Shape& x = shp(n, 0);
+  const int64_t S = layout ? x[1] : x[0], B = layout ? x[0] : x[1], I = x[2];
+  auto expect = [&](size_t k, const Shape& s, const char* what) {
+    const Value* v = n.input(k);
+    if (!v) return;
+    if (v->shape() != s)
+      fail(std::string(what) + " '" + v->name + "' is " + v->type.str() + ", expected " +
+           shape_str(s));
+    if (k != 4) require_same_elem(n, 0, k);
+  };
+  expect(1, {dirs, G * H, I}, "W");
+  expect(2, {dirs, G * H, H}, "R");
+  expect(3, {dirs, 2 * G * H}, "B");
+  if (n.input(4)) {
+    require_int_indices(n, 4);
+    expect(4, {B}, "sequence_lens");
+  }
+  const Shape state = layout ? Shape{B, dirs, H} : Shape{dirs, B, H};
+  expect(5, state, "initial_h");
+  if (n.op == "LSTM") {
+    expect(6, state, "initial_c");
+    expect(7, {dirs, 3 * H}, "P");
+    if (n.attr_int("input_forget") != 0 && n.attr_int("input_forget") != 1)
+      fail("input_forget must be 0 or 1");
+  } else if (n.op == "GRU" && n.attr_int("linear_before_reset") != 0 &&
+             n.attr_int("linear_before_reset") != 1) {
+    fail("linear_before_reset must be 0 or 1");
+  }
+  const ElemType e = in(n, 0).elem();
+  std::vector<TensorType> out{{e, layout ? Shape{B, S, dirs, H} : Shape{S, dirs, B, H}},
+                              {e, state}};
+  if (n.op == "LSTM") out.push_back({e, state});
+  return out;
+}
+
+// If/Loop/Scan: a body's interface is checked against the node (ops.h).
+
+// Scan outputs of a Loop hold one row per iteration: a trip count above this is
+// a "run until the condition stops it" loop, whose rows cannot be sized.
+constexpr int64_t kMaxScanLoopTrips = std::numeric_limits<int32_t>::max();
+const Graph& body_of(const Node& n, const std::string& key) {
+  auto it = n.attrs.find(key);
+  if (it == n.attrs.end() || it->second.kind() != K::kGraph)
+    fail("attribute '" + key + "' must be a graph");
+  return n.attr_graph(key);
+}
+
+void require_scalar(const Node& n, size_t k, ElemType e, const char* what) {
+  const Value& v = in(n, k);
+  if (v.elem() != e || v.type.numel() != 1)
+    fail(std::string(what) + " '" + v.name + "' must hold one " + std::string(elem_type_name(e)) +
+         " value, got " + v.type.str());
+}
+
+void require_body_input(const Graph& b, size_t k, const TensorType& t, const std::string& what) {
+  if (k >= b.inputs().size()) fail("body '" + b.name + "' has no input for " + what);
+  if (b.inputs()[k]->type != t)
+    fail("body '" + b.name + "' input '" + b.inputs()[k]->name + "' (" + what + ") is " +
+         b.inputs()[k]->type.str() + ", expected " + t.str());
+}
+
+void require_output_count(const Node& n, size_t count) {
+  if (!n.outputs.empty() && n.outputs.size() != count)
+    fail("has " + std::to_string(n.outputs.size()) + " outputs, its body gives " +
+         std::to_string(count));
+}
+
+std::vector<TensorType> infer_if(const Node& n) {
+  const Value& c = in(n, 0);
+  if (c.elem() != ElemType::boolean || c.type.numel() != 1)
+    fail("condition '" + c.name + "' must hold one bool, got " + c.type.str());
+  const Graph& tb = body_of(n, "then_branch");
+  const Graph& eb = body_of(n, "else_branch");
+  for (const Graph* b : {&tb, &eb}) {
+    if (b->inputs().size() != n.inputs.size() - 1)
+      fail("branch '" + b->name + "' takes " + std::to_string(b->inputs().size()) +
+           " captured values, the node passes " + std::to_string(n.inputs.size() - 1));
+    for (size_t k = 1; k < n.inputs.size(); ++k)
+      require_body_input(*b, k - 1, in(n, k).type, "captured '" + in(n, k).name + "'");
+  }
+  if (tb.outputs().size() != eb.outputs().size())
+    fail("the branches disagree on the output count: then gives " +
+         std::to_string(tb.outputs().size()) + ", else gives " +
+         std::to_string(eb.outputs().size()));
+  std::vector<TensorType> r;
+  for (size_t k = 0; k < tb.outputs().size(); ++k) {
+    const TensorType& t = tb.outputs()[k]->type;
+    const TensorType& e = eb.outputs()[k]->type;
+    if (t != e)
+      fail("the branches disagree on output " + std::to_string(k) + ": then gives " + t.str() +
+           ", else gives " + e.str() + " (static shapes: both must have the same type)");
+    r.push_back(t);
+  }
+  require_output_count(n, r.size());
+  return r;
+}
+
+std::vector<TensorType> infer_loop(const Node& n) {
+  const Graph& b = body_of(n, "body");
+  const int64_t caps = n.attr_int("num_captures");
+  const int64_t nin = static_cast<int64_t>(n.inputs.size());
+  if (nin < 2 || caps < 0 || caps > nin - 2)
+    fail("needs inputs (M, cond, carried..., captured...), got " + std::to_string(nin) +
+         " with num_captures " + std::to_string(caps));
+  const size_t N = static_cast<size_t>(nin - 2 - caps);
+  if (n.input(0)) require_scalar(n, 0, ElemType::int64, "trip count");
+  if (n.input(1)) require_scalar(n, 1, ElemType::boolean, "condition");
+  if (b.inputs().size() != static_cast<size_t>(nin))
+    fail("body '" + b.name + "' takes " + std::to_string(b.inputs().size()) + " inputs, expected " +
+         std::to_string(nin) + " (iteration, condition, " + std::to_string(N) + " carried, " +
+         std::to_string(caps) + " captured)");
+  require_body_input(b, 0, {ElemType::int64, {}}, "iteration number");
+  require_body_input(b, 1, {ElemType::boolean, {}}, "condition");
+  for (size_t k = 2; k < static_cast<size_t>(nin); ++k)
+    require_body_input(b, k, in(n, k).type,
+                       (k < 2 + N ? "carried '" : "captured '") + in(n, k).name + "'");
+  if (b.outputs().size() < 1 + N)
+    fail("body '" + b.name + "' gives " + std::to_string(b.outputs().size()) +
+         " outputs, expected the condition and " + std::to_string(N) + " carried values");
+  const TensorType& co = b.outputs()[0]->type;
+  if (co.elem != ElemType::boolean || co.numel() != 1)
+    fail("body '" + b.name + "' condition output is " + co.str() + ", expected one bool");
+  std::vector<TensorType> r;
+  for (size_t k = 0; k < N; ++k) {
+    const TensorType& t = b.outputs()[1 + k]->type;
+    if (t != in(n, 2 + k).type)
+      fail("loop-carried value " + std::to_string(k) + " ('" + in(n, 2 + k).name + "') is " +
+           in(n, 2 + k).type.str() + " but the body gives " + t.str() +
+           " (static shapes: a carried value keeps its type)");
+    r.push_back(t);
+  }
+  const size_t K = b.outputs().size() - 1 - N;
+  if (K > 0) {
+    // Scan outputs stack one row per iteration: the count must be known.
+    const Value* m = n.input(0);
+    if (!m || !m->has_data())
+      throw UnsupportedError(
+          std::string("the trip count ") + (m ? "'" + m->name + "' " : "") +
+          "must be a constant when the loop has scan outputs (their first dim is the number of "
+          "iterations)");
+    int64_t trip = std::max<int64_t>(0, m->data->ints()[0]);
+    if (trip > kMaxScanLoopTrips)
+      throw UnsupportedError("the trip count " + std::to_string(trip) + " of '" + m->name +
+                             "' is too large to size scan outputs (at most " +
+                             std::to_string(kMaxScanLoopTrips) + ")");
+    const Value* c = n.input(1);
+    if (c && c->has_data() && c->data->at(0) == 0) trip = 0;
+    for (size_t j = 0; j < K; ++j) {
+      TensorType t = b.outputs()[1 + N + j]->type;
+      t.shape.insert(t.shape.begin(), trip);
+      r.push_back(t);
+    }
+  }
+  require_output_count(n, r.size());
+  return r;
+}
+
+// Scan (opset 9+): inputs (states..., scanned..., captured...).
+struct ScanLayout {
+  size_t N = 0, K = 0, C = 0, L = 0;
+};
+ScanLayout scan_layout(const Node& n) {
+  const Graph& b = body_of(n, "body");
+  const int64_t K = n.attr_int("num_scan_inputs"), C = n.attr_int("num_captures");
+  const int64_t nin = static_cast<int64_t>(n.inputs.size());
+  if (K < 1 || C < 0 || K + C > nin)
+    fail("num_scan_inputs " + std::to_string(K) + " and num_captures " + std::to_string(C) +
+         " do not fit " + std::to_string(nin) + " inputs");
+  ScanLayout l;
+  l.K = static_cast<size_t>(K);
+  l.C = static_cast<size_t>(C);
+  l.N = static_cast<size_t>(nin - K - C);
+  if (b.outputs().size() < l.N)
+    fail("body '" + b.name + "' gives fewer outputs than the " + std::to_string(l.N) + " states");
+  l.L = b.outputs().size() - l.N;
+  return l;
+}
+
+void norm_scan(Node& n) {
+  const ScanLayout l = scan_layout(n);
+  const Graph& b = n.attr_graph("body");
+  auto fill = [&](const char* key, size_t count) {
+    if (!n.has_attr(key)) n.attrs[key] = std::vector<int64_t>(count, 0);
+    if (n.attr_ints(key).size() != count)
+      fail(std::string(key) + " needs " + std::to_string(count) + " entries");
+  };
+  fill("scan_input_axes", l.K);
+  fill("scan_input_directions", l.K);
+  fill("scan_output_axes", l.L);
+  fill("scan_output_directions", l.L);
+  std::vector<int64_t> ia = n.attr_ints("scan_input_axes"), oa = n.attr_ints("scan_output_axes");
+  for (size_t j = 0; j < l.K; ++j) ia[j] = normalize_axis(ia[j], in(n, l.N + j).rank());
+  for (size_t j = 0; j < l.L; ++j) oa[j] = normalize_axis(oa[j], b.outputs()[l.N + j]->rank() + 1);
+  n.attrs["scan_input_axes"] = ia;
+  n.attrs["scan_output_axes"] = oa;
+}
+
+std::vector<TensorType> infer_scan(const Node& n) {
+  const ScanLayout l = scan_layout(n);
+  const Graph& b = body_of(n, "body");
+  const auto& ia = n.attr_ints("scan_input_axes");
+  const auto& oa = n.attr_ints("scan_output_axes");
+  for (const char* key : {"scan_input_directions", "scan_output_directions"})
+    for (int64_t d : n.attr_ints(key))
+      if (d != 0 && d != 1) fail(std::string(key) + " must be 0 or 1");
+  if (b.inputs().size() != n.inputs.size())
+    fail("body '" + b.name + "' takes " + std::to_string(b.inputs().size()) + " inputs, expected " +
+         std::to_string(n.inputs.size()));
+  int64_t seq = -1;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    TensorType t = in(n, k).type;
+    if (k >= l.N && k < l.N + l.K) {
+      const int64_t axis = ia[k - l.N];
+      if (seq >= 0 && t.shape[axis] != seq)
+        fail("scanned inputs disagree on the sequence length (" + std::to_string(seq) + " vs " +
+             std::to_string(t.shape[axis]) + ")");
+      seq = t.shape[axis];
+      t.shape.erase(t.shape.begin() + axis);
+    }
+    require_body_input(b, k, t, "'" + in(n, k).name + "'");
+  }
+  std::vector<TensorType> r;
+  for (size_t k = 0; k < l.N; ++k) {
+    if (b.outputs()[k]->type != in(n, k).type)
+      fail("state " + std::to_string(k) + " ('" + in(n, k).name + "') is " + in(n, k).type.str() +
+           " but the body gives " + b.outputs()[k]->type.str());
+    r.push_back(in(n, k).type);
+  }
+  for (size_t j = 0; j < l.L; ++j) {
+    TensorType t = b.outputs()[l.N + j]->type;
+    t.shape.insert(t.shape.begin() + oa[j], seq);
+    r.push_back(t);
+  }
+  require_output_count(n, r.size());
+  return r;
+}
+
+void register_ops_control() {
+  std::vector<AttrSpec> rnn_attrs{A("hidden_size", K::kInt),
+                                  A("direction", K::kString, "forward"),
+                                  A("layout", K::kInt, 0),
+                                  A("activations", K::kString),
+                                  A("activation_alpha", K::kFloats),
+                                  A("activation_beta", K::kFloats),
+                                  Opt("clip", K::kFloat)};
+  // hidden_size (from R), activations and their parameters are filled by norm_rnn.
+  auto lstm_attrs = rnn_attrs;
+  lstm_attrs.push_back(A("input_forget", K::kInt, 0));
+  auto gru_attrs = rnn_attrs;
+  gru_attrs.push_back(A("linear_before_reset", K::kInt, 0));
+  def("LSTM", 3, 8, 1, 3, lstm_attrs, infer_rnn, norm_rnn);
+  def("GRU", 3, 6, 1, 2, gru_attrs, infer_rnn, norm_rnn);
+  def("RNN", 3, 6, 1, 2, rnn_attrs, infer_rnn, norm_rnn);
+  def("If", 1, -1, 1, -1, {A("then_branch", K::kGraph), A("else_branch", K::kGraph)}, infer_if);
+  def("Loop", 0, -1, 1, -1, {A("body", K::kGraph), A("num_captures", K::kInt, 0)}, infer_loop);
+  def("Scan", 1, -1, 1, -1,
+      {A("body", K::kGraph), A("num_scan_inputs", K::kInt), A("scan_input_axes", K::kInts),
+       A("scan_input_directions", K::kInts), A("scan_output_axes", K::kInts),
+       A("scan_output_directions", K::kInts), A("num_captures", K::kInt, 0)},
+      infer_scan, norm_scan);
 }
 
 // --- scatter/gather, data-dependent, quantisation, loss and window ops -------
@@ -1698,6 +2041,58 @@ std::vector<SliceDim> slice_dims(const Node& n, const Shape& in) {
     }
     r[a] = {s, step, cnt};
   }
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Recurrent ops
+
+int rnn_activations_per_direction(std::string_view op) {
+  return op == "LSTM" ? 3 : op == "GRU" ? 2 : 1;
+}
+
+std::string rnn_activation_canonical(std::string_view name) {
+  static const char* const kNames[] = {
+      "Relu",       "Tanh",        "Sigmoid", "Affine",   "LeakyRelu", "ThresholdedRelu",
+      "ScaledTanh", "HardSigmoid", "Elu",     "Softsign", "Softplus"};
+  auto lower = [](std::string_view s) {
+    std::string r(s);
+    for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return r;
+  };
+  for (const char* k : kNames)
+    if (lower(k) == lower(name)) return k;
+  return "";
+}
+
+bool rnn_activation_takes_alpha(std::string_view c) {
+  return c == "Affine" || c == "LeakyRelu" || c == "ThresholdedRelu" || c == "ScaledTanh" ||
+         c == "HardSigmoid" || c == "Elu";
+}
+bool rnn_activation_takes_beta(std::string_view c) {
+  return c == "Affine" || c == "ScaledTanh" || c == "HardSigmoid";
+}
+
+// The defaults of the ONNX ops of the same names (Affine and ScaledTanh, which
+// had none, get the identity scale).
+std::pair<float, float> rnn_activation_defaults(std::string_view c) {
+  if (c == "LeakyRelu") return {0.01f, 0.0f};
+  if (c == "ThresholdedRelu" || c == "Elu") return {1.0f, 0.0f};
+  if (c == "HardSigmoid") return {0.2f, 0.5f};
+  if (c == "Affine") return {1.0f, 0.0f};
+  if (c == "ScaledTanh") return {1.0f, 1.0f};
+  return {0.0f, 0.0f};
+}
+
+std::vector<std::vector<RnnActivation>> rnn_activations(const Node& n) {
+  std::vector<std::string> names = split_commas(n.attr_string("activations"));
+  const auto& al = n.attr_floats("activation_alpha");
+  const auto& be = n.attr_floats("activation_beta");
+  const size_t per = static_cast<size_t>(rnn_activations_per_direction(n.op));
+  if (names.size() % per != 0 || al.size() != names.size() || be.size() != names.size())
+    fail("activations are not in normalized form");
+  std::vector<std::vector<RnnActivation>> r(names.size() / per);
+  for (size_t k = 0; k < names.size(); ++k) r[k / per].push_back({names[k], al[k], be[k]});
   return r;
 }
 

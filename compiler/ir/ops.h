@@ -87,6 +87,22 @@
 //    output_datatype="fp32"}: fold to constants.
 //  Fold-only: Shape{start=0, end=rank}, Size, ConstantOfShape(shape){value: tensor,
 //    default fp32 0}, Range(start, limit, delta).
+//  LSTM(X, W, R, B?, sequence_lens?, initial_h?, initial_c?, P?) -> Y, Y_h, Y_c;
+//    GRU and RNN(X, W, R, B?, sequence_lens?, initial_h?) -> Y, Y_h: ONNX semantics
+//    {hidden_size, direction="forward", layout=0, activations, activation_alpha,
+//    activation_beta, clip?, input_forget=0 (LSTM), linear_before_reset=0 (GRU)};
+//    see "recurrent ops" below for the canonical activation lists.
+//  Control flow (bodies are graph attributes, see graph.h "Subgraphs"; the outer
+//    values a body reads are the node's trailing inputs and the body's last inputs):
+//    If(cond, captured...){then_branch, else_branch}: both branches take the
+//      captured values and must give the same output types.
+//    Loop(M?, cond?, carried..., captured...){body, num_captures=0}: body inputs
+//      (iteration int64[], cond bool[], carried..., captured...), outputs (cond,
+//      carried..., scan...); carried values keep their type; scan outputs stack one
+//      row per iteration, so they need M as a constant.
+//    Scan(states..., scanned..., captured...){body, num_scan_inputs,
+//      scan_input_axes, scan_input_directions, scan_output_axes,
+//      scan_output_directions, num_captures=0}: opset 9+ semantics.
 //  MatMul, Gemm, Conv and ConvTranspose take an optional compute_dtype (a float
 //    element type name): the precision of their operands on the tensor engine, set
 //    by the autocast graph pass (compiler/graph_passes/autocast.cpp).
@@ -173,5 +189,31 @@ struct UniqueSlices {
   std::vector<int64_t> first, counts, inverse;
 };
 UniqueSlices unique_slices(const Tensor& x, int64_t axis, bool sorted);
+
+}  // namespace trnsim::ir
+
+// --- recurrent ops (LSTM, GRU, RNN) ------------------------------------------
+namespace trnsim::ir {
+
+// Canonical form of LSTM/GRU/RNN (ONNX semantics): `activations` is a
+// comma-separated list with one entry per gate function per direction (forward
+// set first), spelled as in the ONNX spec (Sigmoid, Tanh, Relu, Affine, LeakyRelu,
+// ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus);
+// `activation_alpha`/`activation_beta` hold one value per entry (the function's
+// default where it takes none); `clip` is absent for no clipping.
+struct RnnActivation {
+  std::string name;
+  float alpha = 0, beta = 0;
+};
+// Gate functions per direction: LSTM 3 (f, g, h), GRU 2 (f, g), RNN 1 (f).
+int rnn_activations_per_direction(std::string_view op);
+// The ONNX spelling of an activation name (case-insensitive), or "" if unknown.
+std::string rnn_activation_canonical(std::string_view name);
+// Whether the function reads alpha / beta, and their defaults.
+bool rnn_activation_takes_alpha(std::string_view canonical);
+bool rnn_activation_takes_beta(std::string_view canonical);
+std::pair<float, float> rnn_activation_defaults(std::string_view canonical);
+// The resolved per-direction activations of a normalized node ([dir][k]).
+std::vector<std::vector<RnnActivation>> rnn_activations(const Node& n);
 
 }  // namespace trnsim::ir

@@ -87,6 +87,19 @@ std::string fmt_attr(const Attribute& a) {
       const Tensor& t = std::get<Tensor>(s);
       return t.type().str() + " " + fmt_data(t);
     }
+    case Attribute::Kind::kGraph: {
+      // The body, nested one level deeper; the text form is for reading only
+      // (the parser refuses graph attributes).
+      const auto& body = std::get<std::shared_ptr<const Graph>>(s);
+      if (!body) return "graph <none>";
+      std::string text = print_graph(*body), r;
+      if (!text.empty() && text.back() == '\n') text.pop_back();
+      for (char c : text) {
+        r += c;
+        if (c == '\n') r += "    ";
+      }
+      return r;
+    }
   }
   return "?";
 }
@@ -265,6 +278,8 @@ class Parser {
       std::string w = word();
       if (w == "ints" && peek() == '[') return parse_list(at, 1);
       if (w == "floats" && peek() == '[') return parse_list(at, 2);
+      if (w == "graph")
+        error_at(at, "graph attributes (the bodies of If, Loop and Scan) cannot be read from text");
       if (w == "inf" || w == "nan") {
         lex_.seek(save);
       } else {

@@ -23,7 +23,9 @@
 // - Attribute values: int `3`; float `0.5`, `1e-05`, `2.0`, `inf`, `nan` (a float
 //   always has a `.`, an exponent, or is inf/nan); string `"DCR"`; ints `[1,2]`;
 //   floats `[0.5, 2.0]`; empty lists `ints[]` / `floats[]` (plain `[]` is ints);
-//   tensor `ELEM[dims] [values]` (e.g. `value=fp32[1] [0]`).
+//   tensor `ELEM[dims] [values]` (e.g. `value=fp32[1] [0]`). A graph attribute
+//   (If/Loop/Scan body) prints as a nested, indented `graph NAME {...}` for
+//   reading; the parser refuses it (no round trip for such graphs).
 // - A node line lists its outputs with their types, then `= Op(inputs)`, optional
 //   `{attrs}` and an optional `@name`. Every value must be defined before use. The
 //   parser normalizes each node (ops.h) and checks the written output types

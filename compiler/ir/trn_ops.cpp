@@ -249,6 +249,7 @@ std::string fmt_value(const Attribute& a) {
       return r + "]";
     }
     case Attribute::Kind::kTensor:
+    case Attribute::Kind::kGraph:
       break;
   }
   throw CompileError("fused expr: tensor attributes cannot be written in an expr");
