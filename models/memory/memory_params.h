@@ -102,15 +102,18 @@ inline constexpr Check hbm_size() {
     "engine time per contiguous chunk (descriptor) of a transfer",                               \
     "fitted to docs/hardware.md: DMA, a 2 KiB share of 8 x 256 B chunks moves in 97 ns on "      \
     "trn2: (97 - 2048 / 23) / 8 = 1.0 ns")                                                       \
-  X(start_latency_s, double, 1.3e-6, "start_latency", time, "s", duration(), sim,                 \
+  X(start_latency_s, double, 600e-9, "start_latency", time, "s", duration(), sim,                 \
     "from a dma_copy's issue (its waits met, a slot in its queue's window) to its data moving; "  \
-    "overlaps other transfers", "docs/hardware.md: DMA, about 1.3 us from the semaphore to the "   \
-    "start of the transfer")                                                                      \
+    "overlaps other transfers",                                                                   \
+    "docs/hardware.md: DMA, about 600 ns per hardware descriptor-generation instruction on trn2, " \
+    "which generates a DMA's descriptors as it issues; the other figure, about 1.3 us from "     \
+    "semaphore to start (generation not stated), makes trn2's DMA-bound published kernels 20-30 " \
+    "% too slow (scripts/calibrate.py)")                                                          \
   X(queue_depth, uint32_t, 2, "queue_depth", count, "instructions", range(1, 1024), sim,          \
     "dma_copy instructions a queue keeps in flight (issued, not completed)",                     \
-    "chosen: 2 hides the start latency behind a transfer of >= start_latency x bandwidth "       \
-    "(32 KiB per engine, 4 KiB per partition), where docs/hardware.md: DMA, Efficiency says "    \
-    "transfers saturate")
+    "chosen: with 2, a transfer of >= start_latency x bandwidth (600 ns x 23 B/ns = 13.8 KB per " \
+    "engine, about 2 KiB per partition) hides the next one's latency, where docs/hardware.md: "  \
+    "DMA, Efficiency puts the knee (2 KiB recommended, 4 KiB saturates)")
 
 // clang-format on
 

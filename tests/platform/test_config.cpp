@@ -129,7 +129,8 @@ TEST(ConfigPresets, Trn2MatchesHardwareMd) {
   // docs/hardware.md: DMA, 23 B/ns per engine (bandwidth table); 32 KiB ([4, 4096] bf16,
   // 4 descriptors) on one engine in 1416 ns: 32768 / 23 + 0 fixed + 4 x 1 ns = 1428.7 ns,
   // within 1 % (scripts/calibrate.py simulates it); a 2 KiB share of 8 x 256 B in 97 ns:
-  // 2048 / 23 + 8 x 1 = 97.0 ns. The start latency, 1.3 us, is apart from both.
+  // 2048 / 23 + 8 x 1 = 97.0 ns. The start latency, 600 ns (one hardware descriptor
+  // generation), is apart from both.
   EXPECT_DOUBLE_EQ(c.core.dma.bandwidth_bps, 23e9);
   const auto t_ns = [&](double bytes, int desc) {
     return (bytes / c.core.dma.bandwidth_bps + c.core.dma.fixed_cost_s +
@@ -139,7 +140,7 @@ TEST(ConfigPresets, Trn2MatchesHardwareMd) {
   EXPECT_NEAR(t_ns(32768, 4), 1428.7, 0.1);
   EXPECT_NEAR(t_ns(32768, 4) / 1416, 1.0, 0.01);
   EXPECT_NEAR(t_ns(2048, 8), 97.0, 0.1);
-  EXPECT_DOUBLE_EQ(c.core.dma.start_latency_s, 1.3e-6);
+  EXPECT_DOUBLE_EQ(c.core.dma.start_latency_s, 600e-9);
 }
 
 TEST(ConfigPresets, Trn3MatchesHardwareMd) {
@@ -584,7 +585,7 @@ TEST(ConfigDescribe, MentionsEveryKey) {
   for (const char* line :
        {"core.tensor.clock = 2.4GHz  # Tensor Engine clock\n", "hbm.size = 96GiB  # ",
         "hbm.bandwidth = 2.9TB/s  # ", "core.vector.clock = 960MHz  # ",
-        "core.dma.bandwidth = 23GB/s  # ", "core.dma.start_latency = 1.3us  # ",
+        "core.dma.bandwidth = 23GB/s  # ", "core.dma.start_latency = 600ns  # ",
         "core.tensor.fp8_double_row = true  # ", "core.sbuf.partition_size = 224KiB  # ",
         "core.tensor.min_ii = 64  # "})
     EXPECT_TRUE(has(d, line)) << line << "\n" << d;
