@@ -252,6 +252,16 @@ class Errors(unittest.TestCase):
         with self.assertRaisesRegex(trnsim.TrnsimError, "did not finish within"):
             tt.run(model, (x,), timeout=1e-4)
 
+    def test_tracer_warning_is_shown(self):
+        # A data-dependent branch is fixed at export: torch warns, and the warning
+        # reaches the caller (the run itself goes on with the traced branch).
+        def branchy(x):
+            return x * 2 if bool(x.sum() > 0) else x - 1
+        x = torch.ones(4, 8)
+        with self.assertWarns(torch.jit.TracerWarning):
+            out, _ = tt.run(branchy, (x,), config="tiny")
+        self.assertTrue(torch.equal(out, x * 2))
+
     def test_unlowered_op_parsing(self):
         e = trnsim.TrnsimError
         self.assertEqual(e("lowering: node '/a/Slice' (op Slice): op type 'Slice' cannot be "

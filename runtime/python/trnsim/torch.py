@@ -132,10 +132,13 @@ def _exportable(fn, n):
 def _export(module, inputs, path, input_names, output_names):
     # Exported with grad enabled: in eval mode under no_grad, nn.TransformerEncoderLayer
     # takes a fused fast path (aten::_transformer_encoder_layer_fwd) with no ONNX form.
-    # The export only traces, so no gradient is computed either way.
+    # The export only traces, so no gradient is computed either way. The exporter's
+    # chatter is hidden, but not a TracerWarning: a data-dependent branch or shape fixed
+    # at export is something the user must see.
     try:
         with torch.enable_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            warnings.simplefilter("default", torch.jit.TracerWarning)
             torch.onnx.export(module, inputs, path, opset_version=OPSET,
                               input_names=input_names, output_names=output_names,
                               do_constant_folding=True)
