@@ -28,6 +28,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -391,6 +392,40 @@ inline void run_suite(const std::string& label, const fs::path& list_path,
   }
   for (const auto& [id, e] : expected)
     if (!seen.count(id)) ADD_FAILURE() << id << " is listed but no longer in the test data";
+}
+
+// ---- generated single-op cases (interp_oracle, interp_index, interp_scatter) ---------
+
+// The reference interpreter as an Executor.
+inline Executor interpreter() {
+  return [](const ir::Graph& g, const interp::TensorMap& feed) { return interp::run(g, feed); };
+}
+
+// The case folders a generator wrote under `out`, sorted.
+inline std::vector<fs::path> case_dirs(const fs::path& out) {
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.is_directory()) cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+  return cases;
+}
+
+// Runs one generated case and checks it: a case with an `expect_error` file must fail
+// with an error containing its text and naming its node (n_<case>); the others pass.
+inline CaseResult check_generated_case(const fs::path& dir, const Executor& exec) {
+  const std::string id = dir.filename().string();
+  const CaseResult r = run_case(dir, id, exec);
+  if (fs::exists(dir / "expect_error")) {
+    std::ifstream f(dir / "expect_error");
+    std::string want((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_NE(r.status, Status::kPass) << id << ": expected an error containing '" << want << "'";
+    EXPECT_NE(r.detail.find(want), std::string::npos) << id << ": " << r.detail;
+    EXPECT_NE(r.detail.find("n_" + id), std::string::npos)
+        << id << ": the error should name the node: " << r.detail;
+  } else {
+    EXPECT_EQ(r.status, Status::kPass) << id << ": " << r.detail;
+  }
+  return r;
 }
 
 }  // namespace trnsim::conformance

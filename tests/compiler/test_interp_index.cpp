@@ -35,28 +35,9 @@ void check_cases(const std::string& kind, std::initializer_list<const char*> mod
     std::ofstream(script) << test::python_require(modules) << body;
   }
   TRNSIM_REQUIRE_PYTHON(test::run_python(script.string() + " " + out.string() + " " + kind));
-  const Executor interp = [](const ir::Graph& g, const interp::TensorMap& feed) {
-    return interp::run(g, feed);
-  };
-  std::vector<fs::path> cases;
-  for (const auto& e : fs::directory_iterator(out))
-    if (e.is_directory()) cases.push_back(e.path());
-  std::sort(cases.begin(), cases.end());
+  const std::vector<fs::path> cases = case_dirs(out);
   ASSERT_GE(cases.size(), min_cases);
-  for (const fs::path& c : cases) {
-    const std::string id = c.filename().string();
-    const CaseResult r = run_case(c, id, interp);
-    if (fs::exists(c / "expect_error")) {
-      std::ifstream f(c / "expect_error");
-      std::string want((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      EXPECT_NE(r.status, Status::kPass) << id << ": expected an error containing '" << want << "'";
-      EXPECT_NE(r.detail.find(want), std::string::npos) << id << ": " << r.detail;
-      EXPECT_NE(r.detail.find("n_" + id), std::string::npos)
-          << id << ": the error should name the node: " << r.detail;
-    } else {
-      EXPECT_EQ(r.status, Status::kPass) << id << ": " << r.detail;
-    }
-  }
+  for (const fs::path& c : cases) check_generated_case(c, interpreter());
 }
 
 TEST(InterpIndex, SpecCases) {
