@@ -398,6 +398,14 @@ void check_run_args(const RunArgs& r) {
     throw std::runtime_error("--output-dir " + r.out_dir + ": exists and is not a directory");
 }
 
+// The config whose `core` is core `core`'s type (chip.layout): what a program that
+// runs there is compiled for.
+platform::platform_config for_core(const platform::platform_config& cfg, uint32_t core) {
+  platform::platform_config c = cfg;
+  c.core = cfg.core_of(core);
+  return c;
+}
+
 // Imports the ONNX model, binds --input files to its inputs (before compiling: a
 // large model compiles for minutes) and compiles it; `reference` gets the model as
 // imported when validating.
@@ -425,11 +433,9 @@ runtime::OnnxModel load_onnx_model(const RunArgs& r, const platform::platform_co
                      "; give each as --input NAME=FILE.npy, or --random-inputs[=SEED]");
   if (r.validate) reference = imported.clone();
   // Compiled for the type of the core it runs on (chip.layout).
-  platform::platform_config for_core = cfg;
-  for_core.core = cfg.core_of(launch.core);
-  runtime::OnnxModel model =
-      runtime::compile_onnx_graph(std::move(imported), r.program_path, for_core, r.precision,
-                                  r.print_after, std::cout, r.fallback, r.keep_on_chip);
+  runtime::OnnxModel model = runtime::compile_onnx_graph(
+      std::move(imported), r.program_path, for_core(cfg, launch.core), r.precision, r.print_after,
+      std::cout, r.fallback, r.keep_on_chip);
   if (const std::string s = runtime::keep_on_chip_summary(model.compile_stats); !s.empty())
     std::cout << s << "\n";
   return model;
@@ -449,10 +455,8 @@ runtime::OnnxModel load_run_model(const RunArgs& r, const platform::platform_con
     model = load_onnx_model(r, cfg, launch, reference);
   } else {
     if (runtime::is_tile_path(r.program_path)) {
-      platform::platform_config for_core = cfg;
-      for_core.core = cfg.core_of(launch.core);
-      runtime::TileProgram t =
-          runtime::compile_tile_file(r.program_path, for_core, r.print_after, std::cout);
+      runtime::TileProgram t = runtime::compile_tile_file(
+          r.program_path, for_core(cfg, launch.core), r.print_after, std::cout);
       model.program = std::move(t.program);
       model.compile_stats = std::move(t.compile_stats);
     } else {

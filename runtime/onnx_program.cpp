@@ -140,11 +140,7 @@ void write_npy_raw(const std::string& path, const std::string& descr,
 }  // namespace
 
 bool is_onnx_path(const std::string& path) {
-  if (path.size() < 5) return false;
-  std::string ext = path.substr(path.size() - 5);
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".onnx";
+  return isa::has_extension(path, ".onnx");
 }
 
 ir::ElemType OnnxModel::type_of(const std::string& tensor) const {

@@ -1,7 +1,5 @@
 #include "runtime/tile_program.h"
 
-#include <algorithm>
-#include <cctype>
 #include <stdexcept>
 
 #include "compiler/codegen/codegen.h"
@@ -13,11 +11,7 @@
 namespace trnsim::runtime {
 
 bool is_tile_path(const std::string& path) {
-  if (path.size() < 4) return false;
-  std::string ext = path.substr(path.size() - 4);
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return char(std::tolower(c)); });
-  return ext == ".tir";
+  return isa::has_extension(path, ".tir");
 }
 
 TileProgram compile_tile_file(const std::string& path, const platform::platform_config& cfg,

@@ -1,5 +1,7 @@
 #include "models/isa/file_io.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -41,6 +43,15 @@ std::string read_file(const std::string& path, std::string& out) {
 }
 std::string read_file(const std::string& path, std::vector<uint8_t>& out) {
   return read_into(path, out);
+}
+
+bool has_extension(const std::string& path, std::string_view ext) {
+  if (path.size() < ext.size()) return false;
+  const std::string_view tail = std::string_view(path).substr(path.size() - ext.size());
+  return std::equal(tail.begin(), tail.end(), ext.begin(), ext.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
+  });
 }
 
 }  // namespace trnsim::isa

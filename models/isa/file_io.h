@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trnsim::isa {
@@ -15,5 +16,9 @@ namespace trnsim::isa {
 // what they could not do.
 std::string read_file(const std::string& path, std::string& out);
 std::string read_file(const std::string& path, std::vector<uint8_t>& out);
+
+// True when `path` ends in `ext` (e.g. ".onnx"), ignoring ASCII case: how the
+// command line tells its input kinds apart.
+bool has_extension(const std::string& path, std::string_view ext);
 
 }  // namespace trnsim::isa
