@@ -1,5 +1,10 @@
-// Conv and trn.MatMulEpilogue with a Conv anchor (1-D NCW and 2-D NCHW; 1-D runs as
-// 2-D with H = 1).
+// Conv, ConvTranspose and trn.MatMulEpilogue with either anchor (1-D NCW and 2-D
+// NCHW; 1-D runs as 2-D with H = 1).
+//
+// ConvTranspose runs as the stride-1 conv of its flipped, in/out-swapped kernel
+// (re-laid out at compile time) over the zero-inserted, padded input. The zeros
+// are never stored: a tap's gather writes every th-th / tw-th output position of
+// the memset im2col tile from consecutive input elements (see tap_run).
 //
 // General groups: an implicit GEMM per group on the tensor engine. Output channels
 // go on the PSUM partitions (tiles of <= 128), output pixels (n, oh, ow) on the
@@ -76,9 +81,14 @@ int64_t floor_div(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -ceil_div(-a, b);
 }
 
-// 2-D conv geometry (1-D: H = KH = 1).
+// 2-D conv geometry (1-D: H = KH = 1). A ConvTranspose is the stride-1 conv of
+// its flipped, in/out-swapped kernel over the input with th-1 / tw-1 zeros
+// inserted between rows / columns ("virtual" input of (H-1)*th+1 rows), padded
+// by d*(K-1) - pad at the start (negative: cropped); th = tw = 1 for Conv.
 struct ConvGeo {
   int64_t N, C, H, W, M, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw, G;
+  int64_t th = 1, tw = 1;
+  bool transposed = false;
 };
 
 // Output rows [lo, hi) of one tap whose input index o*s + k*d - p is inside [0, in).
@@ -86,6 +96,31 @@ std::pair<int64_t, int64_t> valid_range(int64_t out, int64_t in, int64_t s, int6
   const int64_t lo = std::max<int64_t>(0, ceil_div(std::max<int64_t>(0, p - kd), s));
   const int64_t hi = std::min<int64_t>(out, floor_div(in - 1 + p - kd, s) + 1);
   return {lo, std::max(lo, hi)};
+}
+
+// The output indices of one tap inside [o_lo, o_hi) that read an input element:
+// o0, o0 + ostep, ... (count of them), reading input i0, i0 + istep, ... . `t` is
+// the zero-insertion factor (transposed convs, stride s = 1 then): the virtual
+// index o*s + kd - p must be a multiple of t.
+struct TapRun {
+  int64_t o0 = 0, count = 0, ostep = 1, i0 = 0, istep = 1;
+};
+TapRun tap_run(int64_t out, int64_t in, int64_t s, int64_t t, int64_t kd, int64_t p, int64_t o_lo,
+               int64_t o_hi) {
+  auto [a, b] = valid_range(out, (in - 1) * t + 1, s, kd, p);
+  a = std::max(a, o_lo);
+  b = std::min(b, o_hi);
+  TapRun r;
+  if (a >= b) return r;
+  if (t == 1) {
+    r = {a, b - a, 1, a * s + kd - p, s};
+    return r;
+  }
+  const int64_t rem = ((a + kd - p) % t + t) % t;
+  const int64_t o0 = a + (t - rem) % t;
+  if (o0 >= b) return r;
+  r = {o0, (b - 1 - o0) / t + 1, t, (o0 + kd - p) / t, 1};
+  return r;
 }
 
 // A chunk of output pixels: images [n0, n0+nn), rows [oh0, oh0+ohc), cols [ow0, ow0+owc).
@@ -169,6 +204,7 @@ struct ConvNode {
   Attrs attrs;
   std::vector<ir::FusedStep> steps;  // epilogue steps (index 0: the conv itself)
   std::optional<DType> mm_t;         // compute dtype on chip (nullopt: fp32)
+  bool transposed = false;           // ConvTranspose: w is [C, M/G, k...]
 };
 
 ConvNode parse_conv(const ir::Node& n) {
@@ -179,12 +215,14 @@ ConvNode parse_conv(const ir::Node& n) {
   if (n.op == "trn.MatMulEpilogue") {
     cn.steps = ir::fused_steps(n);
     const ir::FusedStep& s0 = cn.steps.at(0);
-    if (s0.op != "Conv") unsupported(n, "epilogue anchor '" + s0.op + "' is not lowered");
+    if (s0.op != "Conv" && s0.op != "ConvTranspose")
+      unsupported(n, "epilogue anchor '" + s0.op + "' is not lowered");
     if (s0.args.size() == 3) {
       if (s0.args[2].is_step) unsupported(n, "conv bias reads a step");
       cn.bias = n.inputs.at(s0.args[2].index);
     }
     cn.attrs = s0.attrs;
+    cn.transposed = s0.op == "ConvTranspose";
     for (size_t i = 1; i < cn.steps.size(); ++i) {
       const std::string& op = cn.steps[i].op;
       if (!is_lowerable_elementwise(op) && op != "Clip")
@@ -195,9 +233,10 @@ ConvNode parse_conv(const ir::Node& n) {
     }
   } else {
     cn.attrs = n.attrs;
+    cn.transposed = n.op == "ConvTranspose";
     if (n.num_inputs() > 2) cn.bias = n.input(2);
     ir::FusedStep s0;
-    s0.op = "Conv";
+    s0.op = n.op;
     cn.steps.push_back(s0);
   }
   if (auto cd = ir::compute_dtype(n); cd && *cd != ir::ElemType::fp32) {
@@ -239,6 +278,15 @@ ConvGeo conv_geo(const ir::Node& n, const ConvNode& cn) {
   g.ph = two ? pd[0] : 0;
   g.pw = pd[k - 1];
   if (g.G < 1 || g.C % g.G || g.M % g.G) unsupported(n, "group does not divide the channels");
+  if (cn.transposed) {
+    if (!cn.w->has_data()) unsupported(n, "ConvTranspose with run-time weights is not lowered");
+    g.transposed = true;
+    g.th = g.sh;
+    g.tw = g.sw;
+    g.sh = g.sw = 1;
+    g.ph = g.dh * (g.KH - 1) - g.ph;
+    g.pw = g.dw * (g.KW - 1) - g.pw;
+  }
   if (kern != std::vector<int64_t>(ws.begin() + 2, ws.end()))
     unsupported(n, "kernel_shape differs from the weights' spatial dims");
   // The end pads only decide OH/OW (already in the output shape): windows past
@@ -359,7 +407,20 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   const DType op_t = cn.mm_t.value_or(DType::fp32);
   std::optional<HbmView> WL;
   if (cn.w->has_data()) {
-    const std::vector<float>& w = cn.w->data->floats();
+    std::vector<float> w = cn.w->data->floats();
+    if (g.transposed) {
+      // The equivalent conv kernel [M, Cg, KH, KW]: in/out swapped per group, flipped.
+      std::vector<float> wc(w.size());
+      for (int64_t gi = 0; gi < g.G; ++gi)
+        for (int64_t co = 0; co < Mg; ++co)
+          for (int64_t ci = 0; ci < Cg; ++ci)
+            for (int64_t kh = 0; kh < g.KH; ++kh)
+              for (int64_t kw = 0; kw < g.KW; ++kw)
+                wc[(((gi * Mg + co) * Cg + ci) * g.KH + kh) * g.KW + kw] =
+                    w[(((gi * Cg + ci) * Mg + co) * g.KH + (g.KH - 1 - kh)) * g.KW +
+                      (g.KW - 1 - kw)];
+      w = std::move(wc);
+    }
     std::vector<float> wl(static_cast<size_t>(g.G * KT * KP * Mg), 0.0f);
     for (int64_t gi = 0; gi < g.G; ++gi)
       for (int64_t t = 0; t < KT; ++t)
@@ -402,32 +463,27 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
     bool clipped = gaps[t];
     struct Part {
       const Slab* s;
-      int64_t oh_a, oh_b, ow_a, ow_b;
+      TapRun h, w;
     };
     std::vector<Part> parts;
     for (const Slab& s : kt[t]) {
-      auto [ha, hb] = valid_range(g.OH, g.H, g.sh, s.kh * g.dh, g.ph);
-      auto [wa, wb] = valid_range(g.OW, g.W, g.sw, s.kw * g.dw, g.pw);
-      ha = std::max(ha, ch.oh0);
-      hb = std::min(hb, ch.oh0 + ch.ohc);
-      wa = std::max(wa, ch.ow0);
-      wb = std::min(wb, ch.ow0 + ch.owc);
-      if (ha != ch.oh0 || hb != ch.oh0 + ch.ohc || wa != ch.ow0 || wb != ch.ow0 + ch.owc)
-        clipped = true;
-      if (ha < hb && wa < wb) parts.push_back({&s, ha, hb, wa, wb});
+      const TapRun h = tap_run(g.OH, g.H, g.sh, g.th, s.kh * g.dh, g.ph, ch.oh0, ch.oh0 + ch.ohc);
+      const TapRun w = tap_run(g.OW, g.W, g.sw, g.tw, s.kw * g.dw, g.pw, ch.ow0, ch.ow0 + ch.owc);
+      if (h.count != ch.ohc || w.count != ch.owc) clipped = true;
+      if (h.count > 0 && w.count > 0) parts.push_back({&s, h, w});
     }
     if (clipped) c.b.memset(col, 0.0f);
     for (const Part& p : parts) {
       const Slab& s = *p.s;
-      const int64_t ih0 = p.oh_a * g.sh + s.kh * g.dh - g.ph;
-      const int64_t iw0 = p.ow_a * g.sw + s.kw * g.dw - g.pw;
-      const int64_t nh = p.oh_b - p.oh_a, nw = p.ow_b - p.ow_a;
+      const TapRun &h = p.h, &w = p.w;
       const int64_t c0 = gi * Cg + s.ci0;
+      const int64_t oh = h.o0 - ch.oh0, ow = w.o0 - ch.ow0;
       c.b.dma(
-          col4({sl(s.p0, s.p0 + s.len), all(), sl(p.oh_a - ch.oh0, p.oh_b - ch.oh0),
-                sl(p.ow_a - ch.ow0, p.ow_b - ch.ow0)}),
-          X({sl(c0, c0 + s.len), sl(ch.n0, ch.n0 + ch.nn), sl(ih0, ih0 + (nh - 1) * g.sh + 1, g.sh),
-             sl(iw0, iw0 + (nw - 1) * g.sw + 1, g.sw)}));
+          col4({sl(s.p0, s.p0 + s.len), all(), sl(oh, oh + (h.count - 1) * h.ostep + 1, h.ostep),
+                sl(ow, ow + (w.count - 1) * w.ostep + 1, w.ostep)}),
+          X({sl(c0, c0 + s.len), sl(ch.n0, ch.n0 + ch.nn),
+             sl(h.i0, h.i0 + (h.count - 1) * h.istep + 1, h.istep),
+             sl(w.i0, w.i0 + (w.count - 1) * w.istep + 1, w.istep)}));
     }
     return col;
   };
@@ -538,8 +594,10 @@ void lower_conv_depthwise(Ctx& c, const ir::Node& n, const ConvNode& cn, const C
 }  // namespace
 
 bool is_conv_node(const ir::Node& n) {
-  return n.op == "Conv" ||
-         (n.op == "trn.MatMulEpilogue" && n.attr_string("expr").rfind("Conv(", 0) == 0);
+  if (n.op == "Conv" || n.op == "ConvTranspose") return true;
+  if (n.op != "trn.MatMulEpilogue") return false;
+  const std::string& e = n.attr_string("expr");
+  return e.rfind("Conv(", 0) == 0 || e.rfind("ConvTranspose(", 0) == 0;
 }
 
 bool conv_weight_only(const ir::Graph& g, const ir::Value* v) {
@@ -565,7 +623,8 @@ void lower_conv(Ctx& c, const ir::Node& n) {
               g,
               static_cast<int64_t>(cn.y->shape().size()),
               c.b.pool(pfx + ".bias", isa::MemSpace::sbuf, 2)};
-  const bool depthwise = g.G > 1 && g.G == g.C && g.G == g.M;
+  // A transposed conv always takes the GEMM path (its gathered taps hold the zeros).
+  const bool depthwise = !g.transposed && g.G > 1 && g.G == g.C && g.G == g.M;
   if (depthwise)
     lower_conv_depthwise(c, n, cn, g, ep, pfx);
   else

@@ -74,7 +74,8 @@ const std::vector<std::string>& lowerable_ops() {
           "LogSoftmax", "trn.LayerNorm", "trn.RMSNorm", "ReduceSum", "ReduceMean", "ReduceMax",
           "ReduceMin",  "Transpose"})
       v.push_back(op);
-    for (const char* op : {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
+    for (const char* op :
+         {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
       v.push_back(op);
     for (const std::string& op : movement_ops()) v.push_back(op);
     for (const std::string& op : alias_ops()) v.push_back(op);
