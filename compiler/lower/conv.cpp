@@ -279,7 +279,6 @@ ConvGeo conv_geo(const ir::Node& n, const ConvNode& cn) {
   g.pw = pd[k - 1];
   if (g.G < 1 || g.C % g.G || g.M % g.G) unsupported(n, "group does not divide the channels");
   if (cn.transposed) {
-    if (!cn.w->has_data()) unsupported(n, "ConvTranspose with run-time weights is not lowered");
     g.transposed = true;
     g.th = g.sh;
     g.tw = g.sw;
@@ -432,7 +431,10 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
     WL = c.b.constant(pfx + ".wl", {g.G, KT, KP, Mg}, op_t, wl);
   }
   std::optional<HbmView> WR;
-  if (!WL) WR = c.view(cn.w).reshape({g.M, Cg, g.KH, g.KW}).permute({1, 2, 3, 0});
+  if (!WL && !g.transposed) WR = c.view(cn.w).reshape({g.M, Cg, g.KH, g.KW}).permute({1, 2, 3, 0});
+  // A transposed conv's [C, Mg, KH, KW] as [G, Cg, KH, KW, Mg]; taps are read flipped.
+  if (!WL && g.transposed)
+    WR = c.view(cn.w).reshape({g.G, Cg, Mg, g.KH, g.KW}).permute({0, 1, 3, 4, 2});
   const HbmView X = c.view(cn.x).reshape({g.N, g.C, g.H, g.W}).permute({1, 0, 2, 3});
 
   const int64_t ebytes = static_cast<int64_t>(isa::dtype_size(op_t));
@@ -509,7 +511,11 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
             const int64_t m0 = gi * Mg + g0;
             for (const Slab& sb : kt[t])
               c.b.dma(wt({sl(sb.p0, sb.p0 + sb.len), all()}),
-                      (*WR)({sl(sb.ci0, sb.ci0 + sb.len), at(sb.kh), at(sb.kw), sl(m0, m0 + gc)}));
+                      g.transposed
+                          ? (*WR)({at(gi), sl(sb.ci0, sb.ci0 + sb.len), at(g.KH - 1 - sb.kh),
+                                   at(g.KW - 1 - sb.kw), sl(g0, g0 + gc)})
+                          : (*WR)({sl(sb.ci0, sb.ci0 + sb.len), at(sb.kh), at(sb.kw),
+                                   sl(m0, m0 + gc)}));
           }
           const TileView mv = resident ? cols[t] : gather(gi, t, ch);
           for (size_t i = 0; i < ps.size(); ++i) {

@@ -57,5 +57,17 @@ TEST(LoweringConvTranspose, DilationsConv1dDepthwiseFp32) {
               Precision::fp32, 1e-4, 1e-5);
 }
 
+// Run-time weights (as ONNX's node tests give them): gathered per slab with the
+// taps flipped, 2 groups, stride 2 with output_padding: OH = 2*3 + 1 + 3 - 2 = 8,
+// OW = 2*4 + 1 + 3 - 2 = 10.
+TEST(LoweringConvTranspose, RuntimeWeightsGroupsFp32) {
+  check_graph(graph(R"IR(
+    input %x: fp32[2,4,4,5]
+    input %w: fp32[4,3,3,3]
+    %y: fp32[2,6,8,10] = ConvTranspose(%x, %w) {group=2, output_padding=[1,1], pads=[1,1,1,1], strides=[2,2]} @convt
+    output %y)IR"),
+              Precision::fp32, 1e-4, 1e-5);
+}
+
 }  // namespace
 }  // namespace trnsim::e2e
