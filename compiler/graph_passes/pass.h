@@ -6,6 +6,8 @@
 // `trnsim compile --print-after PASS`.
 //
 // The passes, in default order:
+//   unroll_rnn        LSTM/GRU/RNN with a static sequence length -> per-step cells
+//   decompose_3d      3-D Conv/MaxPool/AveragePool -> 2-D ones
 //   canonicalize      simplify: identities, constant folding, reshape/transpose
 //                     chains, x*1 / x+0, x-c / x/c -> x+(-c) / x*(1/c), Gemm -> MatMul
 //                     (+ Add), BatchNormalization into the preceding Conv, dead nodes
@@ -61,14 +63,16 @@ const PassInfo& fuse_patterns_pass();
 const PassInfo& fuse_epilogue_pass();
 const PassInfo& fuse_elementwise_pass();
 const PassInfo& autocast_pass();
+const PassInfo& unroll_rnn_pass();
+const PassInfo& decompose_3d_pass();
 
 // Every pass, in default pipeline order.
 const std::vector<const PassInfo*>& all_passes();
 // Throws ir::CompileError listing the known passes.
 const PassInfo& find_pass(std::string_view name);
-// canonicalize, fuse_patterns, fuse_epilogue, fuse_elementwise, then autocast
-// unless `p` is fp32. autocast reads the precision from PassContext::precision:
-// set both from the same option (run_default_pipeline does).
+// unroll_rnn, decompose_3d, canonicalize, fuse_patterns, fuse_epilogue,
+// fuse_elementwise, then autocast unless `p` is fp32. autocast reads the precision from
+// PassContext::precision: set both from the same option (run_default_pipeline does).
 std::vector<std::string> default_graph_pipeline(Precision p);
 
 // Runs the named passes in order: checks every name (and every dump_after name)

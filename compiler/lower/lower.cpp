@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/graph_passes/unroll_rnn.h"
 #include "compiler/ir/text.h"
 #include "compiler/lower/context.h"
 
@@ -125,6 +126,9 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
     const std::string& op = n.op;
     const bool known = std::binary_search(lowerable_ops().begin(), lowerable_ops().end(), op);
     if (!known) {
+      // A recurrence the unroll_rnn pass left whole: its reason, not the op list.
+      if (const std::string why = graph_passes::rnn_unroll_refusal(n); !why.empty())
+        unsupported(n, "not unrolled: " + why);
       std::string list;
       for (const std::string& o : lowerable_ops()) list += (list.empty() ? "" : ", ") + o;
       throw ir::UnsupportedError("lowering: " + n.label() + ": op type '" + op +
