@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compiler/ir/text.h"
+#include "compiler/partition.h"
 #include "tests/compiler/graph_pass_test_util.h"
 #include "tests/e2e/lowering_check.h"
 
@@ -51,6 +52,29 @@ TEST(LoweringRecurrent, LstmGruRnnFp32) {
 
 TEST(LoweringRecurrent, LstmGruRnnBf16) {
   check_graph(graph(kRecurrent), Precision::bf16, 3e-2, 1e-2);
+}
+
+// A clipped LSTM stays whole and falls back to the host with the attribute named;
+// the unclipped RNN beside it is unrolled onto the device.
+TEST(LoweringRecurrent, ClipFallsBackByName) {
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::fp32;
+  o.target = runtime::target_from_config(platform::load_config("tiny"));
+  compiler::PartitionedModel m = compiler::compile_partitioned(graph(R"IR(
+    input %x: fp32[3,2,5]
+    const %lw: fp32[1,16,5]
+    const %lr: fp32[1,16,4]
+    const %rw: fp32[1,4,5]
+    const %rr: fp32[1,4,4]
+    %ly: fp32[3,1,2,4], %lh: fp32[1,2,4], %lc: fp32[1,2,4] = LSTM(%x, %lw, %lr) {clip=2.0, hidden_size=4} @clipped
+    %ry: fp32[3,1,2,4], %rh: fp32[1,2,4] = RNN(%x, %rw, %rr) {hidden_size=4} @plain
+    %y: fp32[3,1,2,4] = Add(%ly, %ry) @sum
+    output %y)IR"),
+                                                               o, true);
+  ASSERT_EQ(m.fallback.size(), 1u);
+  EXPECT_EQ(m.fallback[0].op, "LSTM");
+  EXPECT_NE(m.fallback[0].reason.find("'clip'"), std::string::npos) << m.fallback[0].reason;
+  for (const auto& n : m.graph.nodes()) EXPECT_NE(n->op, "RNN");
 }
 
 // Conv3d: 2 groups, strides (1,2,2), pads 1: [1,6,5,4,3]. MaxPool3d k3 s2 p1:
