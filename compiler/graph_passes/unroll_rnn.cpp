@@ -31,23 +31,27 @@ using ir::Value;
 using Attrs = std::map<std::string, ir::Attribute>;
 
 constexpr std::string_view kPass = "unroll_rnn";
-// Steps (timesteps x directions) beyond which the graph would grow too large to
-// be worth compiling: such a node stays whole and runs on the host.
-constexpr int64_t kMaxSteps = 4096;
+// Steps (timesteps x directions) beyond which the unrolled graph (~15 nodes a
+// step) takes too long to compile (the later passes grow quadratically with the
+// node count: a 512-step LSTM compiles in ~25 s): such a node stays whole and
+// runs on the host.
+constexpr int64_t kMaxSteps = 1024;
 
 bool is_rnn(const std::string& op) {
   return op == "LSTM" || op == "GRU" || op == "RNN";
 }
 
-// Builds nodes before the recurrent node `at`, named after it.
+// Builds nodes for the recurrent node `at`, named after it. They are appended
+// (inserting thousands of nodes mid-list is quadratic); run() restores the
+// order once with topo_sort().
 class Builder {
  public:
   Builder(ir::Graph& g, const Node* at, const std::string& base, ir::ElemType elem)
       : g_(g), at_(at), base_(base), elem_(elem) {}
 
   Value* op(const std::string& op, std::vector<Value*> ins, Attrs attrs = {}) {
-    Node* m = ir::make_node(g_, op, std::move(ins), std::move(attrs), at_->name, 1,
-                            {g_.unique_name(base_ + "." + op)}, at_);
+    Node* m =
+        ir::make_node(g_, op, std::move(ins), std::move(attrs), at_->name, 1, {fresh_name(op)});
     return m->outputs[0];
   }
   Value* slice(Value* v, int64_t axis, int64_t start, int64_t end) {
@@ -70,7 +74,7 @@ class Builder {
   }
   Value* constant(const std::string& what, Tensor t) {
     t.normalize();
-    return g_.add_constant(g_.unique_name(base_ + "." + what), std::move(t));
+    return g_.add_constant(fresh_name(what), std::move(t));
   }
   Value* zeros(Shape s) { return constant("zeros", Tensor(elem_, std::move(s))); }
   Value* scalar(float x) { return constant("c", Tensor::from_floats({}, {x}, elem_)); }
@@ -95,10 +99,16 @@ class Builder {
   }
 
  private:
+  // A numbered name: unique_name() alone would probe base_1, base_2, ... each time.
+  std::string fresh_name(const std::string& what) {
+    return g_.unique_name(base_ + "." + what + std::to_string(next_++));
+  }
+
   ir::Graph& g_;
   const Node* at_;
   std::string base_;
   ir::ElemType elem_;
+  int64_t next_ = 0;
 };
 
 struct Dims {
@@ -279,6 +289,7 @@ void unroll(ir::Graph& g, Node* n, PassContext& ctx, const Uses& uses) {
 
 void run(ir::Graph& g, PassContext& ctx) {
   Uses uses(g);
+  bool changed = false;
   for (Node* n : g.nodes_snapshot()) {
     if (!is_rnn(n->op)) continue;
     if (!rnn_unroll_refusal(*n).empty()) {
@@ -287,7 +298,9 @@ void run(ir::Graph& g, PassContext& ctx) {
     }
     unroll(g, n, ctx, uses);
     uses.refresh();
+    changed = true;
   }
+  if (changed) g.topo_sort();
 }
 
 }  // namespace

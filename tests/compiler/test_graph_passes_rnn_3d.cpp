@@ -194,6 +194,13 @@ TEST(GraphPassesUnrollRnn, RefusedByName) {
     %y: fp32[3,1,2,4], %yh: fp32[1,2,4], %yc: fp32[1,2,4] = LSTM(%x, %w, %r) {hidden_size=4, input_forget=1} @rnn
     output %y)IR",
                  "'input_forget'");
+  expect_refused(R"IR(
+    input %x: fp32[1025,1,2]
+    const %w: fp32[1,1,2]
+    const %r: fp32[1,1,1]
+    %y: fp32[1025,1,1,1], %yh: fp32[1,1,1] = RNN(%x, %w, %r) {hidden_size=1} @rnn
+    output %y)IR",
+                 "unroll limit");
 }
 
 // ---------------------------------------------------------------------------
