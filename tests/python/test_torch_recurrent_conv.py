@@ -111,6 +111,20 @@ class ConvTranspose(Case):
                    (torch.randn(1, 4, 6, 5),))
         self.check(nn.ConvTranspose1d(5, 3, 4, stride=2, padding=1), (torch.randn(2, 5, 9),))
 
+    def test_dcgan_generator(self):
+        # 160 input channels (two slabs per tap), BatchNorm + ReLU / Tanh fused into
+        # the ConvTranspose epilogues.
+        torch.manual_seed(9)
+        g = nn.Sequential(
+            nn.ConvTranspose2d(64, 160, 4, 1, 0, bias=False), nn.BatchNorm2d(160), nn.ReLU(),
+            nn.ConvTranspose2d(160, 96, 4, 2, 1, bias=False), nn.BatchNorm2d(96), nn.ReLU(),
+            nn.ConvTranspose2d(96, 3, 4, 2, 1, bias=False), nn.Tanh())
+        for m in g.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 1.5)
+        self.check(g, (torch.randn(2, 64, 1, 1),))
+
 
 class ThreeD(Case):
     def test_conv3d(self):
