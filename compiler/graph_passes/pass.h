@@ -7,7 +7,7 @@
 //
 // The passes, in default order:
 //   unroll_rnn        LSTM/GRU/RNN with a static sequence length -> per-step cells
-//   decompose_3d      3-D Conv/MaxPool/AveragePool -> 2-D ones
+//   decompose_3d      3-D Conv/ConvTranspose/MaxPool/AveragePool -> 2-D ones
 //   canonicalize      simplify: identities, constant folding, reshape/transpose
 //                     chains, x*1 / x+0, x-c / x/c -> x+(-c) / x*(1/c), Gemm -> MatMul
 //                     (+ Add), BatchNormalization into the preceding Conv, dead nodes

@@ -239,6 +239,25 @@ TEST(GraphPassesDecompose3d, ConvStridesPadsDilationsGroups) {
            "Conv");
 }
 
+TEST(GraphPassesDecompose3d, ConvTransposeStridesPadsOutputPaddingGroups) {
+  // D: 2*(4-1) + 1 + (3-1)*2 + 1 - 1 - 2 = 9; H: 1*(5-1) + 2 - 0 = 6;
+  // W: 3*(3-1) + 1 + 2 - 1 - 1 = 7.
+  check_3d(R"IR(
+    input %x: fp32[2,4,4,5,3]
+    const %w: fp32[4,3,3,2,2]
+    const %b: fp32[6]
+    %y: fp32[2,6,9,6,7] = ConvTranspose(%x, %w, %b) {dilations=[2,1,1], group=2, output_padding=[1,0,1], pads=[1,0,1,2,0,1], strides=[2,1,3]} @convt
+    output %y)IR",
+           "ConvTranspose");
+  // Pads larger than the first taps' reach: those taps are cut, not shifted in.
+  check_3d(R"IR(
+    input %x: fp32[1,2,3,4,4]
+    input %w: fp32[2,2,3,3,3]
+    %y: fp32[1,2,1,7,7] = ConvTranspose(%x, %w) {pads=[3,1,1,1,1,1], strides=[1,2,2]} @convt
+    output %y)IR",
+           "ConvTranspose");
+}
+
 TEST(GraphPassesDecompose3d, MaxPoolPadsCeilDilations) {
   check_3d(R"IR(
     input %x: fp32[2,3,7,6,5]

@@ -145,13 +145,13 @@ TEST(LoweringConv, RuntimeWeightsFp32) {
               Precision::fp32, 1e-4, 1e-4);
 }
 
-// 3-D transposed convolutions are refused with the node named (3-D Conv is made
-// 2-D by the decompose_3d graph pass).
-TEST(LoweringConv, ConvTranspose3dUnsupported) {
+// Convolutions over 4 spatial dims are refused with the node named (3-D ones are
+// made 2-D by the decompose_3d graph pass).
+TEST(LoweringConv, Conv4dUnsupported) {
   ir::Graph g = graph(R"IR(
-    input %x: fp32[1,2,4,4,4]
-    const %w: fp32[2,3,2,2,2]
-    %y: fp32[1,3,5,5,5] = ConvTranspose(%x, %w) @conv3d
+    input %x: fp32[1,2,3,3,3,3]
+    const %w: fp32[3,2,2,2,2,2]
+    %y: fp32[1,3,2,2,2,2] = Conv(%x, %w) @conv3d
     output %y)IR");
   compiler::CompileOnnxOptions o;
   o.target = runtime::target_from_config(platform::load_config("tiny"));

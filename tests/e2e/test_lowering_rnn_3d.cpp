@@ -92,5 +92,17 @@ TEST(LoweringThreeD, ConvMaxAvgPoolFp32) {
               Precision::fp32, 1e-4, 1e-5);
 }
 
+// ConvTranspose3d: stride 2 in every dim, pads 1, output_padding 1, 2 groups, bias:
+// each dim 2*(3-1) + 1 + 3 - 2 = 6 (D from 3, H from 3, W from 3).
+TEST(LoweringThreeD, ConvTransposeFp32) {
+  check_graph(graph(R"IR(
+    input %x: fp32[2,4,3,3,3]
+    const %w: fp32[4,3,3,3,3]
+    const %b: fp32[6]
+    %y: fp32[2,6,6,6,6] = ConvTranspose(%x, %w, %b) {group=2, output_padding=[1,1,1], pads=[1,1,1,1,1,1], strides=[2,2,2]} @convt3d
+    output %y)IR"),
+              Precision::fp32, 1e-4, 1e-5);
+}
+
 }  // namespace
 }  // namespace trnsim::e2e

@@ -4,8 +4,8 @@ lower fails the test), compared with eager PyTorch.
 
 nn.LSTM / nn.GRU / nn.RNN export to ONNX LSTM/GRU/RNN nodes (the unroll_rnn graph
 pass unrolls them), nn.ConvTranspose1d/2d to ConvTranspose (lowered as the conv of
-the flipped kernel over the zero-inserted input), nn.Conv3d / MaxPool3d / AvgPool3d
-to 3-D Conv and pools (the decompose_3d graph pass makes them 2-D).
+the flipped kernel over the zero-inserted input), nn.Conv3d / ConvTranspose3d /
+MaxPool3d / AvgPool3d to 3-D ones (the decompose_3d graph pass makes them 2-D).
 
 Tolerance, error = max |trnsim - eager| / max |eager| over every output tensor:
 fp32 1e-4 (another summation order; fp32-accurate transcendentals), bf16 3e-2
@@ -131,6 +131,11 @@ class ThreeD(Case):
         torch.manual_seed(7)
         self.check(nn.Conv3d(4, 6, 3, stride=(1, 2, 2), padding=1, groups=2),
                    (torch.randn(2, 4, 5, 7, 6),))
+
+    def test_convtranspose3d(self):
+        torch.manual_seed(10)
+        self.check(nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+                   (torch.randn(1, 4, 3, 4, 3),))
 
     def test_pools3d(self):
         torch.manual_seed(8)
