@@ -16,6 +16,7 @@ Tolerances (error = max |trnsim - eager| / max |eager| unless said otherwise):
 import importlib
 import json
 import os
+import re
 import sys
 import tempfile
 import types
@@ -404,6 +405,49 @@ class OnChip(unittest.TestCase):
             tt.run(lambda t: torch.relu(torch.cumsum(t, 1)), (x,), fallback=False)
         self.assertEqual(cm.exception.unlowered_op, "CumSum")
 
+    def test_fallback_report_agrees_with_the_cli(self):
+        # The report of a run partly on the host: the ONNX node names, the link and
+        # device shares of the simulated time, and the engine and DMA active % the CLI
+        # prints.
+        torch.manual_seed(12)
+        x = torch.randn(32, 64)
+        w = torch.randn(64, 48)
+        _, r = tt.run(lambda t: torch.cumsum(t @ w, 1) @ w.T, (x,), precision="fp32",
+                      config="tiny")
+        self.assertEqual(r.fallback_ops, ["CumSum"])
+        self.assertEqual(r.fallback_nodes, [("CumSum", "/CumSum")])
+        self.assertGreater(r.link_ns, 0)
+        self.assertEqual(r.link_bytes, 2 * 32 * 48 * 4)
+        self.assertAlmostEqual(r.simulated_ns, r.device_ns + r.link_ns, delta=1e-6 * r.simulated_ns)
+        self.assertGreater(r.host_compute_seconds, 0)
+        for key in ("dma", "sbuf", "psum", "chip", "flops_by_dtype", "engines", "hbm", "host"):
+            self.assertIn(key, r.stats)
+        cli = {}
+        for line in r.text.splitlines():
+            m = re.match(r"\s+(tensor|vector|scalar|gpsimd|sync|dma)\s+\d+\s+\S+ \S+\s+"
+                         r"([0-9.]+)%", line)
+            if m:
+                cli[m.group(1)] = float(m.group(2))
+        self.assertEqual(sorted(cli), sorted(r.engine_active_pct))
+        self.assertGreater(r.engine_active_pct["dma"], 0)
+        for e, pct in cli.items():
+            self.assertAlmostEqual(r.engine_active_pct[e], pct, delta=0.051, msg=e)
+        self.assertIn("host fallback", str(r))
+        self.assertIn("CumSum '/CumSum'", str(r))
+
+    def test_wholly_on_the_host(self):
+        # Nothing on the device: the simulated time is the link time of the input down
+        # and the output up, not zero; the device figures are all zero.
+        x = torch.randn(16, 40)
+        _, r = tt.run(lambda t: torch.cumsum(t, 1), (x,), precision="fp32", config="tiny")
+        self.assertEqual(r.fallback_ops, ["CumSum"])
+        self.assertGreater(r.simulated_ns, 0)
+        self.assertEqual(r.device_ns, 0)
+        self.assertAlmostEqual(r.simulated_ns, r.link_ns, delta=1e-6 * r.link_ns)
+        self.assertEqual(r.link_bytes, 2 * 16 * 40 * 4)
+        self.assertEqual(r.instructions, 0)
+        self.assertEqual(set(r.engine_active_pct.values()), {0.0})
+
 
 @needs_torch
 class ReportTree(unittest.TestCase):
@@ -438,6 +482,19 @@ class ReportTree(unittest.TestCase):
             r = trnsim.Report(dict(self.TREE, fallback=section))
             self.assertEqual(r.fallback_ops, ["Gather", "TopK"], section)
             self.assertIn("Gather, TopK", str(r))
+        # As the runtime writes it: ONNX op types and node names, and the host group.
+        tree = dict(self.TREE, fallback={"nodes": [{"op": "Gather", "node": "/g"},
+                                                   {"op": "TopK", "node": "/t"}]},
+                    host={"device_ns": 1500.0, "compute_wall_seconds": 0.25,
+                          "link": {"time_ns": 500.0, "bytes": 2048}})
+        r = trnsim.Report(tree)
+        self.assertEqual(r.fallback_ops, ["Gather", "TopK"])
+        self.assertEqual(r.fallback_nodes, [("Gather", "/g"), ("TopK", "/t")])
+        self.assertEqual((r.device_ns, r.link_ns, r.link_bytes, r.host_compute_seconds),
+                         (1500.0, 500.0, 2048, 0.25))
+        self.assertIn("Gather '/g', TopK '/t'", str(r))
+        self.assertIn("device 1.500 us + link 500.0 ns (2.00 KiB); host compute 0.2500 s "
+                      "wall clock, not simulated", str(r))
 
     def test_compare(self):
         from trnsim.report import compare
