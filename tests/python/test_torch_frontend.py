@@ -17,6 +17,7 @@ import importlib
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import types
@@ -203,6 +204,81 @@ class Backend(unittest.TestCase):
         with torch.no_grad():
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
         self.assertEqual(compiled.last_report.config, "trn1")
+
+    def test_cache_per_input_signature(self):
+        # The first call with a signature exports and compiles; a second call with the
+        # same shapes and dtypes only simulates the kept program; new shapes compile.
+        model, (x,) = small_mlp()
+        compiled = tt.make_backend(precision="fp32", config="tiny")(
+            torch.fx.symbolic_trace(model), [x])
+        exports = []
+        real_export = tt._export
+
+        def counting_export(*args, **kwargs):
+            exports.append(args[2])
+            return real_export(*args, **kwargs)
+
+        with mock.patch.object(tt, "_export", counting_export):
+            compiled(x)
+            self.assertEqual(compiled.last_report.compiled, "compiled")
+            x2 = torch.randn(x.shape)
+            cmds = []
+            real_run = subprocess.run
+
+            def recording_run(cmd, *args, **kwargs):
+                cmds.append(cmd)
+                return real_run(cmd, *args, **kwargs)
+
+            with mock.patch.object(subprocess, "run", recording_run):
+                y2 = compiled(x2)
+            self.assertEqual(compiled.last_report.compiled, "cached")
+            self.assertEqual((len(exports), compiled.compiles), (1, 1))
+            # One simulator call, `trnsim run` of the kept program: no compile.
+            self.assertEqual([c[1:3] for c in cmds], [["run", cmds[0][2]]])
+            self.assertTrue(cmds[0][2].endswith("model.tbin"), cmds[0])
+            with torch.no_grad():
+                self.assertLess(rel_err(y2, model(x2)), 1e-4)
+            self.assertLess(compiled.last_report.max_rel_err, 1e-4)
+            x3 = torch.randn(5, x.shape[1])
+            y3 = compiled(x3)
+            self.assertEqual(compiled.last_report.compiled, "compiled")
+            self.assertEqual((len(exports), compiled.compiles), (2, 2))
+            with torch.no_grad():
+                self.assertLess(rel_err(y3, model(x3)), 1e-4)
+            compiled(x.double().float())
+            self.assertEqual(compiled.last_report.compiled, "cached")
+            self.assertEqual(len(exports), 2)
+
+    def test_cache_with_host_fallback(self):
+        # A model with host fallback is no single program file: its export is kept and
+        # `trnsim run` compiles it again on later calls.
+        def f(t):
+            return torch.relu(torch.cumsum(t, 1))
+        x = torch.randn(6, 10)
+        gm = torch.fx.symbolic_trace(f)
+        compiled = tt.make_backend(precision="fp32", config="tiny")(gm, [x])
+        with mock.patch.object(tt, "_export", wraps=tt._export) as export:
+            compiled(x)
+            self.assertEqual(compiled.last_report.compiled, "compiled")
+            y = compiled(x * 2)
+            self.assertEqual(compiled.last_report.compiled, "recompiled")
+            self.assertEqual(export.call_count, 1)
+        self.assertEqual(compiled.last_report.fallback_ops, ["CumSum"])
+        torch.testing.assert_close(y, f(x * 2), rtol=1e-4, atol=1e-4)
+
+    def test_int_outputs_through_a_cached_program(self):
+        # A compiled program holds integers as fp32: the cached path gives them back in
+        # the eager dtype.
+        def f(t):
+            return (t > 0).sum(1), torch.clamp(t, -3, 3).round().long()
+        x = torch.randn(4, 9) * 4
+        compiled = tt.make_backend(precision="fp32", config="tiny")(torch.fx.symbolic_trace(f), [x])
+        for k in range(2):
+            out = compiled(x + k)
+            want = f(x + k)
+            for o, w in zip(out, want):
+                self.assertEqual(o.dtype, w.dtype)
+                self.assertTrue(torch.equal(o, w), (o, w))
 
     def test_torch_compile_registration(self):
         # Registered only from torch 2 on; checked with a stand-in registry so the
