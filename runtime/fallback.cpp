@@ -1,5 +1,6 @@
 #include "runtime/fallback.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -69,7 +70,19 @@ void add_report(RunReport& sum, const RunReport& r) {
       sum.engines[k].port_stall_ns += r.engines[k].port_stall_ns;
       sum.engines[k].active_ns += r.engines[k].active_ns;
     }
-  sum.dma_queues.insert(sum.dma_queues.end(), r.dma_queues.begin(), r.dma_queues.end());
+  // A queue several segments used is one queue of the run.
+  for (const DmaQueueStats& q : r.dma_queues) {
+    auto same = std::find_if(sum.dma_queues.begin(), sum.dma_queues.end(), [&](const auto& s) {
+      return s.core == q.core && s.engine == q.engine && s.queue == q.queue;
+    });
+    if (same == sum.dma_queues.end()) {
+      sum.dma_queues.push_back(q);
+    } else {
+      same->instructions += q.instructions;
+      same->bytes += q.bytes;
+      same->copies += q.copies;
+    }
+  }
   sum.hbm_read_bytes += r.hbm_read_bytes;
   sum.hbm_write_bytes += r.hbm_write_bytes;
   sum.flops += r.flops;

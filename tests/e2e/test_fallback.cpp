@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "compiler/ir/ops.h"
 #include "compiler/partition.h"
@@ -137,6 +138,15 @@ TEST(Fallback, StatsTreeHasTheDeviceKeysAndHostFigures) {
   EXPECT_EQ(root["meta"]["host.link.time_ns"]["unit"].as<std::string>(), "ns");
   EXPECT_EQ(root["fallback"]["nodes"][0]["op"].as<std::string>(), "CumSum");
   EXPECT_EQ(root["fallback"]["segments"].size(), 3u);
+  // The text report's DMA queues are the tree's: one row per queue of the run.
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t>> queues;
+  for (const auto& q : r.total.dma_queues) {
+    EXPECT_TRUE(queues.insert({q.core, q.engine, q.queue}).second) << "queue listed twice";
+    const std::string k = "dma.queues.core" + std::to_string(q.core) + ".dma" +
+                          std::to_string(q.engine) + ".q" + std::to_string(q.queue);
+    EXPECT_EQ(stat(j, k + ".bytes"), double(q.bytes)) << k;
+    EXPECT_EQ(stat(j, k + ".copies"), double(q.copies)) << k;
+  }
   // The text form is the same tree.
   EXPECT_NE(r.stats_text.find("host.link.time_ns"), std::string::npos);
   EXPECT_NE(r.stats_text.find("chip.core0.engines.tensor.instructions"), std::string::npos);
