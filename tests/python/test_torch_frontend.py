@@ -249,6 +249,10 @@ class Backend(unittest.TestCase):
             self.assertEqual(compiled.last_report.compiled, "cached")
             self.assertEqual(len(exports), 2)
 
+    def test_unknown_option_is_refused(self):
+        with self.assertRaisesRegex(TypeError, "unknown option.*precison"):
+            tt.make_backend(precison="fp32")
+
     def test_cache_with_host_fallback(self):
         # A model with host fallback is no single program file: its export is kept and
         # `trnsim run` compiles it again on later calls.

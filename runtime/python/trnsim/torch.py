@@ -293,6 +293,12 @@ def make_backend(**options):
     report's `compiled` says which: "compiled", "cached" or "recompiled"; the
     callable's `compiles` counts the compiles, `last_report` is the latest Report.
     """
+    known = set(inspect.signature(run).parameters) - {"module", "example_inputs"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"make_backend: unknown option(s) {', '.join(unknown)}; run() takes "
+                        f"{', '.join(sorted(known))}")
+
     def _backend(gm, example_inputs):
         work = tempfile.mkdtemp(prefix="trnsim-compiled-")
         cache = {}
