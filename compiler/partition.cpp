@@ -30,6 +30,7 @@ ir::Graph extract_segment(const ir::Graph& g, size_t begin, size_t end) {
     std::vector<std::pair<std::string, ir::TensorType>> outs;
     for (const ir::Value* v : n.outputs) outs.emplace_back(v->name, v->type);
     ir::Node* nn = s.add_node(n.op, ins, outs, n.attrs, n.name);
+    nn->origin = n.origin;
     for (size_t k = 0; k < n.outputs.size(); ++k) map[n.outputs[k]] = nn->outputs[k];
   }
   // Outputs: values this segment makes that later nodes or the graph read.
@@ -64,6 +65,10 @@ std::string refusal(const ir::Graph& g, size_t i, const Target& t) {
 PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
                                      bool allow_fallback) {
   PartitionedModel m;
+  // Each imported node is its own origin; the passes carry origins over (ir::Node).
+  for (ir::Node* n : g.nodes_snapshot())
+    if (n->origin.empty())
+      n->origin = {{n->op, n->name.empty() && !n->outputs.empty() ? n->outputs[0]->name : n->name}};
   run_graph_pipeline(g, o, &m.dump_text);
   lower::annotate_int_ranges(g);
   try {
@@ -100,8 +105,8 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
       for (size_t k = i; k < j && !s.on_device; ++k) {
         const ir::Node& nd = *g.nodes()[k];
         m.fallback.push_back(
-            {nd.name.empty() && !nd.outputs.empty() ? nd.outputs[0]->name : nd.name, nd.op,
-             why[k]});
+            {nd.name.empty() && !nd.outputs.empty() ? nd.outputs[0]->name : nd.name, nd.op, why[k],
+             nd.origin});
       }
       m.segments.push_back(std::move(s));
     }

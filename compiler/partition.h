@@ -16,8 +16,10 @@ namespace trnsim::compiler {
 
 struct FallbackNode {
   std::string node;    // node name, else its first output's name
-  std::string op;      // op type
+  std::string op;      // op type (after the graph passes: may be a fused trn.* op)
   std::string reason;  // the lowering's refusal
+  // The imported (ONNX) nodes it computes, (op type, node name): ir::Node::origin.
+  std::vector<std::pair<std::string, std::string>> onnx;
 };
 
 struct Segment {

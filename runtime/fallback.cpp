@@ -1,5 +1,6 @@
 #include "runtime/fallback.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,8 @@
 #include "compiler/lower/lower.h"
 #include "models/common/stats.h"
 #include "runtime/report.h"
+
+#include <yaml-cpp/yaml.h>
 
 namespace trnsim::runtime {
 
@@ -67,7 +70,19 @@ void add_report(RunReport& sum, const RunReport& r) {
       sum.engines[k].port_stall_ns += r.engines[k].port_stall_ns;
       sum.engines[k].active_ns += r.engines[k].active_ns;
     }
-  sum.dma_queues.insert(sum.dma_queues.end(), r.dma_queues.begin(), r.dma_queues.end());
+  // A queue several segments used is one queue of the run.
+  for (const DmaQueueStats& q : r.dma_queues) {
+    auto same = std::find_if(sum.dma_queues.begin(), sum.dma_queues.end(), [&](const auto& s) {
+      return s.core == q.core && s.engine == q.engine && s.queue == q.queue;
+    });
+    if (same == sum.dma_queues.end()) {
+      sum.dma_queues.push_back(q);
+    } else {
+      same->instructions += q.instructions;
+      same->bytes += q.bytes;
+      same->copies += q.copies;
+    }
+  }
   sum.hbm_read_bytes += r.hbm_read_bytes;
   sum.hbm_write_bytes += r.hbm_write_bytes;
   sum.flops += r.flops;
@@ -81,10 +96,231 @@ void add_report(RunReport& sum, const RunReport& r) {
   sum.check_report += r.check_report;
 }
 
-std::string num(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.17g", std::isfinite(v) ? v : 0.0);
-  return b;
+// A stats tree read back from a device run's JSON (values and the meta map), so the
+// device segments of a fallback run can be summed into a tree of the same keys.
+struct StatTree {
+  struct Item {
+    std::string name, unit, desc;
+    double value = 0;
+    bool integer = false;
+    void set(double v) {
+      value = v;
+      integer = integer && v == std::floor(v);
+    }
+  };
+  std::string name;
+  std::vector<Item> stats;
+  std::vector<StatTree> children;
+
+  Item* find(const std::string& n) {
+    for (Item& i : stats)
+      if (i.name == n) return &i;
+    return nullptr;
+  }
+  StatTree* child(const std::string& n) {
+    for (StatTree& c : children)
+      if (c.name == n) return &c;
+    return nullptr;
+  }
+  // The stat at a dotted path, or null.
+  Item* at(const std::string& dotted) {
+    const auto dot = dotted.find('.');
+    if (dot == std::string::npos) return find(dotted);
+    StatTree* c = child(dotted.substr(0, dot));
+    return c ? c->at(dotted.substr(dot + 1)) : nullptr;
+  }
+  void set(const std::string& dotted, double v) {
+    if (Item* i = at(dotted)) i->set(v);
+  }
+};
+
+void read_tree(const YAML::Node& node, const YAML::Node& meta, const std::string& prefix,
+               StatTree& t) {
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (prefix.empty() && key == "meta") continue;
+    if (kv.second.IsMap()) {
+      t.children.push_back({key, {}, {}});
+      read_tree(kv.second, meta, prefix + key + ".", t.children.back());
+      continue;
+    }
+    StatTree::Item i;
+    i.name = key;
+    const std::string text = kv.second.IsNull() ? "" : kv.second.Scalar();
+    i.value = kv.second.IsNull() ? std::nan("") : kv.second.as<double>();
+    i.integer = !text.empty() && text.find_first_of(".eEn") == std::string::npos;
+    if (const YAML::Node m = meta[prefix + key]) {
+      i.unit = m["unit"].as<std::string>("");
+      i.desc = m["desc"].as<std::string>("");
+    }
+    t.stats.push_back(std::move(i));
+  }
+}
+
+StatTree parse_tree(const std::string& json) {
+  const YAML::Node root = YAML::Load(json);
+  StatTree t;
+  read_tree(root, root["meta"], "", t);
+  return t;
+}
+
+// Counters add up over the device segments; high-water marks, rates and constants
+// (a unit with '/', Hz, %) take the largest; averages are recomputed (finish()).
+bool takes_max(const StatTree::Item& i) {
+  return i.name.find("high_water") != std::string::npos ||
+         i.name.find("touched") != std::string::npos || i.unit.find('/') != std::string::npos ||
+         i.unit == "Hz" || i.unit == "%" || i.unit == "cores" || i.name.rfind("avg_", 0) == 0;
+}
+
+void merge(StatTree& into, const StatTree& from) {
+  for (const StatTree::Item& i : from.stats) {
+    StatTree::Item* have = into.find(i.name);
+    if (!have) {
+      into.stats.push_back(i);
+    } else if (takes_max(i)) {
+      have->value = std::max(have->value, i.value);
+    } else {
+      have->value += i.value;
+      have->integer = have->integer && i.integer;
+    }
+  }
+  for (const StatTree& c : from.children) {
+    if (StatTree* have = into.child(c.name))
+      merge(*have, c);
+    else
+      into.children.push_back(c);
+  }
+}
+
+// Averages over the sums: bytes per share, bytes per copy.
+void finish(StatTree& t) {
+  for (const auto& [avg, count] :
+       {std::pair{"avg_share_bytes", "shares"}, std::pair{"avg_copy_bytes", "copies"}}) {
+    StatTree::Item *a = t.find(avg), *b = t.find("bytes"), *n = t.find(count);
+    if (a && b && n) a->set(n->value > 0 ? b->value / n->value : 0.0);
+  }
+  for (StatTree& c : t.children) finish(c);
+}
+
+void to_group(const StatTree& t, stats::group& g) {
+  for (const StatTree::Item& i : t.stats) g.add_fixed(i.name, i.unit, i.desc, i.value, i.integer);
+  for (const StatTree& c : t.children) to_group(c, g.child(c.name));
+}
+
+double pct(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0.0;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> onnx_nodes(const compiler::FallbackNode& f) {
+  if (!f.onnx.empty()) return f.onnx;
+  return {{f.op, f.node}};
+}
+
+namespace {
+
+// The fallback run's stats tree (FallbackResult::stats_json); `trees` are the device
+// segments' stats JSON (a zero run's when none ran on the device).
+void build_stats(const platform::platform_config& cfg, const compiler::PartitionedModel& m,
+                 FallbackResult& r, const std::vector<std::string>& trees) {
+  StatTree t;
+  for (const std::string& j : trees) merge(t, parse_tree(j));
+  finish(t);
+  const RunReport& tot = r.total;
+  const double ns = tot.simulated_ns;
+  const double n = std::max(1.0, double(tot.cores));
+  t.set("simulated_ns", ns);
+  t.set("tflops", tot.tflops);
+  t.set("mfu_pct", tot.mfu_pct);
+  t.set("hbm.mbu_pct", tot.hbm_mbu_pct);
+  if (StatTree::Item* i = t.find("simulated_ns"))
+    i->desc =
+        "simulated time of the run: device segments + host<->device link transfers (host "
+        "compute is not simulated: host.compute_wall_seconds)";
+  if (StatTree* eg = t.child("engines"))
+    for (StatTree& e : eg->children)
+      if (StatTree::Item* b = e.find("busy_ns")) e.set("active_pct", pct(b->value, ns * n));
+  if (StatTree* d = t.child("dma")) {
+    if (StatTree::Item* a = d->find("active_ns")) d->set("active_pct", pct(a->value, ns * n));
+    if (StatTree::Item* b = d->find("busy_ns"))
+      d->set("engines_busy_pct", pct(b->value, ns * n * cfg.core.dma.engines));
+  }
+
+  stats::group root{"trnsim"};
+  to_group(t, root);
+  size_t host_segments = 0, host_nodes = 0;
+  uint64_t up = r.output_upload_bytes, down = 0;
+  for (const SegmentResult& s : r.segments) {
+    host_segments += !s.on_device;
+    host_nodes += s.on_device ? 0 : s.nodes;
+    up += s.upload_bytes;
+    down += s.download_bytes;
+  }
+  std::map<std::string, uint64_t> by_op;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const compiler::FallbackNode& f : m.fallback)
+    for (const auto& o : onnx_nodes(f))
+      if (seen.insert(o).second) ++by_op[o.first];
+  auto& h = root.child("host", "host fallback: the host segments and the host<->device link");
+  h.add_fixed("segments", "segments", "segments run on the host (reference interpreter)",
+              double(host_segments), true);
+  h.add_fixed("device_segments", "segments", "segments run on the simulated device",
+              double(r.segments.size() - host_segments), true);
+  h.add_fixed("nodes", "nodes", "graph nodes (after the graph passes) run on the host",
+              double(host_nodes), true);
+  h.add_fixed("onnx_nodes", "nodes", "ONNX nodes of the model run on the host", double(seen.size()),
+              true);
+  h.add_fixed("device_ns", "ns", "simulated time of the device segments", r.device_ns);
+  h.add_fixed("compute_wall_seconds", "s",
+              "wall-clock time of the host segments in the interpreter; not simulated, not in "
+              "simulated_ns, varies from run to run",
+              r.host_compute_seconds);
+  auto& l = h.child("link", "host<->device link transfers (host.link_bandwidth, link_latency)");
+  l.add_fixed("time_ns", "ns",
+              "simulated link time charged: latency + bytes / bandwidth per value crossing",
+              r.transfer_ns);
+  l.add_fixed("transfers", "transfers", "values that crossed the link", double(r.transfers), true);
+  l.add_fixed("bytes", "bytes", "bytes that crossed the link, both directions",
+              double(r.transfer_bytes), true);
+  l.add_fixed("upload_bytes", "bytes",
+              "host -> device: host results read by device segments, outputs sent to HBM",
+              double(up), true);
+  l.add_fixed("download_bytes", "bytes",
+              "device -> host: model inputs and device results read by host segments", double(down),
+              true);
+  auto& ops = h.child("ops", "ONNX nodes run on the host, by op type");
+  for (const auto& [op, count] : by_op)
+    ops.add_fixed(op, "nodes", "ONNX nodes of this op type run on the host", double(count), true);
+
+  // What the stats tree cannot hold (names, reasons): a "fallback" section.
+  std::ostringstream j;
+  j << ",\n  \"fallback\": {\n    \"nodes\": [";
+  bool first = true;
+  for (const compiler::FallbackNode& f : m.fallback)
+    for (const auto& [op, node] : onnx_nodes(f)) {
+      j << (first ? "" : ",") << "\n      {\"op\": \"" << stats::json_escape(op)
+        << "\", \"node\": \"" << stats::json_escape(node) << "\", \"graph_op\": \""
+        << stats::json_escape(f.op) << "\", \"graph_node\": \"" << stats::json_escape(f.node)
+        << "\", \"reason\": \"" << stats::json_escape(f.reason) << "\"}";
+      first = false;
+    }
+  j << "\n    ],\n    \"segments\": [";
+  for (size_t k = 0; k < r.segments.size(); ++k) {
+    const SegmentResult& s = r.segments[k];
+    j << (k ? "," : "") << "\n      {\"on_device\": " << (s.on_device ? "true" : "false")
+      << ", \"nodes\": " << s.nodes
+      << ", \"simulated_ns\": " << stats::json_number(s.simulated_ns, false)
+      << ", \"host_wall_seconds\": " << stats::json_number(s.host_seconds, false)
+      << ", \"upload_bytes\": " << s.upload_bytes << ", \"download_bytes\": " << s.download_bytes
+      << ", \"link_ns\": " << stats::json_number(s.transfer_ns, false) << "}";
+  }
+  j << "\n    ]\n  }\n}\n";
+  std::string json = root.to_json();
+  const size_t close = json.rfind('}');
+  json.erase(json.find_last_not_of(" \n", close - 1) + 1);
+  r.stats_json = json + j.str();
+  r.stats_text = root.to_text();
 }
 
 }  // namespace
@@ -94,15 +330,13 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
                                uint32_t core) {
   FallbackResult r;
   interp::TensorMap values = inputs;
-  // Where each value is: model inputs start in HBM (and on the host, as given).
+  // Where each value is: model inputs start in HBM, as in a plain device run.
   std::set<std::string> on_host, on_device;
-  for (const auto& [name, t] : inputs) {
-    on_host.insert(name);
-    on_device.insert(name);
-  }
+  for (const auto& [name, t] : inputs) on_device.insert(name);
   auto link_ns = [&](uint64_t bytes) {
     return 1e9 * (cfg.host.link_latency_s + double(bytes) / cfg.host.link_bandwidth_bps);
   };
+  std::vector<std::string> trees;
   for (const compiler::Segment& s : m.segments) {
     SegmentResult sr;
     sr.on_device = s.on_device;
@@ -114,6 +348,7 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
       const uint64_t b = tensor_bytes(v);
       (s.on_device ? sr.upload_bytes : sr.download_bytes) += b;
       sr.transfer_ns += link_ns(b);
+      ++r.transfers;
       here.insert(v->name);
     }
     interp::TensorMap feed;
@@ -134,6 +369,7 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
       }
       sr.report = dev.run({l});
       sr.simulated_ns = sr.report.simulated_ns;
+      trees.push_back(sr.report.stats_json);
       const auto& outs = sr.report.launches.at(0).outputs;
       for (const ir::Value* v : s.graph.outputs()) {
         // A timing-only run reads back nothing: later segments get zeros (their
@@ -155,10 +391,12 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
     r.transfer_ns += sr.transfer_ns;
     r.transfer_bytes += sr.upload_bytes + sr.download_bytes;
     r.host_compute_seconds += sr.host_seconds;
+    r.device_ns += sr.simulated_ns;
     if (sr.on_device) add_report(r.total, sr.report);
     r.segments.push_back(std::move(sr));
   }
   // Outputs no segment computes: constants (folded values, Constant nodes) and inputs.
+  // Outputs computed only on the host end in HBM too, as a device run's do.
   for (const ir::Value* v : m.graph.outputs()) {
     auto it = values.find(v->name);
     if (it != values.end())
@@ -167,6 +405,24 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
       r.outputs[v->name] = *v->data;
     else
       throw std::runtime_error("host fallback: output '" + v->name + "' is not computed");
+    if (on_host.count(v->name) && !on_device.count(v->name)) {
+      const uint64_t b = tensor_bytes(v);
+      r.output_upload_bytes += b;
+      r.output_upload_ns += link_ns(b);
+      ++r.transfers;
+      on_device.insert(v->name);
+    }
+  }
+  r.transfer_ns += r.output_upload_ns;
+  r.transfer_bytes += r.output_upload_bytes;
+  // Nothing ran on the device: a run of an empty program gives the device tree's keys,
+  // all zero.
+  if (trees.empty()) {
+    isa::Program none;
+    none.name = "no_device_segment";
+    RunReport z = dev.run({Launch{&none, {}, core}});
+    add_report(r.total, z);
+    trees.push_back(z.stats_json);
   }
 
   // Whole-run figures: device time plus link time.
@@ -179,50 +435,13 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
     t.hbm_mbu_pct =
         100.0 * double(t.hbm_read_bytes + t.hbm_write_bytes) / secs / cfg.hbm.bandwidth_bps;
   }
-  std::ostringstream j;
-  j << "{\n  \"simulated_ns\": " << num(t.simulated_ns)
-    << ",\n  \"instructions\": " << t.instructions << ",\n  \"cores\": " << t.cores
-    << ",\n  \"flops\": " << t.flops << ",\n  \"tflops\": " << num(t.tflops)
-    << ",\n  \"mfu_pct\": " << num(t.mfu_pct)
-    << ",\n  \"host_seconds\": " << num(t.host_seconds + r.host_compute_seconds)
-    << ",\n  \"engines\": {";
-  for (size_t k = 0; k < t.engines.size(); ++k) {
-    const EngineStats& e = t.engines[k];
-    if (e.name == "dma") continue;
-    j << (k ? "," : "") << "\n    \"" << e.name << "\": {\"instructions\": " << e.instructions
-      << ", \"active_pct\": " << num(secs > 0 ? 100.0 * e.busy_ns / t.simulated_ns : 0)
-      << ", \"busy_ns\": " << num(e.busy_ns) << ", \"semaphore_wait_ns\": " << num(e.sem_wait_ns)
-      << ", \"port_stall_ns\": " << num(e.port_stall_ns) << "}";
-  }
-  j << "\n  },\n  \"hbm\": {\"read_bytes\": " << t.hbm_read_bytes
-    << ", \"write_bytes\": " << t.hbm_write_bytes << ", \"mbu_pct\": " << num(t.hbm_mbu_pct)
-    << "},\n  \"fallback\": {\n    \"transfer_ns\": " << num(r.transfer_ns)
-    << ",\n    \"transfer_bytes\": " << r.transfer_bytes
-    << ",\n    \"host_compute_seconds\": " << num(r.host_compute_seconds)
-    << ",\n    \"segments\": " << m.segments.size() << ",\n    \"nodes\": [";
-  for (size_t k = 0; k < m.fallback.size(); ++k) {
-    const compiler::FallbackNode& f = m.fallback[k];
-    j << (k ? "," : "") << "\n      {\"node\": \"" << stats::json_escape(f.node) << "\", \"op\": \""
-      << stats::json_escape(f.op) << "\", \"reason\": \"" << stats::json_escape(f.reason) << "\"}";
-  }
-  j << "\n    ]\n  },\n  \"segments\": [";
-  for (size_t k = 0; k < r.segments.size(); ++k) {
-    const SegmentResult& s = r.segments[k];
-    j << (k ? "," : "") << "\n    {\"on_device\": " << (s.on_device ? "true" : "false")
-      << ", \"nodes\": " << s.nodes << ", \"simulated_ns\": " << num(s.simulated_ns)
-      << ", \"host_seconds\": " << num(s.host_seconds) << ", \"upload_bytes\": " << s.upload_bytes
-      << ", \"download_bytes\": " << s.download_bytes
-      << ", \"transfer_ns\": " << num(s.transfer_ns);
-    if (s.on_device) j << ", \"stats\": " << s.report.stats_json;
-    j << "}";
-  }
-  j << "\n  ]\n}\n";
-  r.stats_json = j.str();
+  build_stats(cfg, m, r, trees);
   return r;
 }
 
 RunReport run_fallback(Device& dev, const platform::platform_config& cfg,
-                       const compiler::PartitionedModel& m, const Launch& launch) {
+                       const compiler::PartitionedModel& m, const Launch& launch,
+                       std::string* summary) {
   const std::map<std::string, std::string> io = lower::io_tensor_names(m.graph);
   interp::TensorMap in;
   for (const ir::Value* v : m.graph.inputs()) {
@@ -247,22 +466,25 @@ RunReport run_fallback(Device& dev, const platform::platform_config& cfg,
           l.outputs[d.name] = to_device(r.outputs.at(value), d);
   rep.launches = {std::move(l)};
   rep.stats_json = r.stats_json;
-  rep.stats_text = format_fallback(m, r);
+  rep.stats_text = r.stats_text;
+  if (summary) *summary = format_fallback(m, r);
   return rep;
 }
 
 std::string format_fallback(const compiler::PartitionedModel& m, const FallbackResult& r) {
   std::ostringstream o;
   char line[256];
-  o << "host fallback: " << m.fallback.size() << " node(s) on the host, " << r.segments.size()
-    << " segments\n";
+  size_t onnx = 0;
+  for (const compiler::FallbackNode& f : m.fallback) onnx += onnx_nodes(f).size();
+  o << "host fallback: " << onnx << " node(s) on the host, " << r.segments.size() << " segments\n";
   for (size_t k = 0; k < r.segments.size(); ++k) {
     const SegmentResult& s = r.segments[k];
     if (s.on_device)
       std::snprintf(line, sizeof line, "  segment %zu  device  %3zu nodes  %12.3f us simulated", k,
                     s.nodes, s.simulated_ns / 1e3);
     else
-      std::snprintf(line, sizeof line, "  segment %zu  host    %3zu nodes  %12.6f s on the host", k,
+      std::snprintf(line, sizeof line,
+                    "  segment %zu  host    %3zu nodes  %12.6f s wall clock (not simulated)", k,
                     s.nodes, s.host_seconds);
     o << line;
     if (s.upload_bytes || s.download_bytes) {
@@ -273,14 +495,25 @@ std::string format_fallback(const compiler::PartitionedModel& m, const FallbackR
     }
     o << "\n";
   }
+  if (r.output_upload_bytes) {
+    std::snprintf(line, sizeof line, "  outputs to HBM         (link: %llu B up, %.3f us)\n",
+                  static_cast<unsigned long long>(r.output_upload_bytes), r.output_upload_ns / 1e3);
+    o << line;
+  }
+  // By the ONNX op type and node name; a node the graph passes fused or rewrote
+  // says what it became.
   for (const compiler::FallbackNode& f : m.fallback)
-    o << "  fell back: " << (f.node.empty() ? "(unnamed)" : f.node) << " (" << f.op
-      << "): " << f.reason << "\n";
+    for (const auto& [op, node] : onnx_nodes(f)) {
+      o << "  fell back: " << op << " '" << (node.empty() ? "(unnamed)" : node) << "'";
+      if (op != f.op || node != f.node) o << " (as " << f.op << " '" << f.node << "')";
+      o << ": " << f.reason << "\n";
+    }
   std::snprintf(line, sizeof line,
-                "  total       %.3f us simulated (device %.3f us + link %.3f us); host compute "
-                "%.6f s (not simulated)\n",
-                r.total.simulated_ns / 1e3, (r.total.simulated_ns - r.transfer_ns) / 1e3,
-                r.transfer_ns / 1e3, r.host_compute_seconds);
+                "  total       %.3f us simulated = device %.3f us + link %.3f us (%llu "
+                "transfers, %llu B); host compute %.6f s wall clock, not simulated\n",
+                r.total.simulated_ns / 1e3, r.device_ns / 1e3, r.transfer_ns / 1e3,
+                static_cast<unsigned long long>(r.transfers),
+                static_cast<unsigned long long>(r.transfer_bytes), r.host_compute_seconds);
   o << line;
   return o.str();
 }

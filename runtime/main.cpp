@@ -632,11 +632,12 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
 
   const runtime::DeviceOptions opts = run_device_options(r);
   runtime::Device dev(cfg, opts);
-  const runtime::RunReport rep = model.partitioned
-                                     ? runtime::run_fallback(dev, cfg, *model.partitioned, launch)
-                                     : dev.run({launch});
-  std::cout << runtime::format_report(prog, cfg, rep);
-  if (model.partitioned) std::cout << rep.stats_text;
+  std::string fallback_summary;
+  const runtime::RunReport rep =
+      model.partitioned
+          ? runtime::run_fallback(dev, cfg, *model.partitioned, launch, &fallback_summary)
+          : dev.run({launch});
+  std::cout << runtime::format_report(prog, cfg, rep) << fallback_summary;
   // The model's outputs in ONNX order, as the device holds them (outputs that are
   // inputs or constants included).
   const std::vector<runtime::HostTensor> onnx_outputs =

@@ -86,6 +86,8 @@ void run(ir::Graph& g, PassContext& ctx) {
     Value* out = root->outputs[0];
     Node* fused = ir::make_node(g, "trn.Elementwise", ins, {{"expr", ir::format_fused_expr(steps)}},
                                 root->name, 1, {g.unique_name(out->name + ".fused")}, root);
+    fused->origin.clear();  // the group's, in graph order
+    for (const Node* n : group) fused->merge_origin(*n);
     replace_value(g, out, fused->outputs[0], true);
     consumed.insert(group.begin(), group.end());
     bump(ctx, kPass, "fused");

@@ -86,6 +86,8 @@ void run(ir::Graph& g, PassContext& ctx) {
       attrs["compute_dtype"] = anchor->attrs.at("compute_dtype");
     Node* fused = ir::make_node(g, "trn.MatMulEpilogue", ins, std::move(attrs), anchor->name, 1,
                                 {g.unique_name(cur->name + ".fused")}, chain.back());
+    fused->origin = anchor->origin;
+    for (const Node* n : chain) fused->merge_origin(*n);
     replace_value(g, cur, fused->outputs[0], true);
     consumed.insert(anchor);
     consumed.insert(chain.begin(), chain.end());

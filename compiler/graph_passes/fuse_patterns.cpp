@@ -108,6 +108,7 @@ class PatternFuser {
       g_.erase_node(f);
       return false;
     }
+    for (const Node* n : m.nodes) f->merge_origin(*n);
     replace_value(g_, out, f->outputs[0], true);
     consumed_.insert(inside.begin(), inside.end());
     bump(ctx_, kPass, m.short_name);

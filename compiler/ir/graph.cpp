@@ -130,6 +130,11 @@ Value* Graph::add_constant(const std::string& name, TensorType type) {
   return v;
 }
 
+void Node::merge_origin(const Node& other) {
+  for (const auto& o : other.origin)
+    if (std::find(origin.begin(), origin.end(), o) == origin.end()) origin.push_back(o);
+}
+
 Node* Graph::add_node(const std::string& op, std::vector<Value*> inputs,
                       const std::vector<std::pair<std::string, TensorType>>& outputs,
                       std::map<std::string, Attribute> attrs, const std::string& node_name,
@@ -139,6 +144,7 @@ Node* Graph::add_node(const std::string& op, std::vector<Value*> inputs,
   n->name = node_name;
   n->inputs = std::move(inputs);
   n->attrs = std::move(attrs);
+  if (before) n->origin = before->origin;  // a rewrite of `before`, usually
   for (const auto& [oname, otype] : outputs) {
     Value* v = new_value(oname, otype);
     v->producer = n.get();

@@ -103,6 +103,10 @@ class Node {
  public:
   std::string op;    // op type, e.g. "Conv"
   std::string name;  // for messages; usually the ONNX node name, may be empty
+  // The imported nodes this one computes, (op type, node name), for reports that must
+  // name the model's own nodes (host fallback): set before the graph passes, taken
+  // over by a node added before it (Graph::add_node's `before`) and merged by fusions.
+  std::vector<std::pair<std::string, std::string>> origin;
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
   std::map<std::string, Attribute> attrs;
@@ -130,6 +134,8 @@ class Node {
 
   // "node 'Conv_12' (op Conv)" -- the prefix of every message about this node.
   std::string label() const;
+  // Adds `other`'s origin to this node's (each pair once).
+  void merge_origin(const Node& other);
 };
 
 class Graph {

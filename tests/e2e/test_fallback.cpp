@@ -7,11 +7,14 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "compiler/ir/ops.h"
 #include "compiler/partition.h"
 #include "runtime/fallback.h"
 #include "tests/e2e/lowering_check.h"
+
+#include <yaml-cpp/yaml.h>
 
 namespace trnsim::e2e {
 namespace {
@@ -71,7 +74,174 @@ TEST(Fallback, DeviceHostDeviceMatchesInterpreter) {
               r.segments[0].simulated_ns + r.segments[2].simulated_ns + r.transfer_ns, 1e-6);
   EXPECT_NE(r.stats_json.find("\"op\": \"CumSum\""), std::string::npos);
   const std::string text = runtime::format_fallback(m, r);
-  EXPECT_NE(text.find("fell back"), std::string::npos) << text;
+  EXPECT_NE(text.find("fell back: CumSum"), std::string::npos) << text;
+}
+
+// Every stat's dotted name in a stats JSON (its meta map).
+std::set<std::string> stat_keys(const std::string& json) {
+  std::set<std::string> k;
+  for (const auto& kv : YAML::Load(json)["meta"]) k.insert(kv.first.as<std::string>());
+  return k;
+}
+
+double stat_at(const YAML::Node& n, const std::string& dotted) {
+  const auto dot = dotted.find('.');
+  if (dot == std::string::npos) return n[dotted].as<double>();
+  return stat_at(n[dotted.substr(0, dot)], dotted.substr(dot + 1));
+}
+double stat(const std::string& json, const std::string& dotted) {
+  return stat_at(YAML::Load(json), dotted);
+}
+
+// The fallback run's stats tree has every key of a device run's (the device segments
+// summed) and the host figures; the simulated total is device + link time.
+TEST(Fallback, StatsTreeHasTheDeviceKeysAndHostFigures) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  interp::TensorMap in{{"X", random_tensor({64, 96}, 1)}};
+  compiler::PartitionedModel m =
+      compiler::compile_partitioned(cumsum_graph(), fp32_options(cfg), true);
+  runtime::Device dev(cfg);
+  const runtime::FallbackResult r = runtime::run_partitioned(dev, cfg, m, in);
+  ASSERT_EQ(r.segments.size(), 3u);
+  const std::string& j = r.stats_json;
+  const std::string& a = r.segments[0].report.stats_json;
+  const std::string& b = r.segments[2].report.stats_json;
+  const std::set<std::string> keys = stat_keys(j);
+  for (const std::string& k : stat_keys(a)) EXPECT_TRUE(keys.count(k)) << k;
+  for (const char* k : {"flops_by_dtype.fp32", "dma.active_pct", "sbuf.high_water_bytes",
+                        "psum.touched_bytes", "chip.core0.engines.tensor.instructions",
+                        "host.link.time_ns", "host.compute_wall_seconds", "host.ops.CumSum"})
+    EXPECT_TRUE(keys.count(k)) << k;
+  // Counters are the sums of the device segments'.
+  for (const char* k : {"instructions", "flops", "engines.tensor.instructions",
+                        "engines.vector.busy_ns", "dma.bytes", "hbm.read_bytes",
+                        "chip.core0.engines.tensor.instructions", "chip.core0.sbuf.read_bytes"})
+    EXPECT_NEAR(stat(j, k), stat(a, k) + stat(b, k), 1e-6 * (1 + stat(j, k))) << k;
+  EXPECT_EQ(stat(j, "sbuf.high_water_bytes"),
+            std::max(stat(a, "sbuf.high_water_bytes"), stat(b, "sbuf.high_water_bytes")));
+  // The total and the shares of it.
+  const double total = stat(j, "simulated_ns");
+  EXPECT_NEAR(total, r.total.simulated_ns, 1e-9 * total);
+  EXPECT_NEAR(total, stat(j, "host.device_ns") + stat(j, "host.link.time_ns"), 1e-9 * total);
+  EXPECT_NEAR(stat(j, "host.device_ns"), stat(a, "simulated_ns") + stat(b, "simulated_ns"),
+              1e-9 * total);
+  EXPECT_NEAR(stat(j, "dma.active_pct"), 100.0 * stat(j, "dma.active_ns") / total, 1e-9);
+  EXPECT_NEAR(stat(j, "engines.tensor.active_pct"),
+              100.0 * stat(j, "engines.tensor.busy_ns") / total, 1e-9);
+  EXPECT_EQ(stat(j, "host.segments"), 1);
+  EXPECT_EQ(stat(j, "host.device_segments"), 2);
+  EXPECT_EQ(stat(j, "host.ops.CumSum"), 1);
+  EXPECT_EQ(stat(j, "host.link.bytes"), 2 * 64 * 80 * 4);
+  EXPECT_EQ(stat(j, "host.link.transfers"), 2);
+  EXPECT_GT(stat(j, "host.compute_wall_seconds"), 0);
+  const YAML::Node root = YAML::Load(j);
+  EXPECT_EQ(root["meta"]["host.link.time_ns"]["unit"].as<std::string>(), "ns");
+  EXPECT_EQ(root["fallback"]["nodes"][0]["op"].as<std::string>(), "CumSum");
+  EXPECT_EQ(root["fallback"]["segments"].size(), 3u);
+  // The text report's DMA queues are the tree's: one row per queue of the run.
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t>> queues;
+  for (const auto& q : r.total.dma_queues) {
+    EXPECT_TRUE(queues.insert({q.core, q.engine, q.queue}).second) << "queue listed twice";
+    const std::string k = "dma.queues.core" + std::to_string(q.core) + ".dma" +
+                          std::to_string(q.engine) + ".q" + std::to_string(q.queue);
+    EXPECT_EQ(stat(j, k + ".bytes"), double(q.bytes)) << k;
+    EXPECT_EQ(stat(j, k + ".copies"), double(q.copies)) << k;
+  }
+  // The text form is the same tree.
+  EXPECT_NE(r.stats_text.find("host.link.time_ns"), std::string::npos);
+  EXPECT_NE(r.stats_text.find("chip.core0.engines.tensor.instructions"), std::string::npos);
+}
+
+// A model wholly on the host: its inputs come down from HBM and its outputs go back
+// up, as a device run's start and end there, so the simulated time is that link time,
+// not zero; the device keys are all present and zero.
+TEST(Fallback, WhollyOnTheHostChargesTheLink) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {64, 96}});
+  g.add_output(ir::make_node(g, "CumSum", {x}, {{"axis", int64_t{1}}}, "cumsum")->outputs[0]);
+  interp::TensorMap in{{"X", random_tensor({64, 96}, 1)}};
+  const interp::TensorMap want = interp::run(g, in);
+  compiler::PartitionedModel m =
+      compiler::compile_partitioned(std::move(g), fp32_options(cfg), true);
+  ASSERT_EQ(m.segments.size(), 1u);
+  ASSERT_FALSE(m.segments[0].on_device);
+  runtime::Device dev(cfg);
+  const runtime::FallbackResult r = runtime::run_partitioned(dev, cfg, m, in);
+  const ir::Value* out = m.graph.outputs().at(0);
+  EXPECT_EQ(r.outputs.at(out->name).floats(), want.at(out->name).floats());
+  const double bytes = 64 * 96 * 4;
+  const double link = 2 * 1e9 * (cfg.host.link_latency_s + bytes / cfg.host.link_bandwidth_bps);
+  EXPECT_EQ(r.transfer_bytes, uint64_t(2 * bytes));
+  EXPECT_EQ(r.output_upload_bytes, uint64_t(bytes));
+  EXPECT_NEAR(r.total.simulated_ns, link, 1e-9 * link);
+  const std::string& j = r.stats_json;
+  EXPECT_NEAR(stat(j, "simulated_ns"), link, 1e-9 * link);
+  EXPECT_EQ(stat(j, "host.device_ns"), 0);
+  EXPECT_EQ(stat(j, "host.link.download_bytes"), bytes);
+  EXPECT_EQ(stat(j, "host.link.upload_bytes"), bytes);
+  const std::set<std::string> keys = stat_keys(j);
+  for (const char* k :
+       {"instructions", "cores", "flops", "tflops", "mfu_pct", "host_seconds",
+        "engines.tensor.active_pct", "engines.sync.port_stall_ns", "hbm.mbu_pct", "dma.active_pct",
+        "dma.engines_busy_pct", "sbuf.high_water_bytes", "psum.touched_bytes",
+        "chip.hbm.read_bytes", "chip.core0.engines.tensor.instructions"}) {
+    ASSERT_TRUE(keys.count(k)) << k;
+    if (std::string(k) != "cores" && std::string(k) != "host_seconds") {
+      EXPECT_EQ(stat(j, k), 0) << k;
+    }
+  }
+  EXPECT_EQ(r.total.engines.size(), 6u);  // the text report's engine rows, all zero
+  const std::string text = runtime::format_fallback(m, r);
+  EXPECT_NE(text.find("outputs to HBM"), std::string::npos) << text;
+  EXPECT_NE(text.find("fell back: CumSum 'cumsum'"), std::string::npos) << text;
+}
+
+// Fallen-back nodes are named by the model's own ONNX nodes: the graph passes carry
+// each node's origin through rewrites and fusions (ir::Node::origin).
+TEST(Fallback, OriginsSurviveFusionAndRewrites) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {16, 24}});
+  ir::Value* w = g.add_constant("W", random_tensor({24, 8}, 2));
+  ir::Value* c = g.add_constant("c", random_tensor({8}, 3));
+  ir::Value* y = ir::make_node(g, "Gemm", {x, w, c}, {}, "gemm")->outputs[0];
+  ir::Value* two = g.add_constant("two", Tensor::from_floats({}, {2.0f}));
+  ir::Value* t = ir::make_node(g, "CumSum", {y}, {{"axis", int64_t{1}}}, "cs")->outputs[0];
+  t = ir::make_node(g, "Mul", {t, two}, {}, "mul")->outputs[0];
+  t = ir::make_node(g, "Sigmoid", {t}, {}, "sig")->outputs[0];
+  t = ir::make_node(g, "Add", {t, two}, {}, "add")->outputs[0];
+  g.add_output(t);
+  compiler::PartitionedModel m =
+      compiler::compile_partitioned(std::move(g), fp32_options(cfg), true);
+  using Origin = std::vector<std::pair<std::string, std::string>>;
+  bool fused = false, gemm = false;
+  for (const auto& n : m.graph.nodes()) {
+    if (n->op == "trn.Elementwise") {
+      fused = true;
+      EXPECT_EQ(n->origin, (Origin{{"Mul", "mul"}, {"Sigmoid", "sig"}, {"Add", "add"}}));
+    }
+    if (n->op == "MatMul" || n->op == "trn.MatMulEpilogue") {
+      gemm = true;
+      EXPECT_EQ(n->origin.front(), (std::pair<std::string, std::string>{"Gemm", "gemm"}));
+    }
+  }
+  EXPECT_TRUE(fused) << m.dump_text;
+  EXPECT_TRUE(gemm) << m.dump_text;
+  ASSERT_EQ(m.fallback.size(), 1u);
+  EXPECT_EQ(m.fallback[0].onnx, (Origin{{"CumSum", "cs"}}));
+
+  // A fused node on the host is reported as the ONNX nodes it computes.
+  runtime::FallbackResult r;
+  compiler::PartitionedModel f;
+  f.fallback.push_back({"add", "trn.Elementwise", "refused", {{"Mul", "mul"}, {"Add", "add"}}});
+  const std::string text = runtime::format_fallback(f, r);
+  EXPECT_NE(text.find("fell back: Mul 'mul' (as trn.Elementwise 'add'): refused"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fell back: Add 'add' (as trn.Elementwise 'add')"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("2 node(s) on the host"), std::string::npos) << text;
 }
 
 TEST(Fallback, RefusedWithoutFallback) {

@@ -16,6 +16,8 @@ Tolerances (error = max |trnsim - eager| / max |eager| unless said otherwise):
 import importlib
 import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import types
@@ -202,6 +204,85 @@ class Backend(unittest.TestCase):
         with torch.no_grad():
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
         self.assertEqual(compiled.last_report.config, "trn1")
+
+    def test_cache_per_input_signature(self):
+        # The first call with a signature exports and compiles; a second call with the
+        # same shapes and dtypes only simulates the kept program; new shapes compile.
+        model, (x,) = small_mlp()
+        compiled = tt.make_backend(precision="fp32", config="tiny")(
+            torch.fx.symbolic_trace(model), [x])
+        exports = []
+        real_export = tt._export
+
+        def counting_export(*args, **kwargs):
+            exports.append(args[2])
+            return real_export(*args, **kwargs)
+
+        with mock.patch.object(tt, "_export", counting_export):
+            compiled(x)
+            self.assertEqual(compiled.last_report.compiled, "compiled")
+            x2 = torch.randn(x.shape)
+            cmds = []
+            real_run = subprocess.run
+
+            def recording_run(cmd, *args, **kwargs):
+                cmds.append(cmd)
+                return real_run(cmd, *args, **kwargs)
+
+            with mock.patch.object(subprocess, "run", recording_run):
+                y2 = compiled(x2)
+            self.assertEqual(compiled.last_report.compiled, "cached")
+            self.assertEqual((len(exports), compiled.compiles), (1, 1))
+            # One simulator call, `trnsim run` of the kept program: no compile.
+            self.assertEqual([c[1:3] for c in cmds], [["run", cmds[0][2]]])
+            self.assertTrue(cmds[0][2].endswith("model.tbin"), cmds[0])
+            with torch.no_grad():
+                self.assertLess(rel_err(y2, model(x2)), 1e-4)
+            self.assertLess(compiled.last_report.max_rel_err, 1e-4)
+            x3 = torch.randn(5, x.shape[1])
+            y3 = compiled(x3)
+            self.assertEqual(compiled.last_report.compiled, "compiled")
+            self.assertEqual((len(exports), compiled.compiles), (2, 2))
+            with torch.no_grad():
+                self.assertLess(rel_err(y3, model(x3)), 1e-4)
+            compiled(x.double().float())
+            self.assertEqual(compiled.last_report.compiled, "cached")
+            self.assertEqual(len(exports), 2)
+
+    def test_unknown_option_is_refused(self):
+        with self.assertRaisesRegex(TypeError, "unknown option.*precison"):
+            tt.make_backend(precison="fp32")
+
+    def test_cache_with_host_fallback(self):
+        # A model with host fallback is no single program file: its export is kept and
+        # `trnsim run` compiles it again on later calls.
+        def f(t):
+            return torch.relu(torch.cumsum(t, 1))
+        x = torch.randn(6, 10)
+        gm = torch.fx.symbolic_trace(f)
+        compiled = tt.make_backend(precision="fp32", config="tiny")(gm, [x])
+        with mock.patch.object(tt, "_export", wraps=tt._export) as export:
+            compiled(x)
+            self.assertEqual(compiled.last_report.compiled, "compiled")
+            y = compiled(x * 2)
+            self.assertEqual(compiled.last_report.compiled, "recompiled")
+            self.assertEqual(export.call_count, 1)
+        self.assertEqual(compiled.last_report.fallback_ops, ["CumSum"])
+        torch.testing.assert_close(y, f(x * 2), rtol=1e-4, atol=1e-4)
+
+    def test_int_outputs_through_a_cached_program(self):
+        # A compiled program holds integers as fp32: the cached path gives them back in
+        # the eager dtype.
+        def f(t):
+            return (t > 0).sum(1), torch.clamp(t, -3, 3).round().long()
+        x = torch.randn(4, 9) * 4
+        compiled = tt.make_backend(precision="fp32", config="tiny")(torch.fx.symbolic_trace(f), [x])
+        for k in range(2):
+            out = compiled(x + k)
+            want = f(x + k)
+            for o, w in zip(out, want):
+                self.assertEqual(o.dtype, w.dtype)
+                self.assertTrue(torch.equal(o, w), (o, w))
 
     def test_torch_compile_registration(self):
         # Registered only from torch 2 on; checked with a stand-in registry so the
@@ -404,6 +485,49 @@ class OnChip(unittest.TestCase):
             tt.run(lambda t: torch.relu(torch.cumsum(t, 1)), (x,), fallback=False)
         self.assertEqual(cm.exception.unlowered_op, "CumSum")
 
+    def test_fallback_report_agrees_with_the_cli(self):
+        # The report of a run partly on the host: the ONNX node names, the link and
+        # device shares of the simulated time, and the engine and DMA active % the CLI
+        # prints.
+        torch.manual_seed(12)
+        x = torch.randn(32, 64)
+        w = torch.randn(64, 48)
+        _, r = tt.run(lambda t: torch.cumsum(t @ w, 1) @ w.T, (x,), precision="fp32",
+                      config="tiny")
+        self.assertEqual(r.fallback_ops, ["CumSum"])
+        self.assertEqual(r.fallback_nodes, [("CumSum", "/CumSum")])
+        self.assertGreater(r.link_ns, 0)
+        self.assertEqual(r.link_bytes, 2 * 32 * 48 * 4)
+        self.assertAlmostEqual(r.simulated_ns, r.device_ns + r.link_ns, delta=1e-6 * r.simulated_ns)
+        self.assertGreater(r.host_compute_seconds, 0)
+        for key in ("dma", "sbuf", "psum", "chip", "flops_by_dtype", "engines", "hbm", "host"):
+            self.assertIn(key, r.stats)
+        cli = {}
+        for line in r.text.splitlines():
+            m = re.match(r"\s+(tensor|vector|scalar|gpsimd|sync|dma)\s+\d+\s+\S+ \S+\s+"
+                         r"([0-9.]+)%", line)
+            if m:
+                cli[m.group(1)] = float(m.group(2))
+        self.assertEqual(sorted(cli), sorted(r.engine_active_pct))
+        self.assertGreater(r.engine_active_pct["dma"], 0)
+        for e, pct in cli.items():
+            self.assertAlmostEqual(r.engine_active_pct[e], pct, delta=0.051, msg=e)
+        self.assertIn("host fallback", str(r))
+        self.assertIn("CumSum '/CumSum'", str(r))
+
+    def test_wholly_on_the_host(self):
+        # Nothing on the device: the simulated time is the link time of the input down
+        # and the output up, not zero; the device figures are all zero.
+        x = torch.randn(16, 40)
+        _, r = tt.run(lambda t: torch.cumsum(t, 1), (x,), precision="fp32", config="tiny")
+        self.assertEqual(r.fallback_ops, ["CumSum"])
+        self.assertGreater(r.simulated_ns, 0)
+        self.assertEqual(r.device_ns, 0)
+        self.assertAlmostEqual(r.simulated_ns, r.link_ns, delta=1e-6 * r.link_ns)
+        self.assertEqual(r.link_bytes, 2 * 16 * 40 * 4)
+        self.assertEqual(r.instructions, 0)
+        self.assertEqual(set(r.engine_active_pct.values()), {0.0})
+
 
 @needs_torch
 class ReportTree(unittest.TestCase):
@@ -438,6 +562,19 @@ class ReportTree(unittest.TestCase):
             r = trnsim.Report(dict(self.TREE, fallback=section))
             self.assertEqual(r.fallback_ops, ["Gather", "TopK"], section)
             self.assertIn("Gather, TopK", str(r))
+        # As the runtime writes it: ONNX op types and node names, and the host group.
+        tree = dict(self.TREE, fallback={"nodes": [{"op": "Gather", "node": "/g"},
+                                                   {"op": "TopK", "node": "/t"}]},
+                    host={"device_ns": 1500.0, "compute_wall_seconds": 0.25,
+                          "link": {"time_ns": 500.0, "bytes": 2048}})
+        r = trnsim.Report(tree)
+        self.assertEqual(r.fallback_ops, ["Gather", "TopK"])
+        self.assertEqual(r.fallback_nodes, [("Gather", "/g"), ("TopK", "/t")])
+        self.assertEqual((r.device_ns, r.link_ns, r.link_bytes, r.host_compute_seconds),
+                         (1500.0, 500.0, 2048, 0.25))
+        self.assertIn("Gather '/g', TopK '/t'", str(r))
+        self.assertIn("device 1.500 us + link 500.0 ns (2.00 KiB); host compute 0.2500 s "
+                      "wall clock, not simulated", str(r))
 
     def test_compare(self):
         from trnsim.report import compare

@@ -49,6 +49,13 @@ def _fallback_ops(section):
     return [str(section)]
 
 
+def _fallback_nodes(section):
+    """(ONNX op type, ONNX node name) of each node that ran on the host."""
+    nodes = section.get("nodes", []) if isinstance(section, dict) else []
+    return [(str(n.get("op", "")), str(n.get("node", ""))) for n in nodes
+            if isinstance(n, dict)]
+
+
 def _human_bytes(b):
     units = ("B", "KiB", "MiB", "GiB", "TiB")
     u = 0
@@ -73,8 +80,13 @@ class Report:
     compute engines and "dma"), flops, tflops (achieved matmul TFLOP/s), mfu_pct,
     mfu_dtype, hbm_read_bytes, hbm_write_bytes, hbm_gbps (HBM bytes moved / simulated
     time), mbu_pct, errors {output: {"max_abs", "max_rel"}} vs the reference,
-    fallback_ops, host_seconds (simulator host time), wall_seconds (the whole CLI call:
-    compile + simulate + file I/O), config, precision, model, trace.
+    fallback_ops (ONNX op type of each node run on the host), fallback_nodes ((op type,
+    ONNX node name) pairs), link_ns / link_bytes (host<->device transfers, in
+    simulated_ns), device_ns (the device segments' simulated time), host_compute_seconds
+    (the host segments' interpreter wall clock: not simulated, not in simulated_ns),
+    host_seconds (simulator host time), wall_seconds (the whole CLI call: compile +
+    simulate + file I/O), compiled ("compiled", or "cached" when a torch.compile backend
+    reused its program), config, precision, model, trace.
     """
 
     def __init__(self, stats, config="", precision="", wall_seconds=0.0, errors=None,
@@ -113,6 +125,14 @@ class Report:
         self.hbm_gbps = moved / self.simulated_ns if self.simulated_ns > 0 else 0.0
 
         self.fallback_ops = _fallback_ops(stats.get("fallback"))
+        self.fallback_nodes = _fallback_nodes(stats.get("fallback"))
+        host = stats.get("host") or {}
+        link = host.get("link") or {}
+        self.link_ns = float(link.get("time_ns", 0.0))
+        self.link_bytes = int(link.get("bytes", 0))
+        self.device_ns = float(host.get("device_ns", self.simulated_ns))
+        self.host_compute_seconds = float(host.get("compute_wall_seconds", 0.0))
+        self.compiled = "compiled"
 
     @property
     def simulated_us(self):
@@ -131,7 +151,8 @@ class Report:
         keys = ("model", "config", "precision", "simulated_ns", "instructions", "flops",
                 "tflops", "mfu_pct", "mfu_dtype", "engine_active_pct", "hbm_read_bytes",
                 "hbm_write_bytes", "hbm_gbps", "mbu_pct", "errors", "fallback_ops",
-                "host_seconds", "wall_seconds", "trace")
+                "fallback_nodes", "link_ns", "link_bytes", "device_ns",
+                "host_compute_seconds", "host_seconds", "wall_seconds", "compiled", "trace")
         return {k: getattr(self, k) for k in keys}
 
     def __repr__(self):
@@ -165,7 +186,15 @@ class Report:
                 row("max error vs eager" if first else "",
                     f"{name:<{width}}  abs {e['max_abs']:.3e}  rel {e['max_rel']:.3e}")
                 first = False
-        row("host fallback", ", ".join(self.fallback_ops) if self.fallback_ops else "none")
+        if self.fallback_ops:
+            row("host fallback", ", ".join([f"{op} '{node}'" for op, node in self.fallback_nodes]
+                                           or self.fallback_ops))
+            if "host" in self.stats:
+                row("", f"simulated = device {_human_ns(self.device_ns)} + link "
+                    f"{_human_ns(self.link_ns)} ({_human_bytes(self.link_bytes)}); host "
+                    f"compute {self.host_compute_seconds:.4f} s wall clock, not simulated")
+        else:
+            row("host fallback", "none")
         row("host time", f"{self.host_seconds:.3f} s simulating, {self.wall_seconds:.3f} s "
             "for the whole trnsim call")
         if self.trace:

@@ -14,13 +14,16 @@ torch >= 2 it is registered as torch.compile(model, backend="trnsim").
 import inspect
 import os
 import re
+import shutil
+import subprocess
 import tempfile
 import warnings
+import weakref
 
 import numpy as np
 import torch
 
-from trnsim._cli import TrnsimError, run_model
+from trnsim._cli import TrnsimError, _cli_message, _set_args, find_binary, run_model
 
 __all__ = ["ExportError", "backend", "make_backend", "run"]
 
@@ -154,6 +157,53 @@ def _model_name(fn):
     return fn.__name__.strip("<>")  # "<lambda>" -> "lambda"
 
 
+class _Prepared:
+    """One call's eager reference and names: the simulator's inputs (copies taken
+    before anything runs), the eager outputs flattened, input and output names."""
+
+    def __init__(self, module, inputs):
+        self.inputs = inputs
+        # The simulator's inputs are taken now: the eager and the export runs each get
+        # their own copies, so a module that writes its input in place (x.add_(1),
+        # ReLU(inplace=True)) changes neither the caller's tensors nor what the other
+        # runs see.
+        self.arrays = [np.array(_to_numpy(t)) for t in inputs]  # copies, not views
+        with torch.no_grad():
+            eager = module(*self.fresh())
+        self.flat_ref, self.rebuild = _flatten(eager)
+        self.in_names = _input_names(module, len(inputs))
+        out = ["output"] if len(self.flat_ref) == 1 else [
+            f"output_{i}" for i in range(len(self.flat_ref))]
+        self.out_names = [n if n not in self.in_names else "out_" + n for n in out]
+
+    def fresh(self):
+        return tuple(t.clone() for t in self.inputs)
+
+    def reference(self):
+        return {n: _to_numpy(t) for n, t in zip(self.out_names, self.flat_ref)}
+
+    def outputs(self, outs, exact_ints=False):
+        """The simulator's outputs shaped and typed like eager's; exact_ints: integer and
+        bool outputs come as the device's fp32 (a compiled program's raw outputs)."""
+        tensors = []
+        for n, ref in zip(self.out_names, self.flat_ref):
+            a = np.array(outs[n])
+            if exact_ints and not ref.is_floating_point():
+                a = a != 0 if ref.dtype == torch.bool else np.rint(a)
+            tensors.append(torch.from_numpy(a).to(ref.dtype).reshape(ref.shape))
+        return self.rebuild(tensors)
+
+
+def _eval_mode(module):
+    """Puts `module` in eval mode; returns the (submodule, training) list to restore
+    (a mix of train/eval stays a mix)."""
+    modes = [(m, m.training) for m in module.modules()] if isinstance(
+        module, torch.nn.Module) else []
+    if modes:
+        module.eval()
+    return modes
+
+
 def run(module, example_inputs, config="trn2", precision="bf16", trace=None, stats=None,
         set=None, timeout=None, functional=True, name=None, fallback=True):
     """Runs `module(*example_inputs)` on the simulator.
@@ -175,61 +225,148 @@ def run(module, example_inputs, config="trn2", precision="bf16", trace=None, sta
         raise TypeError(f"run: module is a {type(module).__name__}; give a torch.nn.Module "
                         "(or a function of tensors)")
     inputs = _as_tuple(example_inputs)
-    # The simulator's inputs are taken now: the eager and the export runs each get
-    # their own copies, so a module that writes its input in place (x.add_(1),
-    # ReLU(inplace=True)) changes neither the caller's tensors nor what the other
-    # runs see.
-    in_arrays = [np.array(_to_numpy(t)) for t in inputs]  # copies, not views
-
-    def fresh():
-        return tuple(t.clone() for t in inputs)
-
-    # Every submodule's mode is restored afterwards (a mix of train/eval stays a mix).
-    modes = [(m, m.training) for m in module.modules()] if isinstance(
-        module, torch.nn.Module) else []
-    if modes:
-        module.eval()
+    modes = _eval_mode(module)
     try:
-        with torch.no_grad():
-            eager = module(*fresh())
-        flat_ref, rebuild = _flatten(eager)
-        in_names = _input_names(module, len(inputs))
-        out_names = ["output"] if len(flat_ref) == 1 else [
-            f"output_{i}" for i in range(len(flat_ref))]
-        out_names = [n if n not in in_names else "out_" + n for n in out_names]
+        prep = _Prepared(module, inputs)
         with tempfile.TemporaryDirectory(prefix="trnsim-torch-") as work:
             path = os.path.join(work, "model.onnx")
-            _export(_exportable(module, len(inputs)), fresh(), path, in_names, out_names)
+            _export(_exportable(module, len(inputs)), prep.fresh(), path, prep.in_names,
+                    prep.out_names)
             outs, report = run_model(
-                path, dict(zip(in_names, in_arrays)), config=config,
+                path, dict(zip(prep.in_names, prep.arrays)), config=config,
                 precision=precision, set=set, trace=trace, stats=stats, timeout=timeout,
-                functional=functional, fallback=fallback,
-                reference={n: _to_numpy(t) for n, t in zip(out_names, flat_ref)},
-                output_names=out_names, workdir=work)
+                functional=functional, fallback=fallback, reference=prep.reference(),
+                output_names=prep.out_names, workdir=work)
     finally:
         for m, training in modes:
             m.training = training
     report.model = name or _model_name(module)
     if not functional:
         return None, report
-    tensors = [torch.from_numpy(np.array(outs[n])).to(ref.dtype).reshape(ref.shape)
-               for n, ref in zip(out_names, flat_ref)]
-    return rebuild(tensors), report
+    return prep.outputs(outs), report
+
+
+def _compile_program(onnx_path, program_path, config, precision, set, timeout):
+    """`trnsim compile` of the exported model to one device program; False when the
+    model needs the host (a compiled program file holds device code only)."""
+    cmd = [find_binary(), "compile", str(onnx_path), "-o", str(program_path), "-c", str(config),
+           "--precision", str(precision)] + _set_args(set)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise TrnsimError(f"trnsim compile {onnx_path} did not finish within {timeout} s",
+                          cmd=cmd) from e
+    if proc.returncode == 0:
+        return True
+    err = TrnsimError(_cli_message(proc.stderr, proc.returncode), proc.returncode, cmd,
+                      proc.stdout, proc.stderr)
+    if err.unlowered_op is not None:
+        return False
+    raise err
+
+
+def _key_part(value):
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_key_part(v) for v in value)
+    return str(value)
+
+
+class _CacheEntry:
+    def __init__(self, directory):
+        self.dir = directory
+        self.onnx = os.path.join(directory, "model.onnx")
+        self.program = None  # the compiled device program, when one holds the model
 
 
 def make_backend(**options):
-    """A torch.compile-style backend bound to run() options (config, precision, ...)."""
+    """A torch.compile-style backend bound to run() options (config, precision, set,
+    fallback, timeout, ...).
+
+    The callable it returns caches per input signature (shapes and dtypes; the graph
+    is the one it was made for, the options are fixed): the first call with a
+    signature exports the graph and compiles it (`trnsim compile`, kept in a
+    directory that lives as long as the callable); later calls with the same
+    signature only simulate the kept program. A model with host fallback cannot be
+    one program file: its export is reused and `trnsim run` compiles it again. The
+    report's `compiled` says which: "compiled", "cached" or "recompiled"; the
+    callable's `compiles` counts the compiles, `last_report` is the latest Report.
+    """
+    known = set(inspect.signature(run).parameters) - {"module", "example_inputs"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"make_backend: unknown option(s) {', '.join(unknown)}; run() takes "
+                        f"{', '.join(sorted(known))}")
 
     def _backend(gm, example_inputs):
+        work = tempfile.mkdtemp(prefix="trnsim-compiled-")
+        cache = {}
+
         def compiled(*args):
-            outputs, report = run(gm, args, **options)
+            inputs = _as_tuple(args)
+            key = (tuple((tuple(t.shape), str(t.dtype)) for t in inputs),
+                   _key_part({k: _key_part(v) for k, v in options.items()}))
+            modes = _eval_mode(gm)
+            try:
+                prep = _Prepared(gm, inputs)
+                entry = cache.get(key)
+                first = entry is None
+                if first:
+                    entry = _CacheEntry(os.path.join(work, str(len(cache))))
+                    os.makedirs(entry.dir)
+                    _export(_exportable(gm, len(inputs)), prep.fresh(), entry.onnx,
+                            prep.in_names, prep.out_names)
+                    compiled.compiles += 1
+                    program = os.path.join(entry.dir, "model.tbin")
+                    if _compile_program(entry.onnx, program, options.get("config", "trn2"),
+                                        options.get("precision", "bf16"), options.get("set"),
+                                        options.get("timeout")):
+                        entry.program = program
+                    cache[key] = entry
+                outs, report = _run_entry(entry, prep, options, first)
+            finally:
+                for m, training in modes:
+                    m.training = training
+            report.compiled = ("compiled" if first else
+                               "cached" if entry.program is not None else "recompiled")
+            report.model = options.get("name") or _model_name(gm)
             compiled.last_report = report
-            return outputs
+            if not options.get("functional", True):
+                return None
+            return prep.outputs(outs, exact_ints=entry.program is not None)
 
         compiled.last_report = None
+        compiled.compiles = 0
+        # The cached programs live as long as the callable.
+        weakref.finalize(compiled, shutil.rmtree, work, ignore_errors=True)
         return compiled
 
     return _backend
+
+
+def _run_entry(entry, prep, options, first):
+    """Simulates a cache entry: its compiled program (inputs and outputs by the program
+    tensor names, integers as fp32), else its exported ONNX model. A program that does
+    not run the model as given (an output that is an input, a dtype the program file
+    cannot take) is dropped on the first call and the ONNX model used from then on."""
+    kw = dict(config=options.get("config", "trn2"), precision=options.get("precision", "bf16"),
+              set=options.get("set"), trace=options.get("trace"), stats=options.get("stats"),
+              timeout=options.get("timeout"), functional=options.get("functional", True),
+              fallback=options.get("fallback", True), reference=prep.reference(),
+              output_names=prep.out_names)
+    if entry.program is not None:
+        arrays = [a if a.dtype.kind == "f" else a.astype(np.float32) for a in prep.arrays]
+        try:
+            with tempfile.TemporaryDirectory(prefix="trnsim-run-") as work:
+                return run_model(entry.program, dict(zip(prep.in_names, arrays)),
+                                 workdir=work, **kw)
+        except TrnsimError:
+            if not first:
+                raise
+            entry.program = None
+    with tempfile.TemporaryDirectory(prefix="trnsim-run-") as work:
+        return run_model(entry.onnx, dict(zip(prep.in_names, prep.arrays)), workdir=work, **kw)
 
 
 def backend(gm, example_inputs):
