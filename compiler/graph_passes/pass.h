@@ -6,6 +6,8 @@
 // `trnsim compile --print-after PASS`.
 //
 // The passes, in default order:
+//   decompose         Einsum, Resize/Upsample, InstanceNormalization -> ops the
+//                     device lowers (MatMul, Transpose, Reshape, trn.LayerNorm, ...)
 //   canonicalize      simplify: identities, constant folding, reshape/transpose
 //                     chains, x*1 / x+0, x-c / x/c -> x+(-c) / x*(1/c), Gemm -> MatMul
 //                     (+ Add), BatchNormalization into the preceding Conv, dead nodes
@@ -56,6 +58,7 @@ struct PassInfo {
 };
 
 // The passes, one per file.
+const PassInfo& decompose_pass();
 const PassInfo& canonicalize_pass();
 const PassInfo& fuse_patterns_pass();
 const PassInfo& fuse_epilogue_pass();
@@ -66,7 +69,7 @@ const PassInfo& autocast_pass();
 const std::vector<const PassInfo*>& all_passes();
 // Throws ir::CompileError listing the known passes.
 const PassInfo& find_pass(std::string_view name);
-// canonicalize, fuse_patterns, fuse_epilogue, fuse_elementwise, then autocast
+// decompose, canonicalize, fuse_patterns, fuse_epilogue, fuse_elementwise, then autocast
 // unless `p` is fp32. autocast reads the precision from PassContext::precision:
 // set both from the same option (run_default_pipeline does).
 std::vector<std::string> default_graph_pipeline(Precision p);

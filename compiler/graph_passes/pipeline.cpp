@@ -25,9 +25,9 @@ std::optional<Precision> parse_precision(std::string_view s) {
 }
 
 const std::vector<const PassInfo*>& all_passes() {
-  static const std::vector<const PassInfo*> passes{&canonicalize_pass(), &fuse_patterns_pass(),
-                                                   &fuse_epilogue_pass(), &fuse_elementwise_pass(),
-                                                   &autocast_pass()};
+  static const std::vector<const PassInfo*> passes{&decompose_pass(),        &canonicalize_pass(),
+                                                   &fuse_patterns_pass(),    &fuse_epilogue_pass(),
+                                                   &fuse_elementwise_pass(), &autocast_pass()};
   return passes;
 }
 
@@ -41,7 +41,7 @@ const PassInfo& find_pass(std::string_view name) {
 }
 
 std::vector<std::string> default_graph_pipeline(Precision p) {
-  std::vector<std::string> names{"canonicalize", "fuse_patterns", "fuse_epilogue",
+  std::vector<std::string> names{"decompose", "canonicalize", "fuse_patterns", "fuse_epilogue",
                                  "fuse_elementwise"};
   if (p != Precision::fp32) names.push_back("autocast");
   return names;

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/graph_passes/decompose.h"
 #include "compiler/ir/text.h"
 #include "compiler/lower/context.h"
 
@@ -124,6 +125,8 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
     const std::string& op = n.op;
     const bool known = std::binary_search(lowerable_ops().begin(), lowerable_ops().end(), op);
     if (!known) {
+      // Ops the decompose graph pass rewrites: why this one was left.
+      if (auto why = graph_passes::decompose_refusal(n)) unsupported(n, *why);
       std::string list;
       for (const std::string& o : lowerable_ops()) list += (list.empty() ? "" : ", ") + o;
       throw ir::UnsupportedError("lowering: " + n.label() + ": op type '" + op +
