@@ -4,10 +4,10 @@
 // both, needed later: by the output or a later operand), contracted (in both, not
 // needed later), free in A or free in B; a label only one operand has and nothing
 // needs later is summed out first (ReduceSum). A is transposed to [batch, freeA,
-// contracted] and B to [batch, contracted, freeB], reshaped to [Bt, M, K] x [Bt, K, N]
-// (2-D without batch labels) for one MatMul, whose result is reshaped back to
-// [batch, freeA, freeB]. A single operand is only summed and transposed. Ellipsis
-// dims that broadcast (size 1 against a larger size) are expanded first.
+// contracted] and B to [batch, contracted, freeB], reshaped to [batch, M, K] x
+// [batch, K, N] (B 2-D without batch labels) for one MatMul, whose result is
+// reshaped to [batch, freeA, freeB] where that differs. A single operand is only summed and
+// transposed. Ellipsis dims that broadcast (size 1 against a larger size) are expanded first.
 // Refused: integer operands (the chip's MatMul is float) and a subscript repeated
 // within one operand (a diagonal).
 #include <algorithm>
@@ -118,12 +118,19 @@ class Contractor {
       x.insert(x.end(), z.begin(), z.end());
       return x;
     };
-    const int64_t B = numel(batch), M = numel(free_a), K = numel(contracted), N = numel(free_b);
-    ir::Shape as{M, K}, bs{K, N};
-    if (!batch.empty()) {
-      as.insert(as.begin(), B);
-      bs.insert(bs.begin(), B);
+    const int64_t M = numel(free_a), K = numel(contracted), N = numel(free_b);
+    // Batch dims stay separate (MatMul batches over them), so the result of the
+    // common cases (one free label per side) needs no reshape: a reshaped graph
+    // output would cost a copy. Without batch labels B is 2-D, and A's free dims
+    // stay separate too (MatMul flattens them onto M).
+    ir::Shape as = sizes(batch), bs = sizes(batch);
+    if (batch.empty() && !free_a.empty()) {
+      as = sizes(free_a);
+      as.push_back(K);
+    } else {
+      as.insert(as.end(), {M, K});
     }
+    bs.insert(bs.end(), {K, N});
     Value* av = e_.reshape(arrange(a, cat(batch, free_a, contracted), "lhs_perm"), as, "lhs");
     Value* bv = e_.reshape(arrange(b, cat(batch, contracted, free_b), "rhs_perm"), bs, "rhs");
     Value* mm = e_.node("MatMul", {av, bv}, {}, "matmul");

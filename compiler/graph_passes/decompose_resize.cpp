@@ -1,13 +1,15 @@
 // Resize (Upsample imports as Resize) -> MatMul by constant interpolation matrices.
 //
-// Nearest, linear and cubic resizing are separable: along each resized axis d the output
-// is R_d @ x, where R_d [out_d, in_d] holds the interpolation weights of every output
-// coordinate (computed here from the ONNX definition: coordinate transformation,
-// nearest rounding, cubic coefficients, edge values repeated outside the input). The axis is
-// applied as one MatMul on a reshape: x [pre, in_d, post] -> R_d @ x (a shared 2-D left operand)
-// or, for the last axis, x [pre, in_d] @ R_d^T. A nearest resize whose every resized
-// axis repeats each input element s times (an integer factor) is instead an Expand
-// of x with a unit axis after each of them, which moves data without arithmetic.
+// Nearest, linear and cubic resizing are separable: along each resized axis d the
+// output is R_d @ x, where R_d [out_d, in_d] holds the interpolation weights of
+// every output coordinate (computed here from the ONNX definition: coordinate
+// transformation, nearest rounding, cubic coefficients, edge values repeated
+// outside the input). Each axis is one MatMul: R_d @ x viewed as [pre, in_d, post]
+// (R_d shared by the batches), or x @ R_d^T for the last axis. A nearest resize
+// whose every resized axis repeats each input element s times (an integer factor)
+// is instead an Expand of x with a unit axis after each of them: exact for every
+// value, where in a MatMul an inf or NaN would also reach the outputs its zero
+// weights multiply (0 * inf is NaN) -- the one way the MatMul form differs.
 // Refused: tf_crop_and_resize (its extrapolation value is not a weighted sum of
 // inputs) and integer inputs. (exclude_outside changes only cubic weights: the
 // outside tap of a linear pair gets the edge value, which renormalising also gives.)
@@ -166,14 +168,17 @@ Value* decompose_resize(ir::Graph& g, ir::Node* n) {
     next[d] = out_len;
     const std::string ax = std::to_string(d);
     if (post == 1) {
-      // The last (non-unit) axis: x [pre, in] @ R^T [in, out].
+      // The last (non-unit) axis: x [.., in] @ R^T [in, out]. MatMul flattens x's
+      // leading dims itself, so the result needs no reshape (a reshaped graph
+      // output would cost a copy).
       std::vector<double> rt(static_cast<size_t>(in_len * out_len));
       for (int64_t o = 0; o < out_len; ++o)
         for (int64_t i = 0; i < in_len; ++i)
           rt[static_cast<size_t>(i * out_len + o)] = mats[k][static_cast<size_t>(o * in_len + i)];
       Value* w = e.constant("interp" + ax, as_tensor(rt, {in_len, out_len}, elem));
-      Value* flat = e.reshape(x, {pre, in_len}, "rows" + ax);
-      x = e.reshape(e.node("MatMul", {flat, w}, {}, "resize" + ax), next, "axis" + ax);
+      const bool last = d + 1 == cur.size() && cur.size() >= 2;
+      Value* rows = last ? x : e.reshape(x, {pre, in_len}, "rows" + ax);
+      x = e.reshape(e.node("MatMul", {rows, w}, {}, "resize" + ax), next, "axis" + ax);
     } else {
       // R [out, in] @ x [pre, in, post], R shared by the pre batches.
       Value* w = e.constant("interp" + ax, as_tensor(mats[k], {out_len, in_len}, elem));

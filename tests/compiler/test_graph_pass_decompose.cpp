@@ -86,7 +86,8 @@ TEST(GraphPassDecompose, EinsumEquationsBecomeMatMulsTransposesAndSums) {
 }
 
 TEST(GraphPassDecompose, AttentionScoresTransposeOnlyTheKeys) {
-  // q [b,h,q,d] is already [batch, free, contracted]; k goes to [b,h,d,k].
+  // q [b,h,q,d] is already [batch, free, contracted]; k goes to [b,h,d,k]; the
+  // batched MatMul's result is the output as it is (no reshape: no output copy).
   check_pass("decompose", R"IR(
     input %q: fp32[2,3,5,4]
     input %k: fp32[2,3,6,4]
@@ -95,12 +96,22 @@ TEST(GraphPassDecompose, AttentionScoresTransposeOnlyTheKeys) {
              R"IR(
     input %q: fp32[2,3,5,4]
     input %k: fp32[2,3,6,4]
-    %"att/lhs": fp32[6,5,4] = Reshape(%q) {shape=[6,5,4]} @"att/lhs"
     %"att/rhs_perm": fp32[2,3,4,6] = Transpose(%k) {perm=[0,1,3,2]} @"att/rhs_perm"
-    %"att/rhs": fp32[6,4,6] = Reshape(%"att/rhs_perm") {shape=[6,4,6]} @"att/rhs"
-    %"att/matmul": fp32[6,5,6] = MatMul(%"att/lhs", %"att/rhs") @"att/matmul"
-    %s: fp32[2,3,5,6] = Reshape(%"att/matmul") {shape=[2,3,5,6]} @"att/result"
+    %s: fp32[2,3,5,6] = MatMul(%q, %"att/rhs_perm") @"att/matmul"
     output %s)IR",
+             1e-5);
+  // Without batch labels A keeps its free dims (MatMul flattens them onto M).
+  check_pass("decompose", R"IR(
+    input %x: fp32[2,3,4]
+    input %w: fp32[5,4]
+    %y: fp32[2,3,5] = Einsum(%x, %w) {equation="bij,kj->bik"} @lin
+    output %y)IR",
+             R"IR(
+    input %x: fp32[2,3,4]
+    input %w: fp32[5,4]
+    %"lin/rhs_perm": fp32[4,5] = Transpose(%w) {perm=[1,0]} @"lin/rhs_perm"
+    %y: fp32[2,3,5] = MatMul(%x, %"lin/rhs_perm") @"lin/matmul"
+    output %y)IR",
              1e-5);
 }
 
