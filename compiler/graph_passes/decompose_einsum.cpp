@@ -1,4 +1,4 @@
-// Einsum -> Transpose / Reshape / ReduceSum / MatMul.
+// Einsum -> Transpose / Reshape / ReduceSum / MatMul (and Slice for diagonals).
 //
 // Operands are contracted left to right. For a pair A, B every label is batch (in
 // both, needed later: by the output or a later operand), contracted (in both, not
@@ -6,10 +6,11 @@
 // needs later is summed out first (ReduceSum). A is transposed to [batch, freeA,
 // contracted] and B to [batch, contracted, freeB], reshaped to [batch, M, K] x
 // [batch, K, N] (B 2-D without batch labels) for one MatMul, whose result is
-// reshaped to [batch, freeA, freeB] where that differs. A single operand is only summed and
-// transposed. Ellipsis dims that broadcast (size 1 against a larger size) are expanded first.
-// Refused: integer operands (the chip's MatMul is float) and a subscript repeated
-// within one operand (a diagonal).
+// reshaped to [batch, freeA, freeB] where that differs. A single operand is only
+// summed and transposed. Ellipsis dims that broadcast (size 1 against a larger
+// size) are expanded first, and a subscript repeated within one operand (a
+// diagonal, "ii->i") is taken by a Slice. Refused: integer operands (the chip's
+// MatMul is float).
 #include <algorithm>
 #include <set>
 
@@ -45,7 +46,7 @@ class Contractor {
   Value* run(const ir::Node& n) {
     std::vector<Term> terms;
     for (size_t k = 0; k < n.inputs.size(); ++k)
-      terms.push_back(broadcast(n.inputs[k], s_.in_labels[k]));
+      terms.push_back(prepare(n.inputs[k], s_.in_labels[k]));
     Term acc = terms[0];
     for (size_t k = 1; k < terms.size(); ++k) {
       std::set<int> later(s_.out_labels.begin(), s_.out_labels.end());
@@ -68,11 +69,46 @@ class Contractor {
   }
   int64_t numel(const std::vector<int>& labels) const { return ir::num_elements(sizes(labels)); }
 
-  // Operand dims of size 1 that broadcast against a larger size become full size.
-  Term broadcast(Value* v, const std::vector<int>& labels) {
+  // Operand dims of size 1 that broadcast against a larger size become full size;
+  // a subscript repeated in the operand becomes one dim, the diagonal: the two
+  // axes go last, merge, and a Slice with step n + 1 picks elements (i, i). Data
+  // movement only, so exact for every value.
+  Term prepare(Value* v, std::vector<int> labels) {
     const ir::Shape full = sizes(labels);
     if (v->shape() != full) v = e_.node("Expand", {v}, {{"shape", full}}, "expand");
-    return {v, labels};
+    for (;;) {
+      size_t p = 0, q = 0;
+      for (size_t i = 0; i < labels.size() && q == 0; ++i)
+        for (size_t j = i + 1; j < labels.size(); ++j)
+          if (labels[i] == labels[j]) {
+            p = i;
+            q = j;
+            break;
+          }
+      if (q == 0) return {v, labels};
+      const int l = labels[p];
+      std::vector<int64_t> perm;
+      std::vector<int> rest;
+      for (size_t i = 0; i < labels.size(); ++i)
+        if (i != p && i != q) {
+          perm.push_back(static_cast<int64_t>(i));
+          rest.push_back(labels[i]);
+        }
+      perm.push_back(static_cast<int64_t>(p));
+      perm.push_back(static_cast<int64_t>(q));
+      const int64_t n = s_.label_size[l];
+      ir::Shape flat = sizes(rest);
+      flat.push_back(n * n);
+      v = e_.reshape(e_.transpose(v, perm, "diag_perm"), flat, "diag_flat");
+      v = e_.node("Slice", {v},
+                  {{"starts", std::vector<int64_t>{0}},
+                   {"ends", std::vector<int64_t>{n * n}},
+                   {"axes", std::vector<int64_t>{static_cast<int64_t>(flat.size()) - 1}},
+                   {"steps", std::vector<int64_t>{n + 1}}},
+                  "diag");
+      rest.push_back(l);
+      labels = rest;
+    }
   }
 
   // `t` summed over its labels that are neither in `keep` nor in `other`.
@@ -146,18 +182,9 @@ class Contractor {
 }  // namespace
 
 std::string einsum_refusal(const ir::Node& n) {
-  const std::string eq = "equation '" + n.attr_string("equation") + "'";
   if (!ir::is_float(n.outputs[0]->elem()))
     return "Einsum on " + std::string(ir::elem_type_name(n.outputs[0]->elem())) +
            " is not rewritten (the chip's MatMul is float)";
-  const ir::EinsumSpec s = spec_of(n);
-  for (size_t k = 0; k < s.in_labels.size(); ++k) {
-    std::set<int> seen;
-    for (int l : s.in_labels[k])
-      if (!seen.insert(l).second)
-        return "Einsum " + eq + ": operand " + std::to_string(k) +
-               " repeats a subscript (a diagonal), which is not rewritten for the device";
-  }
   return "";
 }
 

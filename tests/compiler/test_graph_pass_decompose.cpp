@@ -74,12 +74,19 @@ TEST(GraphPassDecompose, EinsumEquationsBecomeMatMulsTransposesAndSums) {
       {"ij,kl->", {{2, 3}, {4, 5}}, {}},
       {"...ij,...jk->...ik", {{2, 1, 3, 4}, {5, 4, 6}}, {2, 5, 3, 6}},
       {"i...,i...->...", {{3, 2, 4}, {3, 2, 4}}, {2, 4}},
+      // Diagonals: a subscript twice (or three times) in one operand.
+      {"ii->i", {{4, 4}}, {4}},
+      {"ii", {{4, 4}}, {}},  // implicit: the trace
+      {"bjii->bij", {{2, 3, 4, 4}}, {2, 4, 3}},
+      {"iii->i", {{3, 3, 3}}, {3}},
+      {"ij,jj->ij", {{3, 4}, {4, 4}}, {3, 4}},
+      {"bii,bij->bj", {{2, 3, 3}, {2, 3, 5}}, {2, 5}},
   };
   for (const EinsumCase& c : cases) {
     SCOPED_TRACE(c.eq);
     ir::Graph out = decompose_and_compare(
         one_node("Einsum", c.ins, c.out, "equation=\"" + c.eq + "\""), "Einsum");
-    if (c.ins.size() == 2 && c.eq != "i,i->i") {
+    if (c.ins.size() == 2 && c.eq != "i,i->i" && c.eq != "ij,jj->ij") {
       EXPECT_EQ(count_op(out, "MatMul"), 1) << ir::print_graph(out);
     }
   }
@@ -115,18 +122,37 @@ TEST(GraphPassDecompose, AttentionScoresTransposeOnlyTheKeys) {
              1e-5);
 }
 
-TEST(GraphPassDecompose, EinsumDiagonalIsLeftWithItsReason) {
-  const std::string body = one_node("Einsum", {{4, 4}}, {4}, "equation=\"ii->i\"");
+TEST(GraphPassDecompose, DiagonalIsASliceWithStepNPlusOne) {
+  check_pass("decompose", R"IR(
+    input %x: fp32[2,4,3,4]
+    %y: fp32[2,3,4] = Einsum(%x) {equation="bici->bci"} @d
+    output %y)IR",
+             R"IR(
+    input %x: fp32[2,4,3,4]
+    %"d/diag_perm": fp32[2,3,4,4] = Transpose(%x) {perm=[0,2,1,3]} @"d/diag_perm"
+    %"d/diag_flat": fp32[2,3,16] = Reshape(%"d/diag_perm") {shape=[2,3,16]} @"d/diag_flat"
+    %y: fp32[2,3,4] = Slice(%"d/diag_flat") {starts=[0], ends=[16], axes=[2], steps=[5]} @"d/diag"
+    output %y)IR",
+             0);
+}
+
+TEST(GraphPassDecompose, IntegerEinsumIsLeftWithItsReason) {
+  const std::string body = R"IR(
+    input %a: int64[3,4]
+    input %b: int64[4,5]
+    %y: int64[3,5] = Einsum(%a, %b) {equation="ij,jk->ik"} @node
+    output %y)IR";
   ir::Graph out = run_on_copy(parse_body(body), {"decompose"});
   ASSERT_EQ(count_op(out, "Einsum"), 1);
   const ir::Node& n = *out.nodes().front();
-  EXPECT_NE(einsum_refusal(n).find("repeats a subscript (a diagonal)"), std::string::npos);
+  EXPECT_NE(einsum_refusal(n).find("Einsum on int64 is not rewritten"), std::string::npos);
   // The lowering refuses it by that reason, so it falls back to the host.
   try {
     lower::lower_graph(out, compiler::Target{});
-    ADD_FAILURE() << "the diagonal Einsum lowered";
+    ADD_FAILURE() << "the int64 Einsum lowered";
   } catch (const ir::UnsupportedError& e) {
-    EXPECT_NE(std::string(e.what()).find("operand 0 repeats a subscript"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("node 'node' (op Einsum): Einsum on int64"),
+              std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("left for the host"), std::string::npos) << e.what();
   }

@@ -68,6 +68,8 @@ class Rewrites(unittest.TestCase):
             ("ijk,jil->kl", r(2, 3, 4), r(3, 2, 5)),
             ("...ij,...jk->...ik", r(2, 1, 3, 4), r(5, 4, 6)),
             ("bn,anm,bm->ba", r(2, 3), r(4, 3, 5), r(2, 5)),  # bilinear, three operands
+            ("bii->bi", r(2, 5, 5)),  # diagonal
+            ("ii", r(6, 6)),  # trace
         ]
         for eq, *xs in cases:
             self.check(lambda *t, eq=eq: torch.einsum(eq, *t), tuple(xs), f"einsum {eq}")
