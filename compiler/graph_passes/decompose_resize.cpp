@@ -106,6 +106,10 @@ ir::Tensor as_tensor(const std::vector<double>& m, ir::Shape shape, ir::ElemType
   return elem == ir::ElemType::fp32 ? t : t.cast(elem);
 }
 
+// Interpolation matrices beyond this many elements (64 MiB of fp32) are not made:
+// a resize that large stays on the host rather than filling HBM with weights.
+constexpr int64_t kMaxMatrixElements = int64_t{1} << 24;
+
 }  // namespace
 
 std::string resize_refusal(const ir::Node& n) {
@@ -119,6 +123,14 @@ std::string resize_refusal(const ir::Node& n) {
   if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners" &&
       ctm != "asymmetric" && ctm != "tf_half_pixel_for_nn")
     return "Resize coordinate_transformation_mode '" + ctm + "' is not rewritten for the device";
+  const ir::Shape& xs = n.inputs[0]->shape();
+  const ir::Shape& ys = n.outputs[0]->shape();
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (xs[d] != ys[d] && xs[d] * ys[d] > kMaxMatrixElements)
+      return "Resize of axis " + std::to_string(d) + " from " + std::to_string(xs[d]) + " to " +
+             std::to_string(ys[d]) + " would need a " + std::to_string(ys[d]) + "x" +
+             std::to_string(xs[d]) + " interpolation matrix (more than " +
+             std::to_string(kMaxMatrixElements) + " elements)";
   return "";
 }
 

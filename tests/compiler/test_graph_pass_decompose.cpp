@@ -229,7 +229,7 @@ TEST(GraphPassDecompose, ResizeNearestByIntegerFactorsIsAnExpand) {
   }
 }
 
-TEST(GraphPassDecompose, ResizeCropIsLeftWithItsReason) {
+TEST(GraphPassDecompose, ResizeCropAndHugeAxesAreLeftWithTheirReasons) {
   ir::Graph out = run_on_copy(
       parse_body(one_node("Resize", {{1, 1, 4, 4}}, {1, 1, 3, 3},
                           "mode=\"linear\", coordinate_transformation_mode=\"tf_crop_and_resize\", "
@@ -237,6 +237,14 @@ TEST(GraphPassDecompose, ResizeCropIsLeftWithItsReason) {
       {"decompose"});
   ASSERT_EQ(count_op(out, "Resize"), 1);
   EXPECT_NE(resize_refusal(*out.nodes().front()).find("tf_crop_and_resize"), std::string::npos);
+  // An axis whose interpolation matrix would be too large: 8192 -> 4096 is 2^25.
+  ir::Graph big = run_on_copy(parse_body(one_node("Resize", {{1, 1, 2, 8192}}, {1, 1, 2, 4096},
+                                                  "mode=\"linear\", sizes=[1,1,2,4096]")),
+                              {"decompose"});
+  ASSERT_EQ(count_op(big, "Resize"), 1);
+  EXPECT_NE(resize_refusal(*big.nodes().front()).find("4096x8192 interpolation matrix"),
+            std::string::npos)
+      << resize_refusal(*big.nodes().front());
   std::optional<std::string> why = decompose_refusal(*out.nodes().front());
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("left for the host"), std::string::npos);
