@@ -6,6 +6,8 @@
 // `trnsim compile --print-after PASS`.
 //
 // The passes, in default order:
+//   decompose         Einsum, Resize/Upsample, InstanceNormalization -> ops the
+//                     device lowers (MatMul, Transpose, Reshape, trn.LayerNorm, ...)
 //   unroll_rnn        LSTM/GRU/RNN with a static sequence length -> per-step cells
 //   decompose_3d      3-D Conv/ConvTranspose/MaxPool/AveragePool -> 2-D ones
 //   canonicalize      simplify: identities, constant folding, reshape/transpose
@@ -58,6 +60,7 @@ struct PassInfo {
 };
 
 // The passes, one per file.
+const PassInfo& decompose_pass();
 const PassInfo& canonicalize_pass();
 const PassInfo& fuse_patterns_pass();
 const PassInfo& fuse_epilogue_pass();
@@ -70,7 +73,7 @@ const PassInfo& decompose_3d_pass();
 const std::vector<const PassInfo*>& all_passes();
 // Throws ir::CompileError listing the known passes.
 const PassInfo& find_pass(std::string_view name);
-// unroll_rnn, decompose_3d, canonicalize, fuse_patterns, fuse_epilogue,
+// decompose, unroll_rnn, decompose_3d, canonicalize, fuse_patterns, fuse_epilogue,
 // fuse_elementwise, then autocast unless `p` is fp32. autocast reads the precision from
 // PassContext::precision: set both from the same option (run_default_pipeline does).
 std::vector<std::string> default_graph_pipeline(Precision p);

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/graph_passes/decompose.h"
 #include "compiler/graph_passes/unroll_rnn.h"
 #include "compiler/ir/text.h"
 #include "compiler/lower/context.h"
@@ -126,6 +127,8 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
     const std::string& op = n.op;
     const bool known = std::binary_search(lowerable_ops().begin(), lowerable_ops().end(), op);
     if (!known) {
+      // Ops the decompose graph pass rewrites: why this one was left.
+      if (auto why = graph_passes::decompose_refusal(n)) unsupported(n, *why);
       // A recurrence the unroll_rnn pass left whole: its reason, not the op list.
       if (const std::string why = graph_passes::rnn_unroll_refusal(n); !why.empty())
         unsupported(n, "not unrolled: " + why);

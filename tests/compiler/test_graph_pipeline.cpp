@@ -65,9 +65,9 @@ TEST(GraphPipeline, RegistryNamesSummariesAndDefaultOrder) {
     EXPECT_EQ(&find_pass(p->name), p);
     names.emplace_back(p->name);
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"unroll_rnn", "decompose_3d", "canonicalize", "fuse_patterns",
-                                      "fuse_epilogue", "fuse_elementwise", "autocast"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"decompose", "unroll_rnn", "decompose_3d",
+                                             "canonicalize", "fuse_patterns", "fuse_epilogue",
+                                             "fuse_elementwise", "autocast"}));
   EXPECT_EQ(default_graph_pipeline(Precision::bf16), names);
   names.pop_back();
   EXPECT_EQ(default_graph_pipeline(Precision::fp32), names);
@@ -84,7 +84,7 @@ TEST(GraphPipeline, UnknownPassNamesAreErrorsListingThePasses) {
     FAIL();
   } catch (const ir::CompileError& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "unknown graph pass 'fuse_everything'; known passes: unroll_rnn, "
+                  "unknown graph pass 'fuse_everything'; known passes: decompose, unroll_rnn, "
                   "decompose_3d, canonicalize, fuse_patterns, fuse_epilogue, fuse_elementwise, "
                   "autocast"),
               std::string::npos)
