@@ -33,6 +33,9 @@ log, tanh, sigmoid, relu, gelu, ... (scalar engine), copy, memset, zeros, full,
 reduce_sum/max/min over free axes, partition_reduce, partition_broadcast, iota,
 affine_select, where (select), bn_stats, bn_aggr.
 
+`kernel.torch_op(...)` registers the kernel as a PyTorch operator
+(torch.ops.trnsim_kernels.NAME) for a model's forward.
+
 Mistakes raise KernelError at trace time with the kernel's FILE:LINE. Limits come
 from the platform config (`trnsim info -c CONFIG`) or `limits=Limits(...)`.
 """

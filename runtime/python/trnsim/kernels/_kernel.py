@@ -191,7 +191,11 @@ class Kernel:
     def simulate(self, *args, config="trn2", limits=None, set=None, **kwargs):
         """The kernel's results computed on the host with numpy (no timing): arrays in
         the structure the kernel returns. Never-written memory reads as NaN."""
-        t = self.trace(*args, config=config, limits=limits, set=set, **kwargs)
+        return self.simulate_traced(self.trace(*args, config=config, limits=limits, set=set,
+                                               **kwargs))
+
+    def simulate_traced(self, t):
+        """simulate() of a Traced of this kernel."""
         data = {}
         for name, s in t.inputs.items():
             if s.data is None:
@@ -213,6 +217,13 @@ class Kernel:
         fails the run); reference: arrays (as the outputs) to compare with, in
         report.errors; workdir: keep kernel.tir, the inputs and outputs there."""
         t = self.trace(*args, config=config, set=set, **kwargs)
+        return self.benchmark_traced(t, config=config, set=set, trace=trace,
+                                     functional=functional, checks=checks, timeout=timeout,
+                                     workdir=workdir, reference=reference)
+
+    def benchmark_traced(self, t, config="trn2", set=None, trace=None, functional=True,
+                         checks=False, timeout=None, workdir=None, reference=None):
+        """benchmark() of a Traced of this kernel (traced for the same config)."""
         binary = find_binary()
         own = tempfile.TemporaryDirectory(prefix="trnsim-kernel-") if workdir is None else None
         work = Path(own.name if own else workdir)
@@ -268,6 +279,18 @@ class Kernel:
         finally:
             if own is not None:
                 own.cleanup()
+
+    def torch_op(self, n_inputs=None, n_outputs=1, mode="simulate", config="trn2", set=None,
+                 name=None, **kwargs):
+        """This kernel as a PyTorch operator, torch.ops.trnsim_kernels.NAME: `n_inputs`
+        tensors in (default: the parameters without defaults), `n_outputs` out, computed
+        by simulate (numpy) or benchmark (trnsim run; the op's `reports` keeps each
+        Report). `kwargs` fix the kernel's other arguments. Forward only (no autograd)."""
+        from trnsim.kernels._torch import torch_op
+        if n_inputs is None:
+            n_inputs = sum(1 for p in self.signature.parameters.values()
+                           if p.default is inspect.Parameter.empty and p.name not in kwargs)
+        return torch_op(self, n_inputs, n_outputs, mode, config, set, name, **kwargs)
 
     @staticmethod
     def _annotate(t, msg):
