@@ -301,6 +301,15 @@ class Errors(unittest.TestCase):
 
         self.check("store", k, self.x, contains=("shape mismatch",))
 
+    def test_slice_out_of_range(self):
+        @tk.kernel
+        def k(x):
+            out = tk.output(x.shape, x.dtype)
+            tk.store(out, tk.load(x[:, 256:1024]))  # ERR:slice
+            return out
+
+        self.check("slice", k, self.x, contains=("256:1024", "size 512"))
+
     def test_tile_used_after_its_buffer_rotated(self):
         @tk.kernel
         def k(x):
@@ -312,8 +321,39 @@ class Errors(unittest.TestCase):
             tk.store(out, first)  # ERR:rotation
             return out
 
-        err = self.check("rotation", k, self.x, contains=("bufs=2", "took its buffer"))
+        err = self.check("rotation", k, self.x, contains=("bufs=2", "took the buffer"))
         self.assertIn(f"test_kernels.py:{marked_line('taker')}", str(err))
+
+    def test_rotation_counts_from_the_first_use(self):
+        # A tile may be allocated before the last use of the one whose buffer it gets:
+        # its buffer is taken when it is first used.
+        @tk.kernel
+        def k(x):
+            out = tk.output(x.shape, x.dtype)
+            pool = tk.pool(bufs=1)
+            a, b = pool.tile(x.shape, x.dtype), pool.tile(x.shape, x.dtype)
+            tk.load(x, out=a)
+            tk.store(out, tk.mul(a, 2.0))
+            tk.load(x, out=b)
+            tk.store(out, tk.add(a, b))  # ERR:firstuse
+            return out
+
+        self.check("firstuse", k, self.x, contains=("took the buffer",))
+
+        @tk.kernel
+        def ok(x):
+            out = tk.output(x.shape, x.dtype)
+            pool = tk.pool(bufs=1)
+            a, b = pool.tile(x.shape, x.dtype), pool.tile(x.shape, x.dtype)
+            tk.load(x, out=a)
+            tk.store(out, tk.mul(a, 2.0))
+            tk.load(out, out=b)
+            tk.store(out, tk.add(b, 1.0))
+            return out
+
+        x = np.arange(128 * 512, dtype=np.float32).reshape(128, 512)
+        np.testing.assert_array_equal(ok.simulate(x, config=CONFIG), 2 * x + 1)
+        np.testing.assert_array_equal(ok.benchmark(x, config=CONFIG, checks=True)[0], 2 * x + 1)
 
     def test_store_from_psum(self):
         @tk.kernel

@@ -154,6 +154,17 @@ class Trace:
     def add_op(self, op):
         op.id = len(self.ops)
         self.ops.append(op)
+        views = list(op.operands.values()) + list(op.attrs.values())
+        for v in views:
+            if isinstance(v, TileView) and not v.tile.touched:
+                t = v.tile
+                t.touched = True
+                # The first use of a tile ends the tiles allocated before it in its buffer.
+                for old in t.pool.by_slot[t.slot]:
+                    if old is t:
+                        break
+                    if old.taken_by is None:
+                        old.taken_by, old.taken_where = t, op.where
         return op
 
 
@@ -178,6 +189,11 @@ def _norm_index(idx, shape):
     return out
 
 
+def _slice_text(s):
+    t = f"{'' if s.start is None else s.start}:{'' if s.stop is None else s.stop}"
+    return t + (f":{s.step}" if s.step is not None else "")
+
+
 def _apply_index(offset, dims, idx, keep_first=False):
     """Indexes the pattern (offset, [(stride, size)...]); returns (offset, dims, first)
     where `first` is (start, size) of axis 0 when `keep_first` (tile partition axis)."""
@@ -190,10 +206,14 @@ def _apply_index(offset, dims, idx, keep_first=False):
             continue
         stride, size = dims[axis]
         if isinstance(it, slice):
+            for b in (it.start, it.stop):
+                # numpy clamps; a kernel's slice past the end is a mistake worth naming.
+                if b is not None and not -size <= b <= size:
+                    fail(f"slice {_slice_text(it)} of axis {axis} (size {size}) is out of range")
             start, stop, step = it.indices(size)
             n = len(range(start, stop, step))
             if n == 0:
-                fail(f"slice {it.start}:{it.stop}:{it.step} of axis {axis} (size {size}) is empty")
+                fail(f"slice {_slice_text(it)} of axis {axis} (size {size}) is empty")
             if keep_first and axis == 0:
                 if step != 1:
                     fail("the partition axis takes contiguous slices only (step 1)")
@@ -370,7 +390,7 @@ class Pool:
         self.trace, self.name, self.space, self.bufs = trace, name, space, bufs
         self.where = where
         self.count = 0
-        self.by_slot = {}  # slot -> current tile
+        self.by_slot = {}  # slot -> the tiles of that buffer, in allocation order
 
     def tile(self, shape, dtype, name=None):
         """A new tile of this pool in its next buffer."""
@@ -421,10 +441,7 @@ def new_tile(trace, pool, shape, dtype, name=None):
     slot = pool.count % pool.bufs
     pool.count += 1
     t = Tile(trace.unique(name or f"{pool.name}_t"), pool, shape, dtype, slot, where)
-    old = pool.by_slot.get(slot)
-    if old is not None:
-        old.taken_by = t
-    pool.by_slot[slot] = t
+    pool.by_slot.setdefault(slot, []).append(t)
     trace.tiles.append(t)
     return t
 
@@ -479,7 +496,10 @@ class Tile(_ViewOps):
     def __init__(self, name, pool, shape, dtype, slot, where):
         self.name, self.pool, self.shape, self.dtype = name, pool, tuple(shape), dtype
         self.slot, self.where = slot, where
-        self.taken_by = None  # the later tile of the pool that took this one's buffer
+        # The later tile of the same buffer whose first use ended this one's life, and
+        # where that was: a use of this tile after it would read the other's data.
+        self.taken_by = self.taken_where = None
+        self.touched = False
         self.index = None
         n, dims, stride = 1, [], 1
         for s in reversed(shape[1:]):

@@ -83,10 +83,10 @@ def _tile_view(x, what):
     v = x.view
     t = v.tile
     if t.taken_by is not None:
-        f, line = t.taken_by.where
+        f, line = t.taken_where
         fail(f"tile '{t.name}' (pool '{t.pool.name}', bufs={t.pool.bufs}, buffer {t.slot}) is "
-             f"used after tile '{t.taken_by.name}' took its buffer at {f}:{line}; the pool "
-             f"rotates through {t.pool.bufs} buffer(s): raise bufs or allocate the new tile "
+             f"used after tile '{t.taken_by.name}' took the buffer at {f}:{line}; the pool "
+             f"rotates through {t.pool.bufs} buffer(s): raise bufs, or use the new tile only "
              "after the last use of this one")
     return v
 
