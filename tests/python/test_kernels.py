@@ -185,6 +185,57 @@ class Benchmark(unittest.TestCase):
         self.assertIsNone(y)
         self.assertGreater(rep.simulated_ns, 0)
 
+    def test_casts_agree_with_the_device(self):
+        # Rounding to every dtype (nearest even, fp8e4m3 saturating, e5m2 to inf,
+        # integers saturating): the host numerics against the simulated chip's.
+        dtypes = ("bf16", "fp16", "fp8e4m3", "fp8e5m2", "int32", "uint8")
+
+        @tk.kernel
+        def casts(x):
+            xt, outs = tk.load(x), []
+            for dt in dtypes:
+                o = tk.output(x.shape, tk.fp32, name="o_" + dt)
+                tk.store(o, tk.copy(tk.copy(xt, dtype=dt), dtype=tk.fp32))
+                outs.append(o)
+            return tuple(outs)
+
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((128, 64)) * np.exp2(rng.integers(-30, 30, (128, 64)))
+        x = x.astype(np.float32)
+        x[0, :8] = [0.0, -0.0, 1e30, -1e30, 300.5, 255.5, -2.5, 3.5]
+        host = casts.simulate(x, config=CONFIG)
+        chip, _ = casts.benchmark(x, config=CONFIG)
+        for dt, h, c in zip(dtypes, host, chip):
+            with self.subTest(dtype=dt):
+                np.testing.assert_array_equal(h, c)
+
+    def test_ops_agree_with_the_device(self):
+        # Every activation function and ALU op: host numerics against the chip's.
+        from trnsim.kernels._ops import ACT_FUNCS, ALU_OPS
+
+        @tk.kernel
+        def ops(x, y):
+            xt, yt, outs = tk.load(x), tk.load(y), []
+            for f in ACT_FUNCS:
+                o = tk.output(x.shape, tk.fp32, name="act_" + f)
+                tk.store(o, tk.activation(f, xt, scale=0.5, bias=yt[:, 0:1]))
+                outs.append(o)
+            for op in ALU_OPS:
+                o = tk.output(x.shape, tk.fp32, name="alu_" + op)
+                tk.store(o, tk.tensor_tensor(xt, yt, op))
+                outs.append(o)
+            return tuple(outs)
+
+        rng = np.random.default_rng(2)
+        x = (4 * rng.standard_normal((128, 32))).astype(np.float32)
+        y = rng.standard_normal((128, 32)).astype(np.float32)
+        x[:, :4] = y[:, :4]  # equal operands for the comparisons
+        host = ops.simulate(x, y, config=CONFIG)
+        chip, _ = ops.benchmark(x, y, config=CONFIG)
+        for name, h, c in zip(ACT_FUNCS + ALU_OPS, host, chip):
+            with self.subTest(op=name):
+                np.testing.assert_allclose(h, c, rtol=2e-6, atol=1e-6)
+
     def test_tir_runs_on_the_command_line(self):
         text = softmax.softmax.tir(tk.spec([64, 32], "fp32"), config=CONFIG)
         self.assertTrue(text.startswith("kernel softmax\n"))

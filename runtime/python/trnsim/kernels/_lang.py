@@ -197,8 +197,11 @@ def _slice_text(s):
 def _apply_index(offset, dims, idx, keep_first=False):
     """Indexes the pattern (offset, [(stride, size)...]); returns (offset, dims, first)
     where `first` is (start, size) of axis 0 when `keep_first` (tile partition axis)."""
-    shape = [s for _, s in dims]
-    items = _norm_index(idx, shape)
+    if type(idx) is tuple and len(idx) == len(dims) and all(
+            type(i) is slice or type(i) is int for i in idx):
+        items = idx  # the common case: one slice or int per axis
+    else:
+        items = _norm_index(idx, [n for _, n in dims])
     new, axis, first = [], 0, None
     for it in items:
         if it is None:

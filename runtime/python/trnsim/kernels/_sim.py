@@ -28,10 +28,11 @@ def _round_fp8(x, mbits, emin, maxval, saturate):
         q = np.exp2(e - mbits)
         r = np.round(x / q) * q  # np.round: half to even
     big = np.abs(r) > maxval
-    if saturate:
-        r = np.where(big | np.isinf(x), np.sign(x) * maxval, r)
-    else:
-        r = np.where(big, np.sign(x) * np.inf, r)
+    with np.errstate(invalid="ignore"):
+        if saturate:
+            r = np.where(big | np.isinf(x), np.sign(x) * maxval, r)
+        else:
+            r = np.where(big, np.sign(x) * np.inf, r)
     r = np.where(a == 0, x, r)
     return np.where(np.isnan(x), np.nan, r)
 
