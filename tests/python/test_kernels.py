@@ -164,6 +164,21 @@ class Benchmark(unittest.TestCase):
                 self.assertGreater(rep.simulated_ns, 0)
                 self.assertIn("dma", rep.engine_active_pct)
 
+    def test_matmul_steps_get_faster(self):
+        # Each optimisation step of the matmul is faster on the simulated trn1 than the
+        # one before, and the fully blocked one keeps the tensor engine busiest.
+        m, k, n = 1024, 2048, 2048
+        ns, te = [], []
+        for name, kern in matmul.VARIANTS.items():
+            kw = {"bm": 8, "bn": 2, "bk": 4} if name == "blocked" else {}
+            _, rep = kern.benchmark(tk.spec([k, m], "bf16"), tk.spec([k, n], "bf16"),
+                                    config=CONFIG, functional=False, **kw)
+            ns.append(rep.simulated_ns)
+            te.append(rep.engine_active_pct["tensor"])
+        self.assertEqual(ns, sorted(ns, reverse=True), list(zip(matmul.VARIANTS, ns)))
+        self.assertEqual(len(set(ns)), len(ns))
+        self.assertEqual(max(te), te[-1])
+
     def test_report_and_files(self):
         rng = np.random.default_rng(1)
         a = rng.standard_normal((256, 128)).astype(np.float32)
