@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "runtime" / "python"))
 sys.path.insert(0, str(REPO))
 import trnsim.kernels as tk  # noqa: E402
 from trnsim import TrnsimError  # noqa: E402
-from examples.kernels import layernorm, matmul, softmax  # noqa: E402
+from examples.kernels import attention, layernorm, matmul, softmax  # noqa: E402
 
 CONFIG = "trn1"
 TOL = {"fp32": 1e-5, "bf16": 3e-2}
@@ -64,6 +64,15 @@ def ref_layernorm(x, g, b, eps=1e-5):
     return (x - mu) / np.sqrt(var + eps) * g + b
 
 
+def ref_attention(q, k, v, causal):
+    q, k, v = (t.astype(np.float64) for t in (q, k, v))
+    s = q @ k.T / np.sqrt(q.shape[1])
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape)) > 0, s, -np.inf)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True) @ v
+
+
 def cases():
     """(label, kernel, args, kwargs, reference, dtype) at small shapes."""
     rng = np.random.default_rng(7)
@@ -88,6 +97,13 @@ def cases():
     out.append(("layernorm", layernorm.layernorm,
                 (tk.spec(x, "bf16"), tk.spec(g, "bf16"), tk.spec(be, "bf16")), {},
                 ref_layernorm(bf16(x), bf16(g), bf16(be)), "bf16"))
+    q, k, v = (rng.standard_normal((256, 64)).astype(np.float32) for _ in range(3))
+    for causal in (True, False):
+        out.append((f"attention causal={causal}", attention.attention, (q, k, v),
+                    {"causal": causal}, ref_attention(q, k, v, causal), "fp32"))
+    out.append(("attention causal=True", attention.attention,
+                tuple(tk.spec(t, "bf16") for t in (q, k, v)), {"causal": True},
+                ref_attention(bf16(q), bf16(k), bf16(v), True), "bf16"))
     return out
 
 
