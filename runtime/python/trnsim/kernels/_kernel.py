@@ -103,7 +103,13 @@ class Traced:
 
     def __init__(self, trace, inputs, outputs, structure):
         self.trace, self.inputs, self.outputs, self._structure = trace, inputs, outputs, structure
-        self.text = _lang.to_text(trace)
+        self._text = None
+
+    @property
+    def text(self):
+        if self._text is None:
+            self._text = _lang.to_text(self.trace)
+        return self._text
 
     @property
     def limits(self):
