@@ -195,6 +195,49 @@ class Benchmark(unittest.TestCase):
         self.assertEqual(len(set(ns)), len(ns))
         self.assertEqual(max(te), te[-1])
 
+    def test_automatic_allocation(self):
+        # Tiles allocated without a pool: per kernel line, as many buffers as are live
+        # at once plus one when the memory allows (loop iterations overlap), else not.
+        @tk.kernel
+        def scale(x, bufs=0):
+            out = tk.output(x.shape, x.dtype)
+            pi = tk.pool(bufs, name="i") if bufs else None
+            po = tk.pool(bufs, name="o") if bufs else None
+            for r in range(0, x.shape[0], 128):
+                t = tk.load(x[r:r + 128, :], pool=pi, name="xin")
+                tk.store(out[r:r + 128, :], tk.mul(t, 2.0, pool=po, name="y"))
+            return out
+
+        x = np.arange(128 * 8 * 512, dtype=np.float32).reshape(128 * 8, 512)
+        text = scale.tir(x, config=CONFIG)
+        self.assertIn("pool xin sbuf bufs=2", text)
+        self.assertIn("pool y sbuf bufs=2", text)
+        y, auto = scale.benchmark(x, config=CONFIG, checks=True)
+        np.testing.assert_array_equal(y, 2 * x)
+        _, single = scale.benchmark(x, config=CONFIG, bufs=1)
+        self.assertLess(auto.simulated_ns, single.simulated_ns)
+        # Two buffers of these rows do not fit a partition: one, and still correct.
+        cols = tk.config_limits(CONFIG).sbuf_bytes // 4 * 2 // 5  # 40 % of a partition
+        x = np.ones((256, cols), np.float32)
+        text = scale.tir(x, config=CONFIG)
+        self.assertIn("pool xin sbuf bufs=1", text)
+        np.testing.assert_array_equal(scale.benchmark(x, config=CONFIG, checks=True)[0], 2 * x)
+        # Tiles of one line live together (a list): a buffer each.
+        @tk.kernel
+        def rows_sum(x):
+            out = tk.output([128, x.shape[1]], x.dtype)
+            parts = [tk.load(x[r:r + 128, :], name="part") for r in range(0, x.shape[0], 128)]
+            acc = parts[0]
+            for t in parts[1:]:
+                acc = tk.add(acc, t, name="acc")
+            tk.store(out, acc)
+            return out
+
+        x = np.random.default_rng(0).standard_normal((512, 64)).astype(np.float32)
+        self.assertIn("pool part sbuf bufs=4", rows_sum.tir(x, config=CONFIG))
+        got = rows_sum.benchmark(x, config=CONFIG, checks=True)[0]
+        np.testing.assert_allclose(got, x.reshape(4, 128, 64).sum(0), rtol=1e-5, atol=1e-5)
+
     def test_report_and_files(self):
         rng = np.random.default_rng(1)
         a = rng.standard_normal((256, 128)).astype(np.float32)

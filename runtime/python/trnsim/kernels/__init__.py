@@ -19,9 +19,10 @@ appends one instruction of the tile IR (compiler/tile/ir.h). `kernel.tir(...)`
 gives the text; `trnsim run KERNEL.tir` compiles it with the back-end passes.
 
 Tiles live in SBUF or PSUM: shape [partitions, free...], partitions at most the
-platform's (128). Without `pool=` a result tile gets its own memory, placed by the
-compiler by liveness; `pool(bufs=N)` rotates N buffers (double buffering) and a
-tile used after its buffer was taken by a later tile is an error. Views index
+platform's (128). `pool(bufs=N)` rotates N buffers (double buffering); a tile used
+after a later tile of its buffer was first used is an error. Without `pool=` a tile
+goes to the automatic pool of its kernel line, which gets as many buffers as its
+tiles need at once plus one (so loop iterations overlap) when memory allows. Views index
 tiles and HBM tensors like numpy (slices with steps, ints, None, `.T` for HBM,
 `broadcast_to`, `reshape` of contiguous views).
 

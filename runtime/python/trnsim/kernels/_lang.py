@@ -139,6 +139,7 @@ class Trace:
         self.ops = []
         self._names = set()
         self._next = {}  # base name -> next suffix to try
+        self.auto_pools = {}  # (call site, space, name) -> Pool
 
     def unique(self, base):
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "t"
@@ -156,9 +157,15 @@ class Trace:
         self.ops.append(op)
         views = list(op.operands.values()) + list(op.attrs.values())
         for v in views:
-            if isinstance(v, TileView) and not v.tile.touched:
+            if not isinstance(v, TileView):
+                continue
+            v.tile.last = op.id
+            if not v.tile.touched:
                 t = v.tile
                 t.touched = True
+                t.first = op.id
+                if t.pool.auto:
+                    continue
                 # The first use of a tile ends the tiles allocated before it in its buffer.
                 for old in t.pool.by_slot[t.slot]:
                     if old is t:
@@ -394,6 +401,10 @@ class Pool:
         self.where = where
         self.count = 0
         self.by_slot = {}  # slot -> the tiles of that buffer, in allocation order
+        # Automatic: the tiles one call site of the kernel allocates without a pool;
+        # bufs and slots are chosen after the trace (assign_auto_buffers).
+        self.auto = False
+        self.tiles = []
 
     def tile(self, shape, dtype, name=None):
         """A new tile of this pool in its next buffer."""
@@ -401,6 +412,18 @@ class Pool:
 
     def __repr__(self):
         return f"Pool({self.name}, {self.space}, bufs={self.bufs})"
+
+
+def auto_pool(trace, name, space):
+    """The automatic pool of the tiles one kernel line allocates without a pool (one
+    per op name and space on that line)."""
+    key = (user_frame(), space, name)
+    p = trace.auto_pools.get(key)
+    if p is None:
+        p = new_pool(trace, name, space, 1)
+        p.auto = True
+        trace.auto_pools[key] = p
+    return p
 
 
 def new_pool(trace, name, space, bufs):
@@ -445,6 +468,7 @@ def new_tile(trace, pool, shape, dtype, name=None):
     pool.count += 1
     t = Tile(trace.unique(name or f"{pool.name}_t"), pool, shape, dtype, slot, where)
     pool.by_slot.setdefault(slot, []).append(t)
+    pool.tiles.append(t)
     trace.tiles.append(t)
     return t
 
@@ -503,6 +527,7 @@ class Tile(_ViewOps):
         # where that was: a use of this tile after it would read the other's data.
         self.taken_by = self.taken_where = None
         self.touched = False
+        self.first = self.last = None  # ids of the first and last op using it
         self.index = None
         n, dims, stride = 1, [], 1
         for s in reversed(shape[1:]):
@@ -664,7 +689,84 @@ def attr_text(v):
     return str(v)
 
 
+def _buffer_bytes(pool, lim):
+    """Bytes per partition of one buffer, rounded as the compiler places them."""
+    b = max([t.free_elems * dtype_bytes(t.dtype) for t in pool.tiles] or [1])
+    if pool.space == "psum":
+        bank = lim.psum_bank_bytes
+        return max(4, 1 << (b - 1).bit_length()) if b <= bank else -(-b // bank) * bank
+    return -(-b // 64) * 64
+
+
+def _color(tiles, count):
+    """Slots for tiles whose [first, last] op ranges may not share a buffer when they
+    overlap: each tile takes the buffer that has been free the longest (so a new tile
+    can be written while the previous ones are still read). None if `count` is short."""
+    free = [(-1, i) for i in range(count)]  # (op id of the last use, slot)
+    busy = []  # (last use, slot)
+    for t in sorted(tiles, key=lambda t: t.first):
+        busy.sort()
+        while busy and busy[0][0] < t.first:
+            free.append(busy.pop(0))
+        if not free:
+            return None
+        free.sort()
+        last, slot = free.pop(0)
+        t.slot = slot
+        busy.append((t.last, slot))
+    return True
+
+
+def assign_auto_buffers(trace):
+    """Buffers of the automatic pools: as many as the pool's tiles ever have live at
+    once, plus one (so the next tile of a loop can be loaded while the last is in use)
+    when the memory's peak use allows it; slots given by interval colouring."""
+    lim = trace.limits
+    plans = []
+    for p in trace.pools:
+        if not p.auto:
+            continue
+        used = [t for t in p.tiles if t.touched]
+        for t in p.tiles:
+            t.slot = 0
+        if not used:
+            p.bufs = 1
+            continue
+        events = sorted([(t.first, 1) for t in used] + [(t.last + 1, -1) for t in used])
+        live = peak = 0
+        for _, d in events:
+            live += d
+            peak = max(peak, live)
+        p.bufs = peak + (1 if len(used) > peak else 0)
+        plans.append((p, used, peak))
+    # Drop the extra buffer of the largest pools while the peak of live memory (pools
+    # live from their first to their last use) exceeds a partition's bytes.
+    for space, cap in (("sbuf", lim.sbuf_bytes), ("psum", lim.psum_bytes)):
+        pools = [p for p in trace.pools if p.space == space and p.tiles]
+        while True:
+            events = []
+            for p in pools:
+                used = [t for t in p.tiles if t.touched]
+                if used:
+                    size = p.bufs * _buffer_bytes(p, lim)
+                    events += [(min(t.first for t in used), size),
+                               (max(t.last for t in used) + 1, -size)]
+            live = peak = 0
+            for _, d in sorted(events, key=lambda e: (e[0], e[1])):
+                live += d
+                peak = max(peak, live)
+            extra = [(p, peak_p) for p, _, peak_p in plans
+                     if p.space == space and p.bufs > peak_p]
+            if peak <= cap or not extra:
+                break
+            p, peak_p = max(extra, key=lambda e: _buffer_bytes(e[0], lim))
+            p.bufs = peak_p
+    for p, used, _ in plans:
+        _color(used, p.bufs)
+
+
 def to_text(trace):
+    assign_auto_buffers(trace)
     lines = [f"kernel {trace.name}"]
     for t in trace.tensors:
         lines.append(f"tensor {t.name} [{','.join(map(str, t.shape))}] {t.dtype} {t.role}")

@@ -6,7 +6,7 @@ import builtins
 
 from trnsim.kernels._lang import (
     FLOAT_DTYPES, HbmTensor, HbmView, Op, Tile, TileView, as_view, current, dtype_name, fail,
-    new_pool, new_tile, user_frame)
+    auto_pool, new_pool, new_tile, user_frame)
 
 ALU_OPS = ("bypass", "add", "sub", "mul", "div", "max", "min", "pow", "eq", "ne", "lt", "le",
            "gt", "ge")
@@ -30,11 +30,12 @@ def pool(bufs=1, space="sbuf", name=None):
 
 
 def tile(shape, dtype, space="sbuf", name=None, pool=None):
-    """A new tile. Without `pool` it gets its own memory, placed by the compiler by
-    liveness (automatic allocation)."""
+    """A new tile. Without `pool` it goes to the automatic pool of this kernel line:
+    as many buffers as its tiles need at once, plus one to overlap loop iterations
+    when memory allows; the compiler places pools by liveness."""
     tr = current()
     if pool is None:
-        pool = new_pool(tr, name, space, 1)
+        pool = auto_pool(tr, name, space)
     elif pool.space != space and space != "sbuf":
         fail(f"space={space!r} but pool '{pool.name}' is in {pool.space}")
     return new_tile(tr, pool, shape, dtype, name)
@@ -72,7 +73,7 @@ def _result(shape, dtype, out, pool_, space="sbuf", name=None):
             fail(f"the result belongs in {space.upper()} but pool '{pool_.name}' is in "
                  f"{pool_.space.upper()}")
         return new_tile(tr, pool_, shape, dtype, name).view
-    return new_tile(tr, new_pool(tr, name, space, 1), shape, dtype, name).view
+    return new_tile(tr, auto_pool(tr, name, space), shape, dtype, name).view
 
 
 def _tile_view(x, what):
