@@ -35,7 +35,8 @@ reduce_sum/max/min over free axes, partition_reduce, partition_broadcast, iota,
 affine_select, where (select), bn_stats, bn_aggr.
 
 `kernel.torch_op(...)` registers the kernel as a PyTorch operator
-(torch.ops.trnsim_kernels.NAME) for a model's forward.
+(torch.ops.trnsim_kernels.NAME) for a model's forward; trnsim.torch.run exports such
+a model with the kernel inline (ONNX domain "trnsim.kernels") and runs it on the chip.
 
 Mistakes raise KernelError at trace time with the kernel's FILE:LINE. Limits come
 from the platform config (`trnsim info -c CONFIG`) or `limits=Limits(...)`.

@@ -1,8 +1,37 @@
 """A kernel as a PyTorch custom operator (torch.ops.trnsim_kernels.NAME), so a model's
 forward can call it; every call traces the kernel for the inputs' shapes and dtypes
-and computes it on the host (simulate) or on the simulator (benchmark)."""
+and computes it on the host (simulate) or on the simulator (benchmark).
+
+torch.onnx.export writes each call as a node of the ONNX domain "trnsim.kernels"
+(op type: the kernel's name) carrying the kernel traced for that call's shapes and
+dtypes: attribute `tir` (the tile-IR text), `inputs` and `outputs` (the kernel's HBM
+tensor names bound to the node's inputs and outputs, comma-separated). The compiler
+imports it as trn.TileKernel and splices the kernel into the model's program, so
+trnsim.torch.run runs such a model with the kernel on the simulated chip."""
+
+import contextlib
+import threading
 
 import numpy as np
+
+DOMAIN = "trnsim.kernels"
+_EXPORT_OPSET = 9  # the symbolic serves this opset and every later one
+_target = threading.local()
+
+
+@contextlib.contextmanager
+def traced_for(config, set=None):
+    """Within this block, ONNX exports trace kernels for `config` (and `set`
+    overrides) instead of each operator's own: trnsim.torch.run uses the config it
+    runs on, so the kernel meets that chip's limits."""
+    prev = getattr(_target, "value", None)
+    _target.value = (config, set)
+    for op in _registered.values():
+        op.export_calls.clear()  # left over from an export that failed
+    try:
+        yield
+    finally:
+        _target.value = prev
 
 _lib = None
 _registered = {}
@@ -21,6 +50,7 @@ class TorchOp:
         self.kernel, self.name, self.mode, self.config, self.set = kernel, name, mode, config, set
         self.kwargs, self.n_inputs, self.n_outputs = kwargs, n_inputs, n_outputs
         self.reports = []
+        self.export_calls = []  # input (shape, dtype)s of the calls an export traced
 
     @property
     def last_report(self):
@@ -33,10 +63,19 @@ class TorchOp:
 
     def __call__(self, *tensors):
         import torch
-        if torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in tensors):
+        exporting = torch.onnx.is_in_onnx_export()
+        if exporting:  # for the symbolic, which may not see the shapes
+            self.export_calls.append([(list(t.shape), _FROM_TORCH.get(str(t.dtype)))
+                                      for t in tensors])
+        # An ONNX export traces with grad enabled but computes no gradient.
+        if (torch.is_grad_enabled() and not exporting
+                and any(getattr(t, "requires_grad", False) for t in tensors)):
             raise RuntimeError(f"trnsim_kernels.{self.name} is forward only (no gradient): "
                                "call it under torch.no_grad() or on tensors without grad")
         return self.op(*tensors)
+
+    def symbolic(self, g, *values):
+        return _symbolic(self, g, *values)
 
     def compute(self, *tensors):
         import torch
@@ -64,6 +103,57 @@ class TorchOp:
         return res[0] if len(res) == 1 else tuple(res)
 
 
+_SCALAR_TYPES = {"Float": "fp32", "BFloat16": "bf16", "Half": "fp16", "Int": "int32",
+                 "Byte": "uint8"}
+
+
+def _symbolic(op, g, *values):
+    """The ONNX node of one call: the kernel traced for the call's input types."""
+    import torch
+    from trnsim.kernels._kernel import spec
+    # The exporter's types may have lost dims after ops it cannot infer (another
+    # kernel node); the calls traced in the forward, in graph order, have them all:
+    # the first one consistent with what the types say.
+    known = []
+    for v in values:
+        t = v.type()
+        sizes = t.varyingSizes() if hasattr(t, "varyingSizes") else None
+        st = t.scalarType() if hasattr(t, "scalarType") else None
+        known.append((sizes, _SCALAR_TYPES.get(st, st) if st else None))
+
+    def fits(call):
+        return len(call) == len(known) and all(
+            (s is None or (len(s) == len(cs) and all(a is None or a == b
+                                                     for a, b in zip(s, cs))))
+            and (d is None or d == cd) for (s, d), (cs, cd) in zip(known, call))
+
+    match = next((i for i, c in enumerate(op.export_calls) if fits(c)), None)
+    if match is None:
+        raise RuntimeError(f"trnsim_kernels.{op.name}: no call in the traced forward has "
+                           f"inputs {known}; the kernel is traced for fixed shapes")
+    call = op.export_calls.pop(match)
+    args = []
+    for i, (shape, dt) in enumerate(call):
+        if dt is None:
+            raise TypeError(f"trnsim_kernels.{op.name}: input {i} has a dtype kernels do not "
+                            f"take (they take {', '.join(_FROM_TORCH)})")
+        args.append(spec(shape, dt))
+    config, set_ = getattr(_target, "value", None) or (op.config, op.set)
+    traced = op.kernel.trace(*args, config=config, set=set_, **op.kwargs)
+    if len(traced.outputs) != op.n_outputs:
+        raise RuntimeError(f"trnsim_kernels.{op.name} was registered with {op.n_outputs} "
+                           f"output(s); the kernel returned {len(traced.outputs)}")
+    outs = g.op(f"{DOMAIN}::{op.kernel.name}", *values, tir_s=traced.text,
+                inputs_s=",".join(traced.inputs), outputs_s=",".join(
+                    t.name for t in traced.outputs), outputs=op.n_outputs)
+    outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    for o, t in zip(outs, traced.outputs):
+        o.setType(torch._C.TensorType.create_from_tensor(
+            torch.empty([0] * len(t.shape), dtype=getattr(torch, _TO_TORCH[t.dtype])))
+            .with_sizes(list(t.shape)))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
 def torch_op(kernel, n_inputs, n_outputs=1, mode="simulate", config="trn2", set=None,
              name=None, **kwargs):
     """Registers `kernel` as torch.ops.trnsim_kernels.NAME taking `n_inputs` tensors and
@@ -85,4 +175,6 @@ def torch_op(kernel, n_inputs, n_outputs=1, mode="simulate", config="trn2", set=
     _lib.define(f"{name}({ins}) -> {outs}")
     _lib.impl(name, op.compute, "CPU")
     _registered[name] = op
+    torch.onnx.register_custom_op_symbolic(f"trnsim_kernels::{name}", op.symbolic,
+                                           _EXPORT_OPSET)
     return op
