@@ -1,11 +1,18 @@
 """trnsim.kernels inside PyTorch: example kernels registered as custom operators
 (torch.ops.trnsim_kernels.*) in a module's forward, computed by numpy (simulate) and
-by the simulator (benchmark), against eager PyTorch.
-Exit 77 (skipped) when numpy, torch or the binary are missing.
+by the simulator (benchmark), against eager PyTorch; and models whose forward calls
+them, exported to ONNX and run by trnsim.torch.run with the kernels spliced into the
+model's program (class TorchRun).
+Exit 77 (skipped) when numpy, torch, onnx or the binary are missing.
+
+Tolerances (error = max |trnsim - eager| / max |eager|, eager = plain PyTorch ops):
+fp32 1e-4 (another summation order); precision bf16 3e-2 (the Linear's operands are
+rounded to bf16, 8 significant bits, K = 64).
 """
 
 import os
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -13,14 +20,18 @@ from skip_unless import require
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = os.environ.get("TRNSIM_BIN") or str(REPO / "build" / "runtime" / "trnsim")
-require(("numpy", "torch"), BIN)
+require(("numpy", "torch", "onnx"), BIN)
 os.environ.setdefault("TRNSIM_BIN", BIN)
 
+import onnx  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(REPO / "runtime" / "python"))
 sys.path.insert(0, str(REPO))
+import trnsim.kernels as tk  # noqa: E402
+import trnsim.torch  # noqa: E402
 from examples.kernels import layernorm, softmax  # noqa: E402
+from trnsim._cli import TrnsimError  # noqa: E402
 
 
 class Block(torch.nn.Module):
@@ -70,6 +81,122 @@ class Torch(unittest.TestCase):
         op = softmax.softmax.torch_op(config="trn1")
         with self.assertRaisesRegex(RuntimeError, "forward only"):
             op(torch.randn(4, 8, requires_grad=True))
+
+
+def rel_err(got, want):
+    return ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
+
+
+class Mlp(torch.nn.Module):
+    """Linear -> layer norm (kernel) -> Linear -> softmax (kernel), on [B, S, D]
+    inputs: the kernels see the rows flattened (a Reshape in the graph)."""
+
+    def __init__(self, config="trn1"):
+        super().__init__()
+        self.lin1 = torch.nn.Linear(64, 96)
+        self.ln = torch.nn.LayerNorm(96)
+        self.lin2 = torch.nn.Linear(96, 80)
+        self.ln_op = layernorm.layernorm.torch_op(config=config, eps=self.ln.eps)
+        self.sm_op = softmax.softmax.torch_op(config=config)
+
+    def forward(self, x):
+        h = self.lin1(x)
+        h = self.ln_op(h.reshape(-1, h.shape[-1]), self.ln.weight, self.ln.bias)
+        h = self.lin2(torch.relu(h))
+        return self.sm_op(h).reshape(x.shape[0], x.shape[1], -1)
+
+    def eager(self, x):  # the same model in plain PyTorch ops
+        return torch.softmax(self.lin2(torch.relu(self.ln(self.lin1(x)))), dim=-1)
+
+
+@tk.kernel
+def too_big(x):
+    # Two tiles that each fit the SBUF but not together: the tracer takes it, the
+    # compiler's memory allocation refuses it.
+    out = tk.output(x.shape, x.dtype)
+    cols = tk.limits().sbuf_bytes // 4 // 2 + 64
+    a = tk.zeros([128, cols])
+    b = tk.zeros([128, cols])
+    tk.store(out, tk.add(a[:, :8], b[:, :8]))  # ERR:sbuf
+    return out
+
+
+def marked_line(tag):
+    for i, line in enumerate(Path(__file__).read_text().splitlines(), start=1):
+        if line.rstrip().endswith(f"# ERR:{tag}"):
+            return i
+    raise AssertionError(f"no line marked ERR:{tag}")
+
+
+class TorchRun(unittest.TestCase):
+    """trnsim.torch.run on models with kernel operators: the kernels run on the chip."""
+
+    @classmethod
+    def setUpClass(cls):
+        torch.manual_seed(0)
+        cls.model = Mlp()
+        with torch.no_grad():
+            cls.model.ln.weight.normal_()
+            cls.model.ln.bias.normal_()
+        cls.x = torch.randn(2, 65, 64)  # 130 rows: a full and a partial tile
+
+    def test_export_writes_the_kernel_node(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.onnx")
+            torch.onnx.export(self.model, (self.x,), path, opset_version=17)
+            m = onnx.load(path)
+        nodes = [n for n in m.graph.node if n.domain == "trnsim.kernels"]
+        self.assertEqual([n.op_type for n in nodes], ["layernorm", "softmax"])
+        attrs = {a.name: a.s.decode() for a in nodes[0].attribute}
+        self.assertTrue(attrs["tir"].startswith("kernel layernorm\n"), attrs["tir"][:80])
+        self.assertIn("tensor x [130,96] fp32 input", attrs["tir"])
+        self.assertEqual(attrs["inputs"], "x,gamma,beta")
+        self.assertEqual(attrs["outputs"], "y")
+        self.assertIn("trnsim.kernels", [o.domain for o in m.opset_import])
+
+    def test_fp32_matches_eager_on_the_chip(self):
+        out, report = trnsim.torch.run(self.model, (self.x,), config="trn1", precision="fp32")
+        with torch.no_grad():
+            want = self.model.eager(self.x)
+        self.assertEqual(out.shape, want.shape)
+        self.assertLess(rel_err(out, want), 1e-4)
+        self.assertEqual(report.fallback_ops, [])  # the kernel nodes did not fall back
+        self.assertGreater(report.simulated_ns, 0)
+
+    def test_bf16_matches_eager(self):
+        out, report = trnsim.torch.run(self.model, (self.x,), config="trn1", precision="bf16")
+        with torch.no_grad():
+            want = self.model.eager(self.x)
+        self.assertLess(rel_err(out, want), 3e-2)
+        self.assertEqual(report.fallback_ops, [])
+
+    def test_kernel_traced_for_the_run_config(self):
+        # The operator was made for trn2; the export traces it for the run's config.
+        m = Mlp(config="trn2")
+        m.load_state_dict(self.model.state_dict())
+        out, report = trnsim.torch.run(m, (self.x,), config="trn1", precision="fp32")
+        with torch.no_grad():
+            self.assertLess(rel_err(out, m.eager(self.x)), 1e-4)
+
+    def test_beside_a_host_fallback(self):
+        # CumSum runs on the host; the kernel node stays on the chip.
+        op = softmax.softmax.torch_op(config="trn1")
+        x = torch.randn(40, 24)
+        out, report = trnsim.torch.run(lambda x: op(torch.cumsum(x, 1) * 0.1), (x,),
+                                       config="trn1", precision="fp32")
+        want = torch.softmax(torch.cumsum(x, 1) * 0.1, dim=-1)
+        self.assertLess(rel_err(out, want), 1e-4)
+        self.assertEqual(report.fallback_ops, ["CumSum"])
+
+    def test_a_kernel_the_compiler_refuses_names_the_node(self):
+        op = too_big.torch_op(config="trn1")
+        x = torch.randn(128, 8)
+        with self.assertRaises(TrnsimError) as e:
+            trnsim.torch.run(lambda x: op(x + 1), (x,), config="trn1", precision="fp32")
+        msg = str(e.exception)
+        self.assertIn("bytes per partition of sbuf", msg)
+        self.assertRegex(msg, r"node '[^']*' \(op trn\.TileKernel\)")
+        self.assertIn(f"at {os.path.basename(__file__)}:{marked_line('sbuf')}", msg)  # its line
 
 
 if __name__ == "__main__":
