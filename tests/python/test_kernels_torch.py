@@ -121,6 +121,19 @@ def too_big(x):
     return out
 
 
+@tk.kernel
+def half_sbuf_each(x):
+    # x + 0 through two tiles of almost half a partition's SBUF each (of the config
+    # the kernel is traced for).
+    out = tk.output(x.shape, x.dtype)
+    cols = tk.limits().sbuf_bytes // 4 // 2 - 256
+    a = tk.zeros([128, cols])
+    b = tk.zeros([128, cols])
+    n = x.shape[1]
+    tk.store(out, tk.add(tk.load(x), tk.add(a[:, :n], b[:, :n])))
+    return out
+
+
 def marked_line(tag):
     for i, line in enumerate(Path(__file__).read_text().splitlines(), start=1):
         if line.rstrip().endswith(f"# ERR:{tag}"):
@@ -171,12 +184,36 @@ class TorchRun(unittest.TestCase):
         self.assertEqual(report.fallback_ops, [])
 
     def test_kernel_traced_for_the_run_config(self):
-        # The operator was made for trn2; the export traces it for the run's config.
-        m = Mlp(config="trn2")
-        m.load_state_dict(self.model.state_dict())
-        out, report = trnsim.torch.run(m, (self.x,), config="trn1", precision="fp32")
+        # Made for trn2 (224 KiB of SBUF per partition), run on trn1 (192 KiB): the
+        # kernel fills the SBUF of the config it is traced for, so it compiles only
+        # when the export traces it for trn1.
+        op = half_sbuf_each.torch_op(config="trn2")
+        x = torch.randn(128, 8)
+        out, report = trnsim.torch.run(lambda x: op(x * 2), (x,), config="trn1",
+                                       precision="fp32")
+        self.assertLess(rel_err(out, x * 2), 1e-6)
+        self.assertEqual(report.fallback_ops, [])
+
+    def test_bf16_model(self):
+        # bf16 parameters and activations: the kernel is traced for bf16 tensors.
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(32, 48)
+                self.op = softmax.softmax.torch_op(config="trn1")
+
+            def forward(self, x):
+                return self.op(torch.relu(self.lin(x)))
+
+        torch.manual_seed(1)
+        m = M().bfloat16()
+        x = torch.randn(70, 32).bfloat16()
+        out, report = trnsim.torch.run(m, (x,), config="trn1", precision="bf16")
+        self.assertEqual(out.dtype, torch.bfloat16)
         with torch.no_grad():
-            self.assertLess(rel_err(out, m.eager(self.x)), 1e-4)
+            want = torch.softmax(torch.relu(m.lin(x).float()), dim=-1)
+        self.assertLess(rel_err(out, want), 3e-2)
+        self.assertEqual(report.fallback_ops, [])
 
     def test_beside_a_host_fallback(self):
         # CumSum runs on the host; the kernel node stays on the chip.
