@@ -1,5 +1,7 @@
 #include "compiler/ir/tile_kernel.h"
 
+#include <algorithm>
+
 #include "compiler/ir/error.h"
 
 namespace trnsim::ir {
@@ -17,6 +19,28 @@ std::vector<std::string> split_names(const std::string& s) {
     b = e + 1;
   }
   return r;
+}
+
+// The last few kernels parsed (per thread): a model has few distinct kernels, and
+// the graph passes infer types many times.
+std::shared_ptr<const tile::Kernel> parsed(const std::string& text) {
+  constexpr size_t kKeep = 4;
+  thread_local std::vector<std::pair<std::string, std::shared_ptr<const tile::Kernel>>> cache;
+  for (size_t i = 0; i < cache.size(); ++i)
+    if (cache[i].first == text) {
+      std::rotate(cache.begin(), cache.begin() + static_cast<std::ptrdiff_t>(i),
+                  cache.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      return cache.front().second;
+    }
+  std::shared_ptr<const tile::Kernel> k;
+  try {
+    k = std::make_shared<const tile::Kernel>(tile::parse(text, "tir"));
+  } catch (const tile::KernelError& e) {
+    throw CompileError(std::string("its tile IR does not parse: ") + e.what());
+  }
+  cache.insert(cache.begin(), {text, k});
+  if (cache.size() > kKeep) cache.pop_back();
+  return k;
 }
 
 std::string shape_text(const std::vector<int64_t>& s) {
@@ -53,12 +77,8 @@ std::optional<isa::DType> dtype_of(ElemType e) {
 
 TileKernelOp tile_kernel_of(const Node& n) {
   TileKernelOp r;
-  try {
-    r.kernel = tile::parse(n.attr_string("tir"), "tir");
-  } catch (const tile::KernelError& e) {
-    throw CompileError(std::string("its tile IR does not parse: ") + e.what());
-  }
-  const tile::Kernel& k = r.kernel;
+  r.kernel = parsed(n.attr_string("tir"));
+  const tile::Kernel& k = *r.kernel;
   std::vector<int> bound(k.tensors.size(), 0);
   auto bind = [&](const std::string& key, isa::TensorRole role, size_t count,
                   std::vector<int>& out) {
@@ -109,7 +129,7 @@ std::vector<TensorType> infer_trn_tile_kernel(const Node& n) {
   const TileKernelOp op = tile_kernel_of(n);
   std::vector<TensorType> r;
   for (int t : op.outputs) {
-    const tile::Tensor& tt = op.kernel.tensors[t];
+    const tile::Tensor& tt = op.kernel->tensors[t];
     r.push_back({*elem_of(tt.dtype), Shape(tt.shape.begin(), tt.shape.end())});
   }
   return r;

@@ -13,6 +13,7 @@
 // interpreter cannot run tile IR, so on the host the node is refused.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,8 @@
 namespace trnsim::ir {
 
 struct TileKernelOp {
-  tile::Kernel kernel;
+  // Parsed once per text: shape inference asks for it on every pass.
+  std::shared_ptr<const tile::Kernel> kernel;
   std::vector<int> inputs, outputs;  // kernel tensor index per node input / output
 };
 

@@ -19,12 +19,12 @@ void lower_tile_kernel(Ctx& c, const ir::Node& n) {
   auto add = [&](int tensor, const ir::Value* v) {
     const kernels::HbmView& view = c.view(v);
     if (!view.whole() ||
-        c.b.kernel().tensors.at(view.tensor()).dtype != op.kernel.tensors.at(tensor).dtype) {
+        c.b.kernel().tensors.at(view.tensor()).dtype != op.kernel->tensors.at(tensor).dtype) {
       // The value's tensor holds other bytes (a view into a larger tensor) or
       // another type (integers are fp32 on the device): a copy of its own.
       std::set<std::string> used;
       for (const tile::Tensor& t : c.b.kernel().tensors) used.insert(t.name);
-      const tile::Tensor& kt = op.kernel.tensors.at(tensor);
+      const tile::Tensor& kt = op.kernel->tensors.at(tensor);
       if (c.b.kernel().tensors.at(view.tensor()).dtype != kt.dtype)
         throw ir::CompileError(
             "lowering: " + n.label() + ": value '" + v->name + "' is " + v->type.str() +
@@ -49,9 +49,9 @@ void lower_tile_kernel(Ctx& c, const ir::Node& n) {
   for (const tile::Tensor& t : c.b.kernel().tensors) used.insert(t.name);
   for (const tile::Pool& p : c.b.kernel().pools) used.insert(p.name);
   const std::string who = n.name.empty() && !n.outputs.empty() ? n.outputs[0]->name : n.name;
-  const std::string prefix = tensor_name(who.empty() ? op.kernel.name : who, used) + ".";
+  const std::string prefix = tensor_name(who.empty() ? op.kernel->name : who, used) + ".";
   try {
-    c.b.splice(op.kernel, bind, prefix, n.label(), n.attr_string("tir"));
+    c.b.splice(*op.kernel, bind, prefix, n.label(), n.attr_string("tir"));
   } catch (const tile::KernelError& e) {
     throw ir::CompileError("lowering: " + n.label() + ": " + e.what());
   }
