@@ -134,6 +134,16 @@ def half_sbuf_each(x):
     return out
 
 
+@tk.kernel
+def two_outs(x):
+    a = tk.output(x.shape, x.dtype, name="a")
+    b = tk.output(x.shape, x.dtype, name="b")
+    t = tk.load(x)
+    tk.store(a, tk.mul(t, 2.0))
+    tk.store(b, tk.add(t, 1.0))
+    return b, a  # not in the order they were declared
+
+
 def marked_line(tag):
     for i, line in enumerate(Path(__file__).read_text().splitlines(), start=1):
         if line.rstrip().endswith(f"# ERR:{tag}"):
@@ -213,6 +223,14 @@ class TorchRun(unittest.TestCase):
         with torch.no_grad():
             want = torch.softmax(torch.relu(m.lin(x).float()), dim=-1)
         self.assertLess(rel_err(out, want), 3e-2)
+        self.assertEqual(report.fallback_ops, [])
+
+    def test_outputs_bound_in_return_order(self):
+        op = two_outs.torch_op(n_outputs=2, config="trn1")
+        x = torch.randn(50, 16)
+        out, report = trnsim.torch.run(lambda x: (lambda p, q: p * 10 + q)(*op(x)), (x,),
+                                       config="trn1", precision="fp32")
+        self.assertLess(rel_err(out, (x + 1) * 10 + x * 2), 1e-6)
         self.assertEqual(report.fallback_ops, [])
 
     def test_beside_a_host_fallback(self):
