@@ -1,6 +1,6 @@
 // trn.TileKernel: the node's own tile IR, spliced into the program. Its input and
 // output tensors become the HBM tensors of the node's values (same bytes: the
-// kernel was traced for these shapes and types), so no copy is made; its scratch
+// kernel was traced for these shapes and types), so nothing is copied; its scratch
 // tensors, pools and tiles are added under the node's name.
 #include "compiler/ir/tile_kernel.h"
 #include "compiler/lower/context.h"
@@ -15,36 +15,26 @@ void lower_tile_kernel(Ctx& c, const ir::Node& n) {
   } catch (const ir::CompileError& e) {
     throw ir::CompileError("lowering: " + n.label() + ": " + e.what());
   }
+  // Every value's tensor is whole (lower_graph gives each value its own tensor or
+  // a reshaped alias of one); the types must agree too: integers and bools are
+  // fp32 on the device, so a kernel traced for int32 tensors cannot take them.
   std::map<int, kernels::HbmView> bind;
   auto add = [&](int tensor, const ir::Value* v) {
     const kernels::HbmView& view = c.view(v);
-    if (!view.whole() ||
-        c.b.kernel().tensors.at(view.tensor()).dtype != op.kernel->tensors.at(tensor).dtype) {
-      // The value's tensor holds other bytes (a view into a larger tensor) or
-      // another type (integers are fp32 on the device): a copy of its own.
-      std::set<std::string> used;
-      for (const tile::Tensor& t : c.b.kernel().tensors) used.insert(t.name);
-      const tile::Tensor& kt = op.kernel->tensors.at(tensor);
-      if (c.b.kernel().tensors.at(view.tensor()).dtype != kt.dtype)
-        throw ir::CompileError(
-            "lowering: " + n.label() + ": value '" + v->name + "' is " + v->type.str() +
-            " on the device (" +
-            std::string(isa::dtype_name(c.b.kernel().tensors.at(view.tensor()).dtype)) +
-            "), kernel tensor '" + kt.name + "' is " + std::string(isa::dtype_name(kt.dtype)));
-      bind[tensor] = c.b.scratch(tensor_name(v->name + ".kernel", used), kt.shape, kt.dtype);
-      return false;
-    }
+    const tile::Tensor& mine = c.b.kernel().tensors.at(view.tensor());
+    const tile::Tensor& kt = op.kernel->tensors.at(tensor);
+    if (mine.dtype != kt.dtype)
+      throw ir::CompileError("lowering: " + n.label() + ": value '" + v->name + "' (" +
+                             v->type.str() + ") is " + std::string(isa::dtype_name(mine.dtype)) +
+                             " on the device; kernel tensor '" + kt.name + "' is " +
+                             std::string(isa::dtype_name(kt.dtype)));
+    if (!view.whole())
+      throw ir::CompileError("lowering: " + n.label() + ": internal: value '" + v->name +
+                             "' is a part of tensor '" + mine.name + "'");
     bind[tensor] = view;
-    return true;
   };
-  std::vector<std::pair<kernels::HbmView, kernels::HbmView>> copy_in, copy_out;
-  for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (!add(op.inputs[i], n.inputs[i]))
-      copy_in.push_back({bind[op.inputs[i]], c.view(n.inputs[i])});
-  for (size_t i = 0; i < n.outputs.size(); ++i)
-    if (!add(op.outputs[i], n.outputs[i]))
-      copy_out.push_back({c.view(n.outputs[i]), bind[op.outputs[i]]});
-  for (auto& [dst, src] : copy_in) c.b.dma(dst, src.reshape(dst.shape()));
+  for (size_t i = 0; i < n.inputs.size(); ++i) add(op.inputs[i], n.inputs[i]);
+  for (size_t i = 0; i < n.outputs.size(); ++i) add(op.outputs[i], n.outputs[i]);
   std::set<std::string> used;
   for (const tile::Tensor& t : c.b.kernel().tensors) used.insert(t.name);
   for (const tile::Pool& p : c.b.kernel().pools) used.insert(p.name);
@@ -55,7 +45,6 @@ void lower_tile_kernel(Ctx& c, const ir::Node& n) {
   } catch (const tile::KernelError& e) {
     throw ir::CompileError("lowering: " + n.label() + ": " + e.what());
   }
-  for (auto& [dst, src] : copy_out) c.b.dma(dst, src.reshape(dst.shape()));
 }
 
 }  // namespace trnsim::lower

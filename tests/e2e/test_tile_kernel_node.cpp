@@ -144,6 +144,31 @@ TEST(TileKernelNode, MistakesNameTheNode) {
   EXPECT_NE(msg.find("kernel 'scale2' has no tensor 'z'"), std::string::npos) << msg;
 }
 
+TEST(TileKernelNode, IntegerTensorsAreRefused) {
+  // Integers are fp32 on the device: a kernel traced for int32 cannot address them.
+  std::string tir = kScale2;
+  tir.replace(tir.find("tensor x [64,32] fp32"), 21, "tensor x [64,32] int32");
+  tir.replace(tir.find("x:hbm[64x32, 0, fp32"), 20, "x:hbm[64x32, 0, int32");
+  ModelBuilder b(17);
+  auto* o = b.model().add_opset_import();
+  o->set_domain("trnsim.kernels");
+  o->set_version(1);
+  b.input("i", onnx::TensorProto::INT32, {64, 32});
+  onnx::NodeProto& k = b.node("scale2", {"i"}, {"k"}, "scale2_0");
+  k.set_domain("trnsim.kernels");
+  attr_s(k, "tir", tir);
+  attr_s(k, "inputs", "x");
+  attr_s(k, "outputs", "y");
+  b.output("k");
+  const platform::platform_config cfg = platform::load_config("tiny");
+  const std::string msg = error_of<ir::CompileError>(
+      [&] { compiler::compile_partitioned(import(b), fp32_options(cfg), true); });
+  EXPECT_NE(msg.find("node 'scale2_0' (op trn.TileKernel): value 'i' (int32[64,32]) is fp32 on "
+                     "the device; kernel tensor 'x' is int32"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(TileKernelNode, CompileErrorsNameTheNodeAndKernelLine) {
   // A tile larger than SBUF: the tile passes refuse it, naming the spliced op's origin.
   const platform::platform_config cfg = platform::load_config("tiny");
