@@ -466,6 +466,7 @@ class Importer {
          op == "ConcatFromSequence"))
       throw ir::UnsupportedError(label_ + ": " + node_label() +
                                  ": sequence types are not supported (nor optional)");
+    if (dom == kTileKernelDomain) return conv_tile_kernel();
     if ((!dom.empty() && dom != "ai.onnx") || !std::binary_search(ops.begin(), ops.end(), op))
       throw ir::UnsupportedError(label_ + ": node '" + node_who() + "' has unsupported op type '" +
                                  (dom.empty() || dom == "ai.onnx" ? op : dom + "." + op) +
@@ -1513,6 +1514,26 @@ class Importer {
         bind(node_->output(k),
              emit("Unsqueeze", {outs[k]}, {{"axes", Attribute(std::vector<int64_t>{0})}},
                   {fresh(node_->output(k))})[0]);
+  }
+
+  // --- user kernels (trnsim.kernels domain) ---------------------------------
+  // A kernel traced at export (trnsim.kernels' torch operators): op type = the
+  // kernel's name, attributes tir / inputs / outputs as on trn.TileKernel
+  // (compiler/ir/tile_kernel.h), which checks them against the node's inputs.
+  void conv_tile_kernel() {
+    if (node_->output_size() == 0) fail("has no outputs");
+    for (int k = 0; k < node_->input_size(); ++k)
+      if (node_->input(k).empty()) fail("input " + std::to_string(k) + " is omitted");
+    for (int k = 0; k < node_->output_size(); ++k)
+      if (node_->output(k).empty()) fail("output " + std::to_string(k) + " has no name");
+    for (const char* key : {"tir", "inputs", "outputs"}) {
+      const auto* a = attr(key);
+      if (!a || (a->type() != onnx::AttributeProto::STRING && !a->has_s()))
+        fail(std::string("attribute '") + key + "' (a string) is missing");
+    }
+    std::vector<Value*> ins;
+    for (int k = 0; k < node_->input_size(); ++k) ins.push_back(req(k));
+    emit_bound("trn.TileKernel", std::move(ins), copy_attrs());
   }
 
   const onnx::ModelProto& model_;

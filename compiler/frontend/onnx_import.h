@@ -60,6 +60,10 @@ class NeedsConstantError : public ir::UnsupportedError {
   std::string value_;
 };
 
+// Nodes of this domain are user kernels in tile IR (op type: the kernel's name),
+// imported as trn.TileKernel (compiler/ir/tile_kernel.h); other domains are refused.
+inline constexpr const char* kTileKernelDomain = "trnsim.kernels";
+
 // Import a model file. `path` also labels error messages.
 ir::Graph import_onnx_file(const std::string& path, const ImportOptions& opts = {});
 // Import serialized ModelProto bytes; `label` prefixes error messages.

@@ -6,6 +6,7 @@ namespace trnsim::interp {
 
 bool foldable(const ir::Node& n) {
   if (n.op == "Shape" || n.op == "Size") return true;
+  if (n.op == "trn.TileKernel") return false;  // tile IR runs on the device only
   for (const ir::Value* v : n.inputs)
     if (v && !v->has_data()) return false;
   return true;

@@ -85,6 +85,13 @@ void fused(const Node& n, const Ins& in, Outs& out) {
   out[0] = std::move(r.at(body.outputs()[0]->name));
 }
 
+// trn.TileKernel: its tile IR has no host interpreter. eval_node adds the node's
+// name, so a run that would need it on the host (fallback, `trnsim validate`) says why.
+void tile_kernel(const Node&, const Ins&, Outs&) {
+  throw ir::UnsupportedError(
+      "trn.TileKernel runs on the device only (the reference interpreter cannot run tile IR)");
+}
+
 }  // namespace
 
 void register_trn(KernelMap& m) {
@@ -94,6 +101,7 @@ void register_trn(KernelMap& m) {
   m["trn.RMSNorm"] = norm;
   m["trn.Elementwise"] = fused;
   m["trn.MatMulEpilogue"] = fused;
+  m["trn.TileKernel"] = tile_kernel;
 }
 
 }  // namespace trnsim::interp

@@ -10,6 +10,7 @@
 
 #include "compiler/ir/error.h"
 #include "compiler/ir/ops_index.h"
+#include "compiler/ir/tile_kernel.h"
 #include "compiler/ir/trn_ops.h"
 
 namespace trnsim::ir {
@@ -814,6 +815,9 @@ void register_ops() {
   def("trn.Elementwise", 1, -1, 1, 1, {A("expr", K::kString)}, infer_trn_fused);
   def("trn.MatMulEpilogue", 2, -1, 1, 1, {A("expr", K::kString), Opt("compute_dtype", K::kString)},
       infer_trn_fused);
+  def("trn.TileKernel", 0, -1, 1, -1,
+      {A("tir", K::kString), A("inputs", K::kString), A("outputs", K::kString)},
+      infer_trn_tile_kernel);
   register_ops_control();
 }
 

@@ -109,6 +109,8 @@
 //  trnsim ops made by the graph passes ("trn." prefix; see compiler/ir/trn_ops.h):
 //    trn.Gelu, trn.Silu, trn.LayerNorm, trn.RMSNorm, trn.Elementwise,
 //    trn.MatMulEpilogue.
+//  trn.TileKernel(X...){tir, inputs, outputs}: a user kernel in tile IR (see
+//    compiler/ir/tile_kernel.h); the front end makes it from "trnsim.kernels" nodes.
 #pragma once
 
 #include <string>

@@ -197,6 +197,18 @@ int64_t HbmView::elems() const {
   return n;
 }
 
+bool HbmView::whole() const {
+  if (!b_ || tensor_ < 0 || offset_ != 0) return false;
+  if (elems() != static_cast<int64_t>(b_->kernel().tensors[tensor_].elems())) return false;
+  int64_t stride = 1;
+  for (size_t i = dims_.size(); i-- > 0;) {
+    if (dims_[i].size == 1) continue;
+    if (dims_[i].stride != stride) return false;
+    stride *= dims_[i].size;
+  }
+  return true;
+}
+
 isa::AccessPattern HbmView::ap() const {
   const tile::Tensor& t = b_->kernel().tensors[tensor_];
   isa::AccessPattern ap;
@@ -831,6 +843,91 @@ void Builder::bn_aggr(const TileView& dst, const TileView& src) {
   tile::Op& op = add_op(isa::Opcode::bn_aggr, isa::Engine::vector, "bn_aggr");
   set(op, tile::kDst, dst);
   set(op, tile::kSrc0, src);
+}
+
+namespace {
+
+// The `# ...` comment of each `%ID` line of tile-IR text, by op id.
+std::map<int, std::string> op_comments(std::string_view text) {
+  std::map<int, std::string> r;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty() || line[0] != '%') continue;
+    const size_t hash = line.find('#');
+    if (hash == std::string_view::npos) continue;
+    int id = 0;
+    size_t i = 1;
+    for (; i < line.size() && std::isdigit(static_cast<unsigned char>(line[i])); ++i)
+      id = id * 10 + (line[i] - '0');
+    if (i == 1 || id < 0) continue;
+    std::string_view c = line.substr(hash + 1);
+    while (!c.empty() && std::isspace(static_cast<unsigned char>(c.front()))) c.remove_prefix(1);
+    while (!c.empty() && std::isspace(static_cast<unsigned char>(c.back()))) c.remove_suffix(1);
+    if (!c.empty()) r[id] = std::string(c);
+  }
+  return r;
+}
+
+}  // namespace
+
+void Builder::splice(const tile::Kernel& sub, const std::map<int, HbmView>& bind,
+                     const std::string& prefix, const std::string& origin,
+                     std::string_view sub_text) {
+  std::vector<int> tensor_map(sub.tensors.size(), -1);
+  for (size_t i = 0; i < sub.tensors.size(); ++i) {
+    const tile::Tensor& t = sub.tensors[i];
+    auto it = bind.find(static_cast<int>(i));
+    if (it == bind.end()) {
+      if (t.role == isa::TensorRole::input || t.role == isa::TensorRole::output)
+        fail(origin + ": " + std::string(isa::tensor_role_name(t.role)) + " tensor '" + t.name +
+             "' is bound to no value");
+      HbmView v = add_tensor(prefix + t.name, t.shape, t.dtype,
+                             t.role == isa::TensorRole::constant ? isa::TensorRole::constant
+                                                                 : isa::TensorRole::scratch);
+      k_.tensors[v.tensor_].data = t.data;
+      tensor_map[i] = v.tensor_;
+      continue;
+    }
+    const HbmView& v = it->second;
+    const tile::Tensor& dst = k_.tensors.at(v.tensor_);
+    if (!v.whole() || dst.dtype != t.dtype || static_cast<uint64_t>(v.elems()) != t.elems())
+      fail(origin + ": tensor '" + t.name + "' " + shape_str(t.shape) + " " +
+           std::string(isa::dtype_name(t.dtype)) + " cannot address '" + dst.name + "' " +
+           shape_str(dst.shape) + " " + std::string(isa::dtype_name(dst.dtype)) +
+           (v.whole() ? "" : " (only part of it)"));
+    tensor_map[i] = v.tensor_;
+  }
+  std::vector<int> pool_map(sub.pools.size());
+  for (size_t p = 0; p < sub.pools.size(); ++p) {
+    const tile::Pool& sp = sub.pools[p];
+    pool_map[p] = pool(prefix + sp.name, sp.space, sp.bufs).id;
+  }
+  const int tile_base = static_cast<int>(k_.tiles.size());
+  for (const tile::Tile& st : sub.tiles) {
+    tile::Tile t = st;
+    t.name = prefix + st.name;
+    t.pool = pool_map.at(st.pool);
+    t.addr = -1;
+    k_.tiles.push_back(t);
+    ++pool_tiles_[t.pool];
+  }
+  const std::map<int, std::string> notes =
+      sub_text.empty() ? std::map<int, std::string>{} : op_comments(sub_text);
+  for (const tile::Op& so : sub.ops) {
+    tile::Op op = so;
+    op.id = static_cast<int>(k_.ops.size());
+    for (const tile::Operand& o : tile::operands(so)) {
+      if (o.ref < 0) continue;
+      op.ref[o.slot] = o.ap->space == isa::MemSpace::hbm ? tensor_map.at(o.ref) : tile_base + o.ref;
+    }
+    auto note = notes.find(so.id);
+    k_.op_origin[op.id] = origin + (note == notes.end() ? "" : " at " + note->second);
+    k_.ops.push_back(op);
+  }
 }
 
 tile::Kernel Builder::finish() {

@@ -26,8 +26,10 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/tile/ir.h"
@@ -68,6 +70,8 @@ class HbmView {
   int64_t elems() const;
   int tensor() const { return tensor_; }
   isa::AccessPattern ap() const;  // throws KernelError if not expressible
+  // Every element of its tensor, in the tensor's row-major order (any shape).
+  bool whole() const;
 
  private:
   friend class Builder;
@@ -184,6 +188,16 @@ class Builder {
               const TileView& on_false, EngineSel e = {});
   void bn_stats(const TileView& dst, const TileView& src);
   void bn_aggr(const TileView& dst, const TileView& src);
+
+  // ---- whole kernels
+  // Appends the ops of `sub` (a tile-IR kernel before the back-end passes, e.g.
+  // parsed from text) after the ops so far. The tensors of `sub` listed in `bind`
+  // (by index) address those views, which must be whole tensors of the same dtype
+  // and element count; its other tensors, and its pools and tiles, are added under
+  // `prefix` + their names. `origin` is noted on each op (tile::Kernel::op_origin),
+  // followed by the op's source comment in `sub_text` when given.
+  void splice(const tile::Kernel& sub, const std::map<int, HbmView>& bind,
+              const std::string& prefix, const std::string& origin, std::string_view sub_text = {});
 
   const tile::Kernel& kernel() const { return k_; }
   // Checks and hands over the kernel; the builder is empty afterwards.

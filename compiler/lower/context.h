@@ -85,6 +85,9 @@ inline std::pair<int64_t, int64_t> rows_cols(const ir::Shape& s) {
   return {R, C};
 }
 
+// trn.TileKernel (tile_kernel.cpp): the node's tile IR spliced in.
+void lower_tile_kernel(Ctx& c, const ir::Node& n);
+
 [[noreturn]] void unsupported(const ir::Node& n, const std::string& why);
 
 }  // namespace trnsim::lower

@@ -24,8 +24,10 @@
 // of runtime indices on axis 0 as a one-hot matmul (only when the indices are proven
 // in range), Cast between fp32/int/bool (integers and bools are fp32 0/1 on the
 // device, see hbm_type; nodes whose integers are not provably exact are refused,
-// int_range.h). Tiles follow the target's partition count. Anything else throws
-// ir::UnsupportedError naming the node, its op type and the lowerable set.
+// int_range.h). trn.TileKernel (a user kernel's tile IR) is spliced in with its
+// input/output tensors bound to the node's values' tensors. Tiles follow the target's partition
+// count. Anything else throws ir::UnsupportedError naming the node, its op type and the lowerable
+// set.
 #pragma once
 
 #include <map>

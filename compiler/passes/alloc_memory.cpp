@@ -124,13 +124,16 @@ uint64_t place(const Kernel& k, PassContext& ctx, isa::MemSpace space,
         pools += (pools.empty() ? "" : ", ") + k.pools[b.pool].name + " " +
                  std::to_string(k.pools[b.pool].bufs) + " x " +
                  std::to_string(k.pools[b.pool].buf_bytes) + " B";
+    // A spliced user kernel's op says which node and kernel line it came from.
+    const auto o = k.op_origin.find(k.ops[at].id);
+    const std::string origin = o == k.op_origin.end() ? "" : " (from " + o->second + ")";
     std::string why = peak > cap ? "needs " + std::to_string(peak) + " bytes per partition"
                                  : "needs " + std::to_string(high) +
                                        " bytes per partition after placement (peak live " +
                                        std::to_string(peak) + ")";
     throw KernelError("kernel '" + k.name + "' " + why + " of " + sp + " but the target (" +
                       t.name + ") has " + std::to_string(cap) + "; at op %" +
-                      std::to_string(k.ops[at].id) + " the live pools are: " + pools +
+                      std::to_string(k.ops[at].id) + origin + " the live pools are: " + pools +
                       ". These are the kernel's own working buffers (keep_on_chip already "
                       "left every intermediate it could not fit in HBM): use fewer buffers, "
                       "smaller tiles, or split the kernel");

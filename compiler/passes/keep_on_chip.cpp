@@ -301,6 +301,7 @@ Applied apply(const Kernel& k0, const Analysis& a, size_t n, bool trial) {
   Kernel& k = r.k;
   k.name = k0.name;
   k.semaphores = k0.semaphores;
+  k.op_origin = k0.op_origin;
   if (!trial) k.tensors = k0.tensors;
   k.pools = k0.pools;
   k.tiles = k0.tiles;

@@ -115,8 +115,10 @@ QueueId queue_of(const Op& op) {
 
 std::string op_label(const Kernel& k, const Op& op) {
   std::string e = op.engine_auto ? "auto" : std::string(isa::engine_name(op.engine));
+  auto origin = k.op_origin.find(op.id);
   return "kernel '" + k.name + "' op %" + std::to_string(op.id) + " (" + e + " " +
-         std::string(isa::opcode_name(op.ins.op)) + ")";
+         std::string(isa::opcode_name(op.ins.op)) + ")" +
+         (origin == k.op_origin.end() ? "" : " from " + origin->second);
 }
 
 void verify(const Kernel& k) {

@@ -24,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -96,6 +97,9 @@ struct Kernel {
   std::vector<Pool> pools;
   std::vector<Tile> tiles;
   std::vector<Op> ops;
+  // Where ops came from, by op id, for messages (op_label): e.g. the graph node and
+  // kernel source line of a spliced user kernel (kernels::Builder::splice).
+  std::map<int, std::string> op_origin;
 
   int find_tensor(std::string_view n) const;  // -1 when absent
   int find_pool(std::string_view n) const;
@@ -127,7 +131,8 @@ struct QueueId {
 };
 QueueId queue_of(const Op& op);
 
-std::string op_label(const Kernel& k, const Op& op);  // "op %12 (vector tensor_copy)"
+// "kernel 'k' op %12 (vector tensor_copy)", plus " from ORIGIN" when op_origin has it.
+std::string op_label(const Kernel& k, const Op& op);
 
 // ---- text form
 struct TextOptions {

@@ -144,11 +144,19 @@ def _export(module, inputs, path, input_names, output_names):
             warnings.simplefilter("default", torch.jit.TracerWarning)
             torch.onnx.export(module, inputs, path, opset_version=OPSET,
                               input_names=input_names, output_names=output_names,
-                              do_constant_folding=True)
+                              do_constant_folding=True, custom_opsets={"trnsim.kernels": 1})
     except Exception as e:  # the exporter raises many types; keep its message
         msg = str(e).strip().splitlines()
         raise ExportError(f"torch.onnx.export failed: {msg[0] if msg else type(e).__name__}"
                           ) from e
+
+
+def _kernels_traced_for(config, set):
+    """trnsim.kernels operators export their kernel traced for the run's config."""
+    import contextlib
+    import sys
+    mod = sys.modules.get("trnsim.kernels._torch")  # only loaded when a kernel op exists
+    return mod.traced_for(config, set) if mod else contextlib.nullcontext()
 
 
 def _model_name(fn):
@@ -230,8 +238,9 @@ def run(module, example_inputs, config="trn2", precision="bf16", trace=None, sta
         prep = _Prepared(module, inputs)
         with tempfile.TemporaryDirectory(prefix="trnsim-torch-") as work:
             path = os.path.join(work, "model.onnx")
-            _export(_exportable(module, len(inputs)), prep.fresh(), path, prep.in_names,
-                    prep.out_names)
+            with _kernels_traced_for(config, set):  # trnsim.kernels ops in the forward
+                _export(_exportable(module, len(inputs)), prep.fresh(), path, prep.in_names,
+                        prep.out_names)
             outs, report = run_model(
                 path, dict(zip(prep.in_names, prep.arrays)), config=config,
                 precision=precision, set=set, trace=trace, stats=stats, timeout=timeout,
@@ -315,8 +324,9 @@ def make_backend(**options):
                 if first:
                     entry = _CacheEntry(os.path.join(work, str(len(cache))))
                     os.makedirs(entry.dir)
-                    _export(_exportable(gm, len(inputs)), prep.fresh(), entry.onnx,
-                            prep.in_names, prep.out_names)
+                    with _kernels_traced_for(options.get("config", "trn2"), options.get("set")):
+                        _export(_exportable(gm, len(inputs)), prep.fresh(), entry.onnx,
+                                prep.in_names, prep.out_names)
                     compiled.compiles += 1
                     program = os.path.join(entry.dir, "model.tbin")
                     if _compile_program(entry.onnx, program, options.get("config", "trn2"),
