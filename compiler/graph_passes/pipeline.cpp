@@ -26,7 +26,7 @@ std::optional<Precision> parse_precision(std::string_view s) {
 
 const std::vector<const PassInfo*>& all_passes() {
   static const std::vector<const PassInfo*> passes{
-      &decompose_pass(), &unroll_rnn_pass(), &decompose_3d_pass(), &canonicalize_pass(),
+      &decompose_pass(),     &unroll_rnn_pass(),    &decompose_3d_pass(),     &canonicalize_pass(),
       &fuse_patterns_pass(), &fuse_epilogue_pass(), &fuse_elementwise_pass(), &autocast_pass()};
   return passes;
 }
@@ -41,8 +41,8 @@ const PassInfo& find_pass(std::string_view name) {
 }
 
 std::vector<std::string> default_graph_pipeline(Precision p) {
-  std::vector<std::string> names{"decompose",     "unroll_rnn",    "decompose_3d",
-                                 "canonicalize",  "fuse_patterns", "fuse_epilogue",
+  std::vector<std::string> names{"decompose",       "unroll_rnn",    "decompose_3d",
+                                 "canonicalize",    "fuse_patterns", "fuse_epilogue",
                                  "fuse_elementwise"};
   if (p != Precision::fp32) names.push_back("autocast");
   return names;
