@@ -40,6 +40,7 @@ def attention(q, k, v, causal=True):
     qT, kT = transposed(q, "qT"), transposed(k, "kT")
     vt = [tk.load(v[j * p:(j + 1) * p, :], name="v") for j in range(nb)]
     work, small = tk.pool(2, name="work"), tk.pool(6, name="small")
+    et_pool = tk.pool(2, name="eT")  # apart from `work`: e stays live across the j loop
     for i in tk.range(nb):
         x = tk.copy(tk.matmul(qT[:, i * p:(i + 1) * p], kT, pool=ps_s), dtype=tk.fp32,
                     pool=work)                                    # scores [128, S]
@@ -53,7 +54,7 @@ def attention(q, k, v, causal=True):
                    pool=work)
         acc = ps_o.tile([p, dv], tk.fp32)
         for j in range(nb):
-            eT = tk.copy(tk.transpose(e[:, j * p:(j + 1) * p], pool=ps_t), pool=work)
+            eT = tk.copy(tk.transpose(e[:, j * p:(j + 1) * p], pool=ps_t), pool=et_pool)
             tk.matmul(eT, vt[j], out=acc, accumulate=j > 0)
         inv = tk.reciprocal(sums, pool=small)
         tk.store(out[i * p:(i + 1) * p, :], tk.mul(acc, inv, dtype=out.dtype, pool=work))

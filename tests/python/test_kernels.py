@@ -104,6 +104,10 @@ def cases():
     out.append(("attention causal=True", attention.attention,
                 tuple(tk.spec(t, "bf16") for t in (q, k, v)), {"causal": True},
                 ref_attention(bf16(q), bf16(k), bf16(v), True), "bf16"))
+    # Four key blocks: e stays live across more transposes than a 2-buffer pool holds.
+    q4, k4, v4 = (rng.standard_normal((512, 64)).astype(np.float32) for _ in range(3))
+    out.append(("attention S=512", attention.attention, (q4, k4, v4), {"causal": True},
+                ref_attention(q4, k4, v4, True), "fp32"))
     return out
 
 
