@@ -268,12 +268,7 @@ sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern
 
   const uint64_t desc = std::max(descriptors(src), descriptors(dst));
   descriptors_ += desc;
-  const uint64_t moved = std::max(fast::bytes(src), fast::bytes(dst));
-  activity& a = core_activity();
-  a.shared_free = std::max(a.shared_free, now()) +
-                  seconds_to_time(double(moved) / params_.core_bandwidth_bps +
-                                  double(desc) * params_.core_descriptor_cost_s);
-  return std::max({own_time(moved, desc), rd, wr, a.shared_free - now()});
+  return std::max({own_time(std::max(fast::bytes(src), fast::bytes(dst)), desc), rd, wr});
 }
 
 const std::vector<dma_engine*>& dma_engine::peers() {

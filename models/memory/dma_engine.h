@@ -19,9 +19,6 @@
 //   HBM  = fixed_cost + HBM latency + the channels' time (shared by every engine of
 //          the chip), SBUF = fixed_cost + the engine's SBUF port time, which for a
 //          DMA counts 32-bit words per partition (ap_extension::words).
-// The engines of a core share `core_bandwidth`: each share also reserves its bytes
-// at that rate, after the shares started before it, and ends no sooner, so sixteen
-// engines at 23 B/ns move 300 B/ns together when that is the core's rate.
 // A descriptor is one contiguous chunk on both sides (one per SBUF partition at
 // least), so small chunks are overhead-bound: with descriptor_cost = 256 B / cap a
 // 256 B chunk moves at half the cap and a 4 KiB chunk at 94 % of it.
@@ -207,9 +204,6 @@ class dma_engine : public sc_core::sc_module {
   struct activity {
     uint32_t moving = 0;
     sc_core::sc_time since, total;
-    // The core's shared rate (core_bandwidth) is reserved in start order: a share
-    // ends no sooner than its bytes' turn at that rate after the ones before.
-    sc_core::sc_time shared_free;
   };
   activity activity_;
   activity& core_activity() { return peers().front()->activity_; }
