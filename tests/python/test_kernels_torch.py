@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "runtime" / "python"))
 sys.path.insert(0, str(REPO))
 import trnsim.kernels as tk  # noqa: E402
 import trnsim.torch  # noqa: E402
-from examples.kernels import layernorm, softmax  # noqa: E402
+from examples.kernels import attention, layernorm, matmul, softmax  # noqa: E402
 from trnsim._cli import TrnsimError  # noqa: E402
 
 
@@ -69,6 +69,28 @@ class Torch(unittest.TestCase):
                     self.assertGreater(m.sm_op.last_report.simulated_ns, 0)
                 else:
                     self.assertIsNone(m.sm_op.last_report)
+
+    def test_matmul_and_attention_examples_as_ops(self):
+        # The examples layer norm and softmax do not cover, as operators in both modes,
+        # against eager torch: the four matmul steps (lhsT^T @ rhs) and causal attention.
+        torch.manual_seed(1)
+        a, b = torch.randn(512, 256), torch.randn(512, 1024)
+        q, k, v = (torch.randn(256, 64) for _ in range(3))
+        mask = torch.ones(256, 256).tril().bool()
+        s = (q @ k.T / 8.0).masked_fill(~mask, float("-inf"))
+        want_att = torch.softmax(s, dim=-1) @ v
+        for mode in ("simulate", "benchmark"):
+            for name, kern in matmul.VARIANTS.items():
+                kw = {"bm": 2, "bn": 2, "bk": 2} if name == "blocked" else {}
+                op = kern.torch_op(mode=mode, config="trn1", name=f"mm_{name}_{mode}", **kw)
+                with self.subTest(mode=mode, kernel=name), torch.no_grad():
+                    want = a.T @ b
+                    err = ((op(a, b) - want).abs().max() / want.abs().max()).item()
+                    self.assertLess(err, 1e-4)
+            op = attention.attention.torch_op(mode=mode, config="trn1", name=f"att_{mode}")
+            with self.subTest(mode=mode, kernel="attention"), torch.no_grad():
+                err = ((op(q, k, v) - want_att).abs().max() / want_att.abs().max()).item()
+                self.assertLess(err, 1e-4)
 
     def test_bf16_tensors_keep_their_dtype(self):
         op = softmax.softmax.torch_op(config="trn1")
