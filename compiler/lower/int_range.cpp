@@ -95,6 +95,7 @@ IntRange output_range(const ir::Node& n, const IntRanges& r) {
     const auto [tlo, thi] = type_range(n.outputs[0]->elem());
     return {tlo, thi, true};
   }
+  if (op == "OneHot") return in(1);  // every element is one of `values` (off, on)
   if (op == "ArgMax" || op == "ArgMin") {
     const int64_t axis = n.attr_int("axis");
     return make(0, static_cast<double>(std::max<int64_t>(x->shape().at(axis) - 1, 0)));

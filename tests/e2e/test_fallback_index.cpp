@@ -124,5 +124,19 @@ TEST(FallbackIndex, MaxPoolIndicesRangeIsTheInputsOffsets) {
   EXPECT_EQ(r.at(mp->outputs[1]).hi, 71.0);
 }
 
+// OneHot's elements are its `values` (off, on), whatever the indices: with small
+// constant values a Cast or Gather after it can run on the device.
+TEST(FallbackIndex, OneHotRangeIsItsValues) {
+  ir::Graph g;
+  ir::Value* idx = g.add_input("I", {ElemType::int64, {5}});
+  ir::Value* values =
+      g.add_constant("values", ir::Tensor::from_ints({2}, {-3, 9}, ElemType::int64));
+  ir::Node* oh = ir::make_node(g, "OneHot", {idx, values}, {{"depth", Attribute(int64_t{7})}});
+  g.add_output(oh->outputs[0]);
+  const lower::IntRanges r = lower::int_ranges(g);
+  EXPECT_EQ(r.at(oh->outputs[0]).lo, -3.0);
+  EXPECT_EQ(r.at(oh->outputs[0]).hi, 9.0);
+}
+
 }  // namespace
 }  // namespace trnsim::e2e

@@ -43,9 +43,7 @@ EXPECTED_FALLBACK = {
     "cumsum": {"CumSum"},
     "trilu": {"Trilu"},
     "argmax": {"ArgMax"},
-    # OneHot's int64 result is not proven small (compiler/lower/int_range.h), so the
-    # Cast after it runs on the host too.
-    "one_hot": {"OneHot", "Cast"},
+    "one_hot": {"OneHot"},
     "gather_scatter": {"GatherElements", "ScatterElements"},
 }
 
