@@ -44,8 +44,9 @@ TEST(Cli, RunsAndReports) {
 
 // fp8 double-row (K = 256 per matmul) runs where the config has the mode (trn2) and is
 // refused by name where it does not (trn1).
-std::string double_row_program() {
-  return write_text(temp_dir("cli_double_row") / "dr.tasm", R"(.program dr
+// Each test its own directory: ctest runs them in parallel, and temp_dir empties it.
+std::string double_row_program(const std::string& dir) {
+  return write_text(temp_dir(dir) / "dr.tasm", R"(.program dr
 .semaphores 2
 .tensor A [128,32] fp8e4m3 input @0
 .tensor B [128,80] fp8e4m3 input @4096
@@ -63,15 +64,15 @@ dma_copy dst=hbm[16x40, @C, fp32, [1,40]] src=sbuf[0:16, 4096, fp32, [1,40]] wai
 }
 
 TEST(Cli, Fp8DoubleRowRunsWithTheMode) {
-  CmdResult r =
-      run_cmd(trnsim_bin() + " run " + double_row_program() + " -c trn2 --random-inputs=1");
+  CmdResult r = run_cmd(trnsim_bin() + " run " + double_row_program("cli_double_row_trn2") +
+                        " -c trn2 --random-inputs=1");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("of the fp8e4m3 peak"), std::string::npos) << r.out;
 }
 
 TEST(Cli, Fp8DoubleRowRefusedWithoutTheMode) {
-  CmdResult r =
-      run_cmd(trnsim_bin() + " run " + double_row_program() + " -c trn1 --random-inputs=1");
+  CmdResult r = run_cmd(trnsim_bin() + " run " + double_row_program("cli_double_row_trn1") +
+                        " -c trn1 --random-inputs=1");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("instruction 0 (line 10, matmul): double_row=1 needs a tensor engine with "
                        "fp8 double-row mode (core.tensor.fp8_double_row)"),
