@@ -49,32 +49,6 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 }  // namespace
 
-std::optional<ElemType> elem_of(isa::DType t) {
-  switch (t) {
-    case isa::DType::fp32:
-      return ElemType::fp32;
-    case isa::DType::bf16:
-      return ElemType::bf16;
-    case isa::DType::fp16:
-      return ElemType::fp16;
-    case isa::DType::fp8e4m3:
-      return ElemType::fp8e4m3;
-    case isa::DType::fp8e5m2:
-      return ElemType::fp8e5m2;
-    case isa::DType::int32:
-      return ElemType::int32;
-    case isa::DType::uint8:
-      return ElemType::uint8;
-  }
-  return std::nullopt;
-}
-
-std::optional<isa::DType> dtype_of(ElemType e) {
-  for (int i = 0; i < isa::kNumDTypes; ++i)
-    if (elem_of(static_cast<isa::DType>(i)) == e) return static_cast<isa::DType>(i);
-  return std::nullopt;
-}
-
 TileKernelOp tile_kernel_of(const Node& n) {
   TileKernelOp r;
   r.kernel = parsed(n.attr_string("tir"));
@@ -116,7 +90,7 @@ TileKernelOp tile_kernel_of(const Node& n) {
     const tile::Tensor& t = k.tensors[r.inputs[i]];
     if (!v) throw CompileError("input " + std::to_string(i) + " is missing");
     const Shape want(t.shape.begin(), t.shape.end());
-    if (v->elem() != elem_of(t.dtype) || v->shape() != want)
+    if (v->elem() != from_isa(t.dtype) || v->shape() != want)
       throw CompileError("input " + std::to_string(i) + " ('" + v->name + "') is " + v->type.str() +
                          ", but kernel '" + k.name + "' was traced with '" + t.name + "' " +
                          shape_text(t.shape) + " " + std::string(isa::dtype_name(t.dtype)) +
@@ -130,7 +104,7 @@ std::vector<TensorType> infer_trn_tile_kernel(const Node& n) {
   std::vector<TensorType> r;
   for (int t : op.outputs) {
     const tile::Tensor& tt = op.kernel->tensors[t];
-    r.push_back({*elem_of(tt.dtype), Shape(tt.shape.begin(), tt.shape.end())});
+    r.push_back({from_isa(tt.dtype), Shape(tt.shape.begin(), tt.shape.end())});
   }
   return r;
 }

@@ -32,10 +32,6 @@ struct TileKernelOp {
 // Throws CompileError saying what is wrong (without the node label).
 TileKernelOp tile_kernel_of(const Node& n);
 
-// The element type of a kernel tensor type, and back (nullopt: none).
-std::optional<ElemType> elem_of(isa::DType t);
-std::optional<isa::DType> dtype_of(ElemType e);
-
 std::vector<TensorType> infer_trn_tile_kernel(const Node& n);
 
 }  // namespace trnsim::ir
