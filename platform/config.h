@@ -13,6 +13,7 @@
 
 #include "models/common/core_params.h"
 #include "models/isa/validate.h"
+#include "models/network/network_params.h"
 
 namespace trnsim::cosim {
 struct rtl_config;  // models/cosim/rtl_config.h
@@ -71,6 +72,7 @@ struct platform_config {
   models::hbm_params hbm;
   core_config core;  // the default core type, `core`
   host_config host;
+  models::network_params network;  // the `network:` section: chips, links, nodes
   // Other core types (`core_types.NAME:` sections: `core` plus differences), and
   // which type each core is (`chip.layout`; empty: every core is `core`).
   std::vector<std::pair<std::string, core_config>> other_core_types;

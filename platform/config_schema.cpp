@@ -47,6 +47,11 @@ std::vector<KeyDef> build() {
   TRNSIM_HBM_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT
+#define SECTION "network"
+#define STRUCT(c, t) c.network
+  TRNSIM_NETWORK_PARAMS(TRNSIM_ROW)
+#undef SECTION
+#undef STRUCT
 #undef PER_CORE
 #define PER_CORE true
 #define SECTION "core"
@@ -361,8 +366,33 @@ void cross_check_core(const platform_config& cfg, const core_config& c, const st
 
 }  // namespace
 
+namespace {
+
+// The network's shape: the torus holds exactly the node's chips, and each chip has
+// the links its neighbours need (2 per dimension longer than one chip).
+void cross_check_network(const models::network_params& n, std::vector<CrossError>& errs) {
+  if (uint64_t{n.torus_x} * n.torus_y != n.chips) {
+    errs.push_back({"network.torus_x", "torus_x x torus_y = " + std::to_string(n.torus_x) + " x " +
+                                           std::to_string(n.torus_y) + " = " +
+                                           std::to_string(uint64_t{n.torus_x} * n.torus_y) +
+                                           " must equal network.chips (" + std::to_string(n.chips) +
+                                           ")"});
+    return;
+  }
+  const uint32_t links = 2 * ((n.torus_x > 1 ? 1 : 0) + (n.torus_y > 1 ? 1 : 0));
+  if (n.links_per_chip != links)
+    errs.push_back({"network.links_per_chip",
+                    std::to_string(n.links_per_chip) + " does not fit a " +
+                        std::to_string(n.torus_x) + " x " + std::to_string(n.torus_y) +
+                        " torus: each chip needs " + std::to_string(links) +
+                        " (2 per dimension longer than one chip)"});
+}
+
+}  // namespace
+
 std::vector<CrossError> cross_check(const platform_config& cfg) {
   std::vector<CrossError> errs;
+  cross_check_network(cfg.network, errs);
   for (size_t t = 0; t < cfg.core_types(); ++t)
     cross_check_core(
         cfg, cfg.core_type(t),
