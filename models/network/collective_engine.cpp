@@ -1,0 +1,322 @@
+#include "models/network/collective_engine.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <queue>
+#include <stdexcept>
+
+namespace trnsim::models::network {
+
+namespace {
+
+constexpr const char* kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter"};
+constexpr const char* kAlgorithms[] = {"ring", "torus"};
+
+// One chunk transfer between two ranks.
+struct Xfer {
+  uint32_t src = 0, dst = 0;
+  int dir = 1;
+  bool reduce = false;
+  std::vector<uint32_t> pieces;
+  uint64_t bytes = 0;
+  std::vector<uint32_t> next;  // transfers that wait for this one
+  uint32_t waiting = 0;        // transfers this one still waits for
+  double ready = 0, end = 0;
+};
+
+// One dimension of an algorithm: its rings (rank lists in ring order) and each
+// rank's digit (its position along the dimension; a block has its rank's digit).
+struct Dim {
+  std::vector<std::vector<uint32_t>> lines;
+  std::vector<uint32_t> digit;
+};
+
+struct Builder {
+  uint32_t ranks;
+  uint32_t halves;       // 1: one direction; 2: both, each on half of a chunk
+  uint64_t piece_bytes;  // bytes per element
+  const std::vector<uint64_t>& piece_begin;
+  std::vector<Xfer> xfers;
+  std::vector<std::vector<uint32_t>> pending;  // per rank: its last phase's transfers
+
+  uint32_t add(Xfer x, const std::vector<uint32_t>& deps) {
+    const auto id = static_cast<uint32_t>(xfers.size());
+    x.waiting = static_cast<uint32_t>(deps.size());
+    for (uint32_t d : deps) xfers[d].next.push_back(id);
+    for (uint32_t p : x.pieces) x.bytes += (piece_begin[p + 1] - piece_begin[p]) * piece_bytes;
+    xfers.push_back(std::move(x));
+    return id;
+  }
+
+  // One ring of reduce_scatter (reduce) or all_gather over `line`, on the blocks of
+  // `parent`, each member ending (reduce_scatter) or starting (all_gather) with
+  // the blocks whose digit is its own.
+  void ring(const std::vector<uint32_t>& line, const Dim& dim, const std::vector<uint32_t>& parent,
+            bool reduce, std::vector<std::vector<uint32_t>>& next_pending) {
+    const auto n = static_cast<int64_t>(line.size());
+    if (n < 2) return;
+    std::map<uint32_t, std::vector<uint32_t>> blocks;  // digit -> blocks of parent
+    for (uint32_t b : parent) blocks[dim.digit[b]].push_back(b);
+    for (uint32_t h = 0; h < halves; ++h) {
+      const int dir = h == 0 ? 1 : -1;
+      std::vector<int64_t> prev(n, -1), cur(n, -1);
+      for (int64_t s = 0; s + 1 < n; ++s) {
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t step = reduce ? s + 1 : s;
+          const uint32_t owner = line[((i - dir * step) % n + n) % n];
+          Xfer x;
+          x.src = line[i];
+          x.dst = line[((i + dir) % n + n) % n];
+          x.dir = dir;
+          x.reduce = reduce;
+          for (uint32_t b : blocks[dim.digit[owner]]) x.pieces.push_back(b * halves + h);
+          std::vector<uint32_t> deps;
+          if (s == 0) {
+            deps = pending[x.src];
+            deps.insert(deps.end(), pending[x.dst].begin(), pending[x.dst].end());
+          } else {
+            deps.push_back(static_cast<uint32_t>(prev[i]));
+          }
+          const uint32_t src = x.src, dst = x.dst;
+          const uint32_t id = add(std::move(x), deps);
+          cur[((i + dir) % n + n) % n] = id;
+          next_pending[src].push_back(id);
+          next_pending[dst].push_back(id);
+        }
+        std::swap(prev, cur);
+      }
+    }
+  }
+
+  // One phase: every line of `dim` at once; then each rank waits on its own.
+  void phase(const Dim& dim, const std::vector<std::vector<uint32_t>>& parent, bool reduce) {
+    std::vector<std::vector<uint32_t>> next_pending(ranks);
+    for (const auto& line : dim.lines) ring(line, dim, parent[line[0]], reduce, next_pending);
+    for (uint32_t r = 0; r < ranks; ++r)
+      if (!next_pending[r].empty()) pending[r] = std::move(next_pending[r]);
+  }
+};
+
+// The dimensions of the torus algorithm: cores of a chip, torus x, torus y, nodes.
+std::vector<Dim> torus_dims(const Topology& t) {
+  const network_params& n = t.params().net;
+  const uint32_t per_chip = t.params().per_chip;
+  if (t.chips_used() > 1 && t.chips_used() != n.chips * t.nodes_used())
+    throw std::invalid_argument(
+        "the torus algorithm needs whole nodes: " + std::to_string(t.chips_used()) +
+        " chips used, nodes have " + std::to_string(n.chips) + " (use --algo ring)");
+  const uint32_t sizes[4] = {per_chip, t.chips_used() > 1 ? n.torus_x : 1,
+                             t.chips_used() > 1 ? n.torus_y : 1, t.nodes_used()};
+  std::vector<Dim> dims;
+  for (uint32_t d = 0; d < 4; ++d) {
+    if (sizes[d] < 2) continue;
+    Dim dim;
+    std::map<std::vector<uint32_t>, std::vector<uint32_t>> lines;  // other digits -> ranks
+    for (uint32_t r = 0; r < t.ranks(); ++r) {
+      const rank_place& p = t.place(r);
+      std::vector<uint32_t> digits{p.core, p.x, p.y, p.node};
+      dim.digit.push_back(digits[d]);
+      digits[d] = 0;
+      lines[digits].push_back(r);
+    }
+    for (auto& [k, line] : lines) {
+      std::sort(line.begin(), line.end(),
+                [&](uint32_t a, uint32_t b) { return dim.digit[a] < dim.digit[b]; });
+      dim.lines.push_back(std::move(line));
+    }
+    dims.push_back(std::move(dim));
+  }
+  return dims;
+}
+
+}  // namespace
+
+Collective parse_collective(const std::string& s) {
+  for (int i = 0; i < 3; ++i)
+    if (s == kCollectives[i]) return static_cast<Collective>(i);
+  throw std::invalid_argument("unknown collective '" + s +
+                              "' (expected all_reduce, all_gather or reduce_scatter)");
+}
+std::string collective_name(Collective c) {
+  return kCollectives[static_cast<int>(c)];
+}
+Algorithm parse_algorithm(const std::string& s) {
+  for (int i = 0; i < 2; ++i)
+    if (s == kAlgorithms[i]) return static_cast<Algorithm>(i);
+  throw std::invalid_argument("unknown algorithm '" + s + "' (expected ring or torus)");
+}
+std::string algorithm_name(Algorithm a) {
+  return kAlgorithms[static_cast<int>(a)];
+}
+
+std::vector<uint32_t> ring_order(const Topology& t) {
+  const network_params& n = t.params().net;
+  std::vector<uint32_t> snake(n.chips);  // chip -> position on the ring
+  uint32_t pos = 0;
+  for (uint32_t y = 0; y < n.torus_y; ++y)
+    for (uint32_t i = 0; i < n.torus_x; ++i)
+      snake[(y % 2 == 0 ? i : n.torus_x - 1 - i) + n.torus_x * y] = pos++;
+  std::vector<uint32_t> order(t.ranks());
+  for (uint32_t r = 0; r < t.ranks(); ++r) order[r] = r;
+  const auto key = [&](uint32_t r) {
+    const rank_place& p = t.place(r);
+    return std::tuple(p.node, snake[p.chip], p.core);
+  };
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  return order;
+}
+
+collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t count, isa::DType dt,
+                                        std::vector<std::vector<float>>* data) {
+  if (dt != isa::DType::fp32 && dt != isa::DType::bf16)
+    throw std::invalid_argument("collectives support fp32 and bf16");
+  const uint32_t R = topo_.ranks();
+  if (data) {
+    if (data->size() != R) throw std::invalid_argument("one buffer per rank expected");
+    for (const auto& b : *data)
+      if (b.size() != count) throw std::invalid_argument("every buffer must hold count values");
+  }
+  std::vector<Dim> dims;
+  uint32_t halves = 1;
+  if (a == Algorithm::ring) {
+    Dim d;
+    d.lines.push_back(ring_order(topo_));
+    for (uint32_t r = 0; r < R; ++r) d.digit.push_back(r);
+    dims.push_back(std::move(d));
+  } else {
+    dims = torus_dims(topo_);
+    halves = 2;
+  }
+  // Pieces: block b (rank b's share) split into `halves` parts.
+  std::vector<uint64_t> piece_begin;
+  for (uint32_t b = 0; b < R; ++b) {
+    const uint64_t lo = b * (count / R) + std::min<uint64_t>(b, count % R);
+    const uint64_t len = count / R + (b < count % R ? 1 : 0);
+    piece_begin.push_back(lo);
+    if (halves == 2) piece_begin.push_back(lo + (len + 1) / 2);
+  }
+  piece_begin.push_back(count);
+
+  Builder bld{R,           halves, isa::dtype_size(dt),
+              piece_begin, {},     std::vector<std::vector<uint32_t>>(R)};
+  // Blocks each rank holds before each dimension's reduce_scatter (and after its
+  // all_gather): all, then those whose digits match the rank's so far.
+  std::vector<std::vector<std::vector<uint32_t>>> held(dims.size() + 1,
+                                                       std::vector<std::vector<uint32_t>>(R));
+  for (uint32_t r = 0; r < R; ++r)
+    for (uint32_t b = 0; b < R; ++b) held[0][r].push_back(b);
+  for (size_t d = 0; d < dims.size(); ++d)
+    for (uint32_t r = 0; r < R; ++r)
+      for (uint32_t b : held[d][r])
+        if (dims[d].digit[b] == dims[d].digit[r]) held[d + 1][r].push_back(b);
+  if (c != Collective::all_gather)
+    for (size_t d = 0; d < dims.size(); ++d) bld.phase(dims[d], held[d], true);
+  if (c != Collective::reduce_scatter)
+    for (size_t d = dims.size(); d-- > 0;) bld.phase(dims[d], held[d], false);
+
+  // Run: a transfer starts as soon as what it waits for has arrived; the transfers
+  // in flight share every resource max-min fairly; one whose bytes have drained
+  // arrives after its route's latency.
+  std::vector<Xfer>& xs = bld.xfers;
+  using Entry = std::pair<double, uint32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  for (uint32_t i = 0; i < xs.size(); ++i)
+    if (xs[i].waiting == 0) ready.push({0.0, i});
+  struct Flow {
+    uint32_t x;
+    double remaining, rate = 0, latency = 0;
+    std::vector<Link*> path;
+  };
+  std::vector<Flow> active;
+  std::map<Link*, std::pair<double, uint32_t>> share;  // capacity left, unfixed flows
+  const auto set_rates = [&] {
+    share.clear();
+    for (Flow& f : active) {
+      f.rate = -1;
+      for (Link* l : f.path) {
+        auto [it, fresh] = share.try_emplace(l, l->params().bandwidth_bps, 0);
+        it->second.second += 1;
+      }
+    }
+    // Progressive filling: the most contended resource fixes its flows' rates.
+    for (size_t fixed = 0; fixed < active.size();) {
+      Link* tight = nullptr;
+      double best = 0;
+      for (auto& [l, cs] : share)
+        if (cs.second > 0 && (!tight || cs.first / cs.second < best)) {
+          tight = l;
+          best = cs.first / cs.second;
+        }
+      for (Flow& f : active) {
+        if (f.rate >= 0 || std::find(f.path.begin(), f.path.end(), tight) == f.path.end()) continue;
+        f.rate = std::max(best, 0.0);
+        ++fixed;
+        for (Link* l : f.path) {
+          share[l].first -= f.rate;
+          share[l].second -= 1;
+        }
+      }
+    }
+  };
+  collective_result res;
+  size_t done = 0;
+  double now = 0;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  while (!ready.empty() || !active.empty()) {
+    double t = ready.empty() ? kInf : ready.top().first;
+    for (const Flow& f : active)
+      t = std::min(t, f.remaining <= 0 ? now : now + f.remaining / f.rate);
+    std::map<Link*, bool> busy;
+    for (const Flow& f : active)
+      for (Link* l : f.path) busy[l] = true;
+    for (auto& [l, b] : busy) l->add_busy(t - now);
+    bool changed = false;
+    // Drained flows arrive `latency` later; what waits on them may then start.
+    for (size_t k = 0; k < active.size();) {
+      Flow& f = active[k];
+      const bool drained = f.remaining <= 0 || now + f.remaining / f.rate <= t;
+      f.remaining -= f.rate * (t - now);
+      if (!drained) {
+        ++k;
+        continue;
+      }
+      Xfer& x = xs[f.x];
+      x.end = t + f.latency;
+      for (Link* l : f.path) l->count_transfer(x.bytes);
+      res.time_s = std::max(res.time_s, x.end);
+      res.transfers += 1;
+      res.link_bytes += x.bytes;
+      if (data) {
+        const std::vector<float>& s = (*data)[x.src];
+        std::vector<float>& d = (*data)[x.dst];
+        for (uint32_t p : x.pieces)
+          for (uint64_t e = piece_begin[p]; e < piece_begin[p + 1]; ++e)
+            d[e] = x.reduce ? isa::round_to(dt, d[e] + s[e]) : s[e];
+      }
+      for (uint32_t n : x.next) {
+        xs[n].ready = std::max(xs[n].ready, x.end);
+        if (--xs[n].waiting == 0) ready.push({xs[n].ready, n});
+      }
+      ++done;
+      active[k] = std::move(active.back());
+      active.pop_back();
+      changed = true;
+    }
+    now = t;
+    while (!ready.empty() && ready.top().first <= now) {
+      Flow f{ready.top().second, 0, 0, 0, {}};
+      ready.pop();
+      f.remaining = static_cast<double>(xs[f.x].bytes);
+      f.path = topo_.route(xs[f.x].src, xs[f.x].dst, xs[f.x].dir);
+      for (Link* l : f.path) f.latency += l->params().latency_s;
+      active.push_back(std::move(f));
+      changed = true;
+    }
+    if (changed) set_rates();
+  }
+  if (done != xs.size()) throw std::logic_error("collective schedule has a cycle");
+  return res;
+}
+
+}  // namespace trnsim::models::network

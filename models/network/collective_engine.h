@@ -1,0 +1,79 @@
+// Collectives over a Topology: all_reduce, all_gather and reduce_scatter as chunk
+// transfers over its links, timed with contention, and (optionally) carried out on
+// real per-rank buffers so the numerics are the algorithm's.
+//
+// Algorithms:
+// - ring: one ring over all ranks (cores of a chip in order, chips in a snake
+//   through the torus so that neighbours on the ring are neighbours on the torus,
+//   nodes in order), one direction. reduce_scatter is N-1 steps; in step s rank i
+//   of the ring sends chunk (i - s - 1) mod N to rank i + 1, which adds it to its
+//   own; all_gather is N-1 steps of forwarding; all_reduce is the two.
+// - torus: dimension-wise over the grid (cores of a chip, torus x, torus y, nodes):
+//   reduce_scatter along each dimension in that order, each time on the part the
+//   previous ones left, then all_gather back in reverse order. Each dimension's
+//   rings run both ways at once, each way on half of every chunk, so a chip drives
+//   both links of a dimension. Needs whole nodes (or one chip).
+// Buffer layout follows the ranks: the buffer is R blocks; reduce_scatter leaves
+// the sum of block r on rank r, all_gather starts from block r on rank r.
+//
+// Numerics: each addition is fp32 addition of the two operands, rounded to the
+// dtype (bf16: nearest even), in the order the ring carries the chunk: a chunk's
+// sum starts at the rank after its owner and adds each rank in ring order, the
+// owner last.
+//
+// Timing: a transfer may start when the data it sends has arrived (the previous
+// step on its ring), and, on a new dimension or phase, when both ends finished
+// the previous one. Transfers in flight share every resource on their routes
+// max-min fairly (a link, a chip's intra-chip path, a node port, the sending
+// core's DMA); a transfer's data arrives the sum of its route's latencies after
+// its last byte drains. Not modelled: the reduction's compute time,
+// synchronisation messages, DMA descriptor costs, and pipelining a chunk over
+// several hops (a multi-hop route moves at its slowest resource's share).
+//
+// One object drives the ranks of every chip (a per-chip engine with its own
+// instruction stream is a later step).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/isa/dtype.h"
+#include "models/network/topology.h"
+
+namespace trnsim::models::network {
+
+enum class Collective { all_reduce, all_gather, reduce_scatter };
+enum class Algorithm { ring, torus };
+
+// "all_reduce" -> Collective; throws std::invalid_argument listing the names.
+Collective parse_collective(const std::string& s);
+std::string collective_name(Collective c);
+Algorithm parse_algorithm(const std::string& s);
+std::string algorithm_name(Algorithm a);
+
+struct collective_result {
+  double time_s = 0;        // last arrival, from all ranks starting at 0
+  uint64_t transfers = 0;   // chunk transfers
+  uint64_t link_bytes = 0;  // bytes summed over transfers (not per hop)
+};
+
+class CollectiveEngine {
+ public:
+  explicit CollectiveEngine(Topology& topo) : topo_(topo) {}
+
+  // Runs collective `c` on `count` elements of `dt` (fp32 or bf16) per rank buffer.
+  // `data`, if not null, holds one buffer of `count` values per rank (values of the
+  // dtype, held as float) and is transformed in place. Throws std::invalid_argument
+  // for an algorithm that does not fit the placement or an unsupported dtype.
+  collective_result run(Collective c, Algorithm a, uint64_t count, isa::DType dt,
+                        std::vector<std::vector<float>>* data);
+
+ private:
+  Topology& topo_;
+};
+
+// The ring order of the `ring` algorithm: ranks, chips snaking through the torus.
+std::vector<uint32_t> ring_order(const Topology& t);
+
+}  // namespace trnsim::models::network

@@ -1,0 +1,202 @@
+// The scale-out models: links, the topology's routes, and collectives' times
+// against closed-form ring arithmetic and their numerics against a reduction
+// written from the algorithm's description. Config `tiny`: 4 chips in a ring, links
+// of 10 B/ns and 100 ns, an intra-chip path of 20 B/ns and 50 ns, node ports of
+// 5 B/ns and 1 us, and a core DMA of 16 engines x 10 B/ns = 160 B/ns.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/isa/dtype.h"
+#include "models/network/collective_engine.h"
+#include "models/network/link.h"
+#include "models/network/topology.h"
+#include "platform/config.h"
+
+namespace {
+
+using namespace trnsim;
+using namespace trnsim::models::network;
+
+topology_params params(uint32_t ranks, uint32_t per_chip,
+                       const std::vector<std::string>& sets = {}) {
+  const platform::platform_config cfg = platform::load_config("tiny", sets);
+  topology_params p;
+  p.net = cfg.network;
+  p.cores_per_chip = cfg.cores;
+  p.dma_bps = cfg.core.dma.engines * cfg.core.dma.bandwidth_bps;
+  p.ranks = ranks;
+  p.per_chip = per_chip;
+  return p;
+}
+
+double run_time(Collective c, Algorithm a, uint64_t count, const topology_params& p) {
+  Topology t(p);
+  CollectiveEngine e(t);
+  return e.run(c, a, count, isa::DType::fp32, nullptr).time_s;
+}
+
+TEST(NetworkLink, CountsAndRejectsImpossibleParams) {
+  Link l("l", {10e9, 100e-9});
+  l.count_transfer(10000);
+  l.count_transfer(5000);
+  l.add_busy(1e-6);
+  EXPECT_EQ(l.stats().transfers, 2u);
+  EXPECT_EQ(l.stats().bytes, 15000u);
+  EXPECT_DOUBLE_EQ(l.stats().busy_s, 1e-6);
+  EXPECT_THROW(Link("z", {0, 0}), std::invalid_argument);
+  EXPECT_THROW(Link("n", {1e9, -1}), std::invalid_argument);
+}
+
+TEST(NetworkTopology, PlacesRanksAndRoutesDimensionOrder) {
+  // trn2's 4 x 4 torus, one rank per chip: chip 5 is (1, 1), chip 15 is (3, 3).
+  const platform::platform_config cfg = platform::load_config("trn2");
+  topology_params p;
+  p.net = cfg.network;
+  p.cores_per_chip = cfg.cores;
+  p.ranks = 16;
+  p.per_chip = 1;
+  Topology t(p);
+  EXPECT_EQ(t.place(5).x, 1u);
+  EXPECT_EQ(t.place(5).y, 1u);
+  // 0 -> 15: x 0 -> 3 is one hop going - (wrap), y 0 -> 3 one hop going -.
+  const auto path = t.route(0, 15, 1);
+  ASSERT_EQ(path.size(), 3u);  // DMA, x link, y link
+  EXPECT_EQ(path[0]->name(), "rank0.dma");
+  EXPECT_EQ(path[1]->name(), "node0.chip0.linkx-");
+  EXPECT_EQ(path[2]->name(), "node0.chip3.linky-");
+  // 0 -> 2 on a ring of 4: two hops either way; the direction hint picks.
+  EXPECT_EQ(t.route(0, 2, 1)[1]->name(), "node0.chip0.linkx+");
+  EXPECT_EQ(t.route(0, 2, -1)[1]->name(), "node0.chip0.linkx-");
+}
+
+TEST(NetworkTopology, RanksThatDoNotFitAreErrors) {
+  EXPECT_THROW(Topology(params(6, 3)), std::invalid_argument);   // tiny has 2 cores
+  EXPECT_THROW(Topology(params(3, 2)), std::invalid_argument);   // not a multiple
+  EXPECT_THROW(Topology(params(5, 1)), std::invalid_argument);   // 4 chips, 1 node
+  EXPECT_NO_THROW(Topology(params(8, 1, {"network.nodes=2"})));  // 2 nodes of 4 chips
+  // The torus algorithm needs whole nodes: 3 chips of a 4-chip node.
+  Topology t(params(3, 1));
+  CollectiveEngine e(t);
+  EXPECT_THROW(e.run(Collective::all_reduce, Algorithm::torus, 64, isa::DType::fp32, nullptr),
+               std::invalid_argument);
+}
+
+TEST(NetworkCollective, RingAllReduceIsClosedForm) {
+  // 4 ranks, one per chip, 4096 fp32 = 16384 B: chunks of 16384 / 4 = 4096 B.
+  // Ring all-reduce = 2(n-1) = 6 steps x (latency + chunk / bw)
+  //                 = 6 x (100 ns + 4096 B / 10 B/ns) = 6 x 509.6 ns = 3057.6 ns.
+  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::ring, 4096, params(4, 1)), 3057.6e-9,
+              1e-12);
+  // reduce_scatter and all_gather: n-1 = 3 steps each, 1528.8 ns.
+  EXPECT_NEAR(run_time(Collective::reduce_scatter, Algorithm::ring, 4096, params(4, 1)), 1528.8e-9,
+              1e-12);
+  EXPECT_NEAR(run_time(Collective::all_gather, Algorithm::ring, 4096, params(4, 1)), 1528.8e-9,
+              1e-12);
+}
+
+TEST(NetworkCollective, TorusRunsBothWaysOnHalfChunks) {
+  // Same 16384 B on the 4-chip ring, both directions each carrying half a chunk,
+  // 2048 B, on their own links; the two share the sending core's DMA (160 B/ns, 80
+  // each), which the 10 B/ns links keep below: 6 steps x (100 ns + 2048 B / 10 B/ns)
+  // = 6 x 304.8 ns = 1828.8 ns.
+  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::torus, 4096, params(4, 1)), 1828.8e-9,
+              1e-12);
+}
+
+TEST(NetworkCollective, UsesTheCoreDmaRate) {
+  // One DMA engine at 5 B/ns is slower than the link (10 B/ns): each step is
+  // 100 ns + 4096 B / 5 B/ns = 919.2 ns; 6 steps = 5515.2 ns.
+  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::ring, 4096,
+                       params(4, 1, {"core.dma.engines=1", "core.dma.bandwidth=5GB/s"})),
+              5515.2e-9, 1e-12);
+}
+
+TEST(NetworkCollective, IntraChipTransfersShareTheChipPath) {
+  // 2 ranks on one chip, 16384 B: chunks of 8192 B, both ranks' sends of a step at
+  // once over the chip's one path (20 B/ns, 50 ns), 10 B/ns each: a step is
+  // 50 ns + 8192 B / 10 B/ns = 869.2 ns; reduce_scatter + all_gather = 2 steps =
+  // 1738.4 ns. Alone on the path a chunk would take 50 + 8192 / 20 = 459.6 ns.
+  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::ring, 4096, params(2, 2)), 1738.4e-9,
+              1e-12);
+  // One rank's DMA sends both directions of the torus algorithm: with 1 engine of
+  // 5 B/ns they share it (2.5 B/ns each, below the path's 10): 2 ranks, halves of
+  // 4096 B: 2 steps x (50 ns + 4096 B / 2.5 B/ns) = 2 x 1688.4 = 3376.8 ns.
+  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::torus, 4096,
+                       params(2, 2, {"core.dma.engines=1", "core.dma.bandwidth=5GB/s"})),
+              3376.8e-9, 1e-12);
+}
+
+TEST(NetworkCollective, NodesTalkOverTheirPorts) {
+  // 2 nodes of 1 chip each, 1 rank per node, 16384 B: chunks of 8192 B over the
+  // node ports (5 B/ns, 1 us), each direction its own port: 2 steps x
+  // (1000 ns + 8192 / 5 ns) = 2 x 2638.4 = 5276.8 ns.
+  const auto p = params(
+      2, 1,
+      {"network.nodes=2", "network.chips=1", "network.torus_x=1", "network.links_per_chip=0"});
+  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::ring, 4096, p), 5276.8e-9, 1e-12);
+}
+
+// The ring's reduction written from its description: block c's sum starts at the
+// rank after c and adds each rank in ring order, c last, rounding each sum to the dtype.
+std::vector<float> ring_reference(const std::vector<std::vector<float>>& in, isa::DType dt) {
+  const size_t n = in.size(), count = in[0].size();
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t c = [&] {  // the block of element i
+      size_t b = 0;
+      while ((b + 1) * (count / n) + std::min(b + 1, count % n) <= i) ++b;
+      return b;
+    }();
+    float acc = in[(c + 1) % n][i];
+    for (size_t k = 2; k <= n; ++k) acc = isa::round_to(dt, acc + in[(c + k) % n][i]);
+    out[i] = acc;
+  }
+  return out;
+}
+
+TEST(NetworkCollective, RingAllReduceNumericsFollowTheRingOrder) {
+  for (isa::DType dt : {isa::DType::fp32, isa::DType::bf16}) {
+    SCOPED_TRACE(isa::dtype_size(dt));
+    const uint32_t n = 4;
+    const uint64_t count = 103;  // uneven blocks: 26, 26, 26, 25
+    std::vector<std::vector<float>> data(n, std::vector<float>(count));
+    for (uint32_t r = 0; r < n; ++r)
+      for (uint64_t i = 0; i < count; ++i)
+        data[r][i] = isa::round_to(dt, 1.0f / float(3 + r + 7 * i) + float(r) * 1.7f);
+    const auto want = ring_reference(data, dt);
+    Topology t(params(n, 1));
+    CollectiveEngine e(t);
+    e.run(Collective::all_reduce, Algorithm::ring, count, dt, &data);
+    for (uint32_t r = 0; r < n; ++r)
+      for (uint64_t i = 0; i < count; ++i) ASSERT_EQ(data[r][i], want[i]) << r << " " << i;
+  }
+}
+
+TEST(NetworkCollective, ReduceScatterAndAllGatherOwnTheirBlocks) {
+  const uint32_t n = 8;  // 2 per chip on 4 chips: torus over cores then chips
+  const uint64_t count = 64;
+  std::vector<std::vector<float>> rs(n, std::vector<float>(count)), ag = rs;
+  for (uint32_t r = 0; r < n; ++r)
+    for (uint64_t i = 0; i < count; ++i) {
+      rs[r][i] = float(r + 1);        // sums are exact: 1 + ... + 8 = 36
+      ag[r][i] = float(r * 100 + i);  // block r of rank r is its own
+    }
+  Topology t1(params(n, 2));
+  CollectiveEngine(t1).run(Collective::reduce_scatter, Algorithm::torus, count, isa::DType::fp32,
+                           &rs);
+  Topology t2(params(n, 2));
+  CollectiveEngine(t2).run(Collective::all_gather, Algorithm::torus, count, isa::DType::fp32, &ag);
+  for (uint32_t r = 0; r < n; ++r)
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint32_t owner = uint32_t(i / (count / n));
+      if (owner == r) {
+        EXPECT_EQ(rs[r][i], 36.0f) << r << " " << i;
+      }
+      EXPECT_EQ(ag[r][i], float(owner * 100 + i)) << r << " " << i;
+    }
+}
+
+}  // namespace
