@@ -6,6 +6,7 @@
 //   trnsim compile MODEL.onnx|KERNEL.tir -o OUT.tbin|.tasm [-c CONFIG] [--precision P]
 //   [--print-after PASS] trnsim asm IN.tasm -o OUT.tbin      trnsim disasm IN.tbin [-o OUT.tasm]
 //   trnsim info [-c CONFIG] [--set k=v]... [--keys]
+//   trnsim collbench all_reduce|all_gather|reduce_scatter [-c CONFIG] [--ranks N] [--sizes A:B]
 //   trnsim sweep|plot|fuzz ARGS   (exec: python3 -m trnsim.sweep|plot|fuzz ARGS)
 // Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
 #include <cerrno>
@@ -31,6 +32,7 @@
 #include "models/isa/assembler.h"
 #include "models/isa/binary.h"
 #include "platform/config.h"
+#include "runtime/collbench.h"
 #include "runtime/device.h"
 #include "runtime/fallback.h"
 #include "runtime/host_memory.h"
@@ -61,6 +63,7 @@ const char* kMainHelp =
     "  sweep SPEC      design-space sweep of a YAML spec (Python: trnsim.sweep)\n"
     "  plot OUTDIR     plots of a sweep's results (Python: trnsim.plot)\n"
     "  fuzz            differential fuzzing of the compiler (Python: trnsim.fuzz)\n"
+    "  collbench COLL  time a collective over the configured chips and nodes\n"
     "Run 'trnsim <command> --help' for its options.\n";
 
 const char* kRunHelp =
@@ -852,6 +855,13 @@ int main(int argc, char** argv) {
     if (cmd == "asm") return flushed(cmd_asm(args, true));
     if (cmd == "disasm") return flushed(cmd_asm(args, false));
     if (cmd == "info") return flushed(cmd_info(args));
+    if (cmd == "collbench") {
+      try {
+        return flushed(runtime::collbench(args, std::cout));
+      } catch (const runtime::CollbenchUsage& e) {
+        throw UsageError(e.what());
+      }
+    }
     if (cmd == "sweep" || cmd == "plot" || cmd == "fuzz") return exec_python(cmd, args);
     throw UsageError("unknown command '" + cmd + "'\n" + kMainHelp);
   } catch (const UsageError& e) {

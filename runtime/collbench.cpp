@@ -1,0 +1,273 @@
+#include "runtime/collbench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "models/network/collective_engine.h"
+#include "platform/config.h"
+#include "platform/units.h"
+#include "runtime/tensor.h"
+
+namespace trnsim::runtime {
+
+namespace net = models::network;
+
+const char* kCollbenchHelp =
+    "usage: trnsim collbench all_reduce|all_gather|reduce_scatter [options]\n"
+    "  -c, --config C     platform config (default trn2); its network: section\n"
+    "  --set KEY=VALUE    override a config key (e.g. network.nodes=2)\n"
+    "  --ranks N          ranks (default: one per chip of a node)\n"
+    "  --per-chip K       ranks on each chip (cores; default 1); chips, then nodes,\n"
+    "                     fill in order\n"
+    "  --sizes A[:B]      message sizes, A to B doubling (e.g. 8B:1GiB; default 1MiB)\n"
+    "  --dtype fp32|bf16  element type (default fp32)\n"
+    "  --algo ring|torus  ring: one ring over all ranks; torus: dimension-wise over\n"
+    "                     cores, torus x, torus y and nodes, both ways (default: torus\n"
+    "                     when the ranks fill whole nodes or one chip, else ring)\n"
+    "  --check            carry real data and compare with a float64 sum\n"
+    "  --out FILE.npy     with one size: write the final buffers [ranks, count]\n"
+    "  --links            print the busiest links of the largest size\n";
+
+double collbench_input(uint32_t rank, uint64_t i) {
+  return static_cast<double>(static_cast<int64_t>((rank * 131ull + i * 71ull) % 1021) - 510) / 64.0;
+}
+
+namespace {
+
+bool take(const std::vector<std::string>& args, size_t& i, const std::string& flag,
+          const std::string& alias, std::string& out) {
+  const std::string& a = args[i];
+  for (const std::string& f : {flag, alias}) {
+    if (f.empty()) continue;
+    if (a == f) {
+      if (i + 1 >= args.size()) throw CollbenchUsage("collbench: " + f + " needs a value");
+      out = args[++i];
+      return true;
+    }
+    if (a.rfind(f + "=", 0) == 0) {
+      out = a.substr(f.size() + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t positive(const std::string& flag, const std::string& v) {
+  uint64_t n = 0;
+  try {
+    n = platform::parse_count(v);
+  } catch (const std::exception&) {
+    throw CollbenchUsage("collbench: " + flag + ": '" + v + "' is not a positive integer");
+  }
+  if (n == 0 || n > 1u << 20)
+    throw CollbenchUsage("collbench: " + flag + ": " + v + " must be 1..1048576");
+  return static_cast<uint32_t>(n);
+}
+
+uint64_t size_of(const std::string& v) {
+  try {
+    return platform::parse_size(v);
+  } catch (const std::exception& e) {
+    throw CollbenchUsage("collbench: --sizes: '" + v + "': " + e.what());
+  }
+}
+
+std::string fixed(double v, int prec) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+std::string pad(const std::string& s, size_t w) {
+  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
+
+}  // namespace
+
+int collbench(const std::vector<std::string>& args, std::ostream& out) {
+  std::string config = "trn2", v, coll_name, out_path;
+  std::vector<std::string> sets;
+  uint32_t ranks = 0, per_chip = 1;
+  uint64_t lo = 1 << 20, hi = 1 << 20;
+  isa::DType dt = isa::DType::fp32;
+  std::string algo;
+  bool check = false, links = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      out << kCollbenchHelp;
+      return 0;
+    } else if (take(args, i, "--config", "-c", v)) {
+      config = v;
+    } else if (take(args, i, "--set", "", v)) {
+      sets.push_back(v);
+    } else if (take(args, i, "--ranks", "", v)) {
+      ranks = positive("--ranks", v);
+    } else if (take(args, i, "--per-chip", "", v)) {
+      per_chip = positive("--per-chip", v);
+    } else if (take(args, i, "--sizes", "", v)) {
+      const size_t colon = v.find(':');
+      lo = size_of(v.substr(0, colon));
+      hi = colon == std::string::npos ? lo : size_of(v.substr(colon + 1));
+      if (lo == 0 || hi < lo)
+        throw CollbenchUsage("collbench: --sizes " + v + ": expected 0 < A <= B");
+    } else if (take(args, i, "--dtype", "", v)) {
+      if (v == "fp32")
+        dt = isa::DType::fp32;
+      else if (v == "bf16")
+        dt = isa::DType::bf16;
+      else
+        throw CollbenchUsage("collbench: --dtype: expected fp32 or bf16, got '" + v + "'");
+    } else if (take(args, i, "--algo", "", v)) {
+      algo = v;
+    } else if (take(args, i, "--out", "", v)) {
+      out_path = v;
+    } else if (args[i] == "--check") {
+      check = true;
+    } else if (args[i] == "--links") {
+      links = true;
+    } else if (!args[i].empty() && args[i][0] != '-' && coll_name.empty()) {
+      coll_name = args[i];
+    } else {
+      throw CollbenchUsage("collbench: unknown argument '" + args[i] + "'");
+    }
+  }
+  if (coll_name.empty())
+    throw CollbenchUsage("collbench: which collective? (all_reduce, all_gather, reduce_scatter)");
+  net::Collective coll;
+  try {
+    coll = net::parse_collective(coll_name);
+  } catch (const std::invalid_argument& e) {
+    throw CollbenchUsage(std::string("collbench: ") + e.what());
+  }
+  if (!out_path.empty() && lo != hi)
+    throw CollbenchUsage("collbench: --out needs one size (--sizes A)");
+
+  const platform::platform_config cfg = platform::load_config(config, sets);
+  net::topology_params tp;
+  tp.net = cfg.network;
+  tp.cores_per_chip = cfg.cores;
+  tp.dma_bps = cfg.core.dma.engines * cfg.core.dma.bandwidth_bps;
+  tp.per_chip = per_chip;
+  tp.ranks = ranks ? ranks : per_chip * cfg.network.chips;
+  const uint64_t esize = isa::dtype_size(dt);
+  const std::string tname = dt == isa::DType::bf16 ? "bf16" : "fp32";
+
+  // The algorithm: as asked, else torus where it fits.
+  net::Algorithm alg = net::Algorithm::ring;
+  {
+    std::unique_ptr<net::Topology> probe_ptr;
+    try {
+      probe_ptr = std::make_unique<net::Topology>(tp);
+    } catch (const std::invalid_argument& e) {  // the ranks do not fit
+      throw CollbenchUsage(std::string("collbench: ") + e.what());
+    }
+    const net::Topology& probe = *probe_ptr;
+    if (!algo.empty()) {
+      try {
+        alg = net::parse_algorithm(algo);
+      } catch (const std::invalid_argument& e) {
+        throw CollbenchUsage(std::string("collbench: --algo: ") + e.what());
+      }
+    } else if (probe.chips_used() == 1 ||
+               probe.chips_used() == cfg.network.chips * probe.nodes_used()) {
+      alg = net::Algorithm::torus;
+    }
+    out << "# collbench " << coll_name << " on " << cfg.name << ": " << tp.ranks << " ranks ("
+        << per_chip << " per chip, " << probe.chips_used() << " chips, " << probe.nodes_used()
+        << (probe.nodes_used() == 1 ? " node" : " nodes") << "), algorithm "
+        << net::algorithm_name(alg) << ", " << tname << "\n";
+  }
+  const uint32_t n = tp.ranks;
+  const double bus_factor =
+      coll == net::Collective::all_reduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+  out << "#" << pad("size(B)", 13) << pad("count(elems)", 14) << pad("type", 6)
+      << pad("time(us)", 12) << pad("algbw(GB/s)", 13) << pad("busbw(GB/s)", 13)
+      << (check ? pad("check", 8) : "") << "\n";
+  std::vector<std::string> busiest;
+  int status = 0;
+  for (uint64_t size = lo; size <= hi; size *= 2) {
+    const uint64_t count = std::max<uint64_t>(1, size / esize);
+    const uint64_t bytes = count * esize;
+    net::Topology topo(tp);
+    net::CollectiveEngine eng(topo);
+    std::vector<std::vector<float>> data;
+    if (check || !out_path.empty()) {
+      if (uint64_t{n} * count * 4 > (1ull << 30))
+        throw CollbenchUsage(
+            "collbench: --check/--out hold every rank's buffer: " + std::to_string(n) + " x " +
+            std::to_string(count) + " values exceed 1 GiB; use smaller --sizes");
+      data.assign(n, std::vector<float>(count));
+      for (uint32_t r = 0; r < n; ++r)
+        for (uint64_t i = 0; i < count; ++i)
+          data[r][i] = isa::round_to(dt, static_cast<float>(collbench_input(r, i)));
+    }
+    std::vector<std::vector<float>> input = check ? data : std::vector<std::vector<float>>{};
+    net::collective_result res;
+    try {
+      res = eng.run(coll, alg, count, dt, data.empty() ? nullptr : &data);
+    } catch (const std::invalid_argument& e) {
+      throw CollbenchUsage(std::string("collbench: ") + e.what());
+    }
+    const double algbw = res.time_s > 0 ? static_cast<double>(bytes) / res.time_s / 1e9 : 0;
+    out << " " << pad(std::to_string(bytes), 13) << pad(std::to_string(count), 14) << pad(tname, 6)
+        << pad(fixed(res.time_s * 1e6, 2), 12) << pad(fixed(algbw, 2), 13)
+        << pad(fixed(algbw * bus_factor, 2), 13);
+    if (check) {
+      // Each rank's expected values: the float64 sum of every rank's input (all_reduce,
+      // and reduce_scatter on the rank's own block) or the owner's input (all_gather),
+      // within the rounding of n - 1 additions in the dtype.
+      const double eps = dt == isa::DType::bf16 ? 1.0 / 256 : 1.0 / (1 << 23);
+      const auto block_begin = [&](uint64_t r) {
+        return r * (count / n) + std::min<uint64_t>(r, count % n);
+      };
+      bool ok = true;
+      uint32_t owner = 0;  // the rank whose block holds element i
+      for (uint64_t i = 0; i < count && ok; ++i) {
+        while (i >= block_begin(owner + 1)) ++owner;
+        double want = 0, mag = 0;
+        if (coll == net::Collective::all_gather) {
+          want = input[owner][i];
+        } else {
+          for (uint32_t q = 0; q < n; ++q) {
+            want += input[q][i];
+            mag += std::fabs(input[q][i]);
+          }
+        }
+        for (uint32_t r = 0; r < n && ok; ++r) {
+          if (coll == net::Collective::reduce_scatter && r != owner) continue;
+          if (std::fabs(data[r][i] - want) > eps * mag * n) ok = false;
+        }
+      }
+      out << pad(ok ? "ok" : "FAIL", 8);
+      if (!ok) status = 1;
+    }
+    out << "\n";
+    if (!out_path.empty()) {
+      std::vector<float> flat;
+      for (const auto& b : data) flat.insert(flat.end(), b.begin(), b.end());
+      write_npy(out_path,
+                HostTensor::from_float({static_cast<int64_t>(n), static_cast<int64_t>(count)},
+                                       isa::DType::fp32, flat));
+    }
+    if (links && size * 2 > hi) {
+      std::vector<const net::Link*> ls;
+      for (const net::Link& l : topo.links())
+        if (l.stats().transfers) ls.push_back(&l);
+      std::stable_sort(ls.begin(), ls.end(), [](const net::Link* a, const net::Link* b) {
+        return a->stats().busy_s > b->stats().busy_s;
+      });
+      out << "# busiest links at " << bytes << " B: name, bytes, transfers, busy % of "
+          << fixed(res.time_s * 1e6, 2) << " us\n";
+      for (size_t k = 0; k < ls.size() && k < 8; ++k)
+        out << "#   " << ls[k]->name() << "  " << ls[k]->stats().bytes << "  "
+            << ls[k]->stats().transfers << "  "
+            << fixed(100 * ls[k]->stats().busy_s / res.time_s, 1) << "\n";
+    }
+    if (size > hi / 2) break;  // no overflow past hi
+  }
+  return status;
+}
+
+}  // namespace trnsim::runtime

@@ -1,0 +1,199 @@
+"""Tests of `trnsim collbench` (runtime/collbench.cpp, models/network): the final
+buffers of all_reduce against a numpy reduction written from the algorithms'
+descriptions (the order a ring carries each chunk, fp32 additions rounded to the
+dtype), and the printed columns against the nccl-tests definitions.
+Run: TRNSIM_BIN=build/runtime/trnsim python3 tests/python/test_collbench.py
+Exit 77 (skipped) when numpy or the trnsim binary are missing.
+"""
+
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+from skip_unless import require
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = os.environ.get("TRNSIM_BIN") or str(REPO / "build" / "runtime" / "trnsim")
+
+require(("numpy",), BIN)
+
+import numpy as np  # noqa: E402
+
+
+def bf16(x):
+    """Round float32 values to bf16 (nearest, ties to even), kept as float32."""
+    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def rounder(dtype):
+    return bf16 if dtype == "bf16" else (lambda a: np.asarray(a, dtype=np.float32))
+
+
+def inputs(ranks, count, dtype):
+    """collbench's inputs: ((r * 131 + i * 71) mod 1021 - 510) / 64, in the dtype."""
+    r = np.arange(ranks, dtype=np.int64)[:, None]
+    i = np.arange(count, dtype=np.int64)[None, :]
+    return rounder(dtype)((((r * 131 + i * 71) % 1021) - 510) / 64.0)
+
+
+def blocks(count, n):
+    base, extra = divmod(count, n)
+    starts = [b * base + min(b, extra) for b in range(n + 1)]
+    return [(starts[b], starts[b + 1]) for b in range(n)]
+
+
+def ring_sum(vals, owner, direction, rnd):
+    """A ring's reduction of the chunk `owner` ends with: start at the member after
+    the owner (in `direction`), add each member in turn, the owner last."""
+    n = len(vals)
+    acc = vals[(owner + direction) % n]
+    for k in range(2, n + 1):
+        acc = rnd(acc + vals[(owner + k * direction) % n])
+    return acc
+
+
+def ring_all_reduce(x, rnd):
+    """One ring over the ranks in order (tiny's chips are a ring, so rank order is
+    ring order)."""
+    n, count = x.shape
+    out = np.empty(count, dtype=np.float32)
+    for c, (lo, hi) in enumerate(blocks(count, n)):
+        out[lo:hi] = ring_sum([x[q, lo:hi] for q in range(n)], c, 1, rnd)
+    return out
+
+
+def torus_all_reduce(x, sizes, rnd):
+    """Dimension-wise: rank r has digits (r mod s0, r / s0 mod s1, ...); reduce along
+    dimension 0 within each line (ranks equal in every other digit), then along
+    dimension 1 on those partial sums, ...; the first half of each block rings
+    forward (+1), the second half backward (-1)."""
+    n, count = x.shape
+
+    def digits(r):
+        d = []
+        for s in sizes:
+            d.append(r % s)
+            r //= s
+        return d
+
+    out = np.empty(count, dtype=np.float32)
+    for b, (lo, hi) in enumerate(blocks(count, n)):
+        mid = lo + (hi - lo + 1) // 2
+        for (a, e), direction in (((lo, mid), 1), ((mid, hi), -1)):
+            partial = {q: x[q, a:e] for q in range(n)}
+            for d, size in enumerate(sizes):
+                if size < 2:
+                    continue
+                nxt = {}
+                for q in partial:
+                    if digits(q)[d] != digits(b)[d]:
+                        continue
+                    line = sorted((m for m in partial
+                                   if all(digits(m)[k] == digits(q)[k]
+                                          for k in range(len(sizes)) if k != d)),
+                                  key=lambda m: digits(m)[d])
+                    nxt[q] = ring_sum([partial[m] for m in line], digits(b)[d], direction, rnd)
+                partial = nxt
+            out[a:e] = partial[b]
+    return out
+
+
+def collbench(*args):
+    r = subprocess.run([BIN, "collbench", *args], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+class Numerics(unittest.TestCase):
+    def run_case(self, algo, ranks, per_chip, dtype, count, reference):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "out.npy")
+            size = count * (2 if dtype == "bf16" else 4)
+            code, text = collbench("all_reduce", "-c", "tiny", "--ranks", str(ranks),
+                                   "--per-chip", str(per_chip), "--dtype", dtype,
+                                   "--sizes", f"{size}B", "--algo", algo, "--out", out, "--check")
+            self.assertEqual(code, 0, text)
+            self.assertIn(" ok", text)
+            got = np.load(out)
+        want = reference(inputs(ranks, count, dtype), rounder(dtype))
+        self.assertEqual(got.shape, (ranks, count))
+        for r in range(ranks):
+            np.testing.assert_array_equal(got[r], want, err_msg=f"rank {r}")
+        return want
+
+    def test_ring_fp32_and_bf16(self):
+        for dtype in ("fp32", "bf16"):
+            with self.subTest(dtype=dtype):
+                want = self.run_case("ring", 4, 1, dtype, 103, ring_all_reduce)
+                if dtype == "bf16":
+                    # The order matters: a plain left-to-right sum rounds differently.
+                    x = inputs(4, 103, "bf16")
+                    plain = x[0]
+                    for q in range(1, 4):
+                        plain = bf16(plain + x[q])
+                    self.assertFalse(np.array_equal(plain, want))
+
+    def test_ring_over_cores_and_chips(self):
+        self.run_case("ring", 8, 2, "bf16", 77, ring_all_reduce)
+
+    def test_torus_over_cores_and_chips(self):
+        # tiny: 2 cores per chip, 4 chips in a ring: dimensions (2, 4).
+        for dtype in ("fp32", "bf16"):
+            with self.subTest(dtype=dtype):
+                self.run_case("torus", 8, 2, dtype, 101,
+                              lambda x, rnd: torus_all_reduce(x, [2, 4], rnd))
+
+
+class Columns(unittest.TestCase):
+    def rows(self, text):
+        return [line.split() for line in text.splitlines() if line and not line.startswith("#")]
+
+    def test_bandwidths_follow_nccl_tests(self):
+        for coll, factor in (("all_reduce", 2 * 3 / 4), ("all_gather", 3 / 4),
+                             ("reduce_scatter", 3 / 4)):
+            with self.subTest(coll=coll):
+                code, text = collbench(coll, "-c", "tiny", "--ranks", "4", "--sizes", "1KiB:64KiB",
+                                       "--algo", "ring")
+                self.assertEqual(code, 0, text)
+                rows = self.rows(text)
+                self.assertEqual([int(r[0]) for r in rows], [1024 << k for k in range(7)])
+                for size, count, typ, us, algbw, busbw in rows:
+                    self.assertEqual(typ, "fp32")
+                    self.assertEqual(int(count), int(size) // 4)
+                    # time is printed to 0.01 us: 1 % covers its rounding here (>= 0.5 us).
+                    want = int(size) / (float(us) * 1e3)
+                    self.assertAlmostEqual(float(algbw), want, delta=0.01 * want + 0.005)
+                    self.assertAlmostEqual(float(busbw), float(algbw) * factor, delta=0.01)
+
+    def test_ring_time_is_closed_form(self):
+        # tiny ring of 4 chips, 16 KiB: 2(n-1) = 6 steps x (100 ns + 4096 B / 10 B/ns)
+        # = 3057.6 ns = 3.06 us; algbw = 16384 B / 3057.6 ns = 5.36 GB/s, busbw x 1.5.
+        code, text = collbench("all_reduce", "-c", "tiny", "--ranks", "4", "--sizes", "16KiB",
+                               "--algo", "ring")
+        self.assertEqual(code, 0, text)
+        self.assertEqual(self.rows(text), [["16384", "4096", "fp32", "3.06", "5.36", "8.04"]])
+
+    def test_bad_input_is_a_clear_error(self):
+        cases = [
+            (["all_sum", "-c", "tiny"], 2, "unknown collective 'all_sum'"),
+            (["all_reduce", "-c", "tiny", "--ranks", "5"], 2, "need 5 chips; the network has 4"),
+            (["all_reduce", "-c", "tiny", "--per-chip", "3"], 2, "must be 1..chip.cores (2)"),
+            (["all_reduce", "-c", "tiny", "--sizes", "1MiB:1KiB"], 2, "expected 0 < A <= B"),
+            (["all_reduce", "-c", "tiny", "--dtype", "fp16"], 2, "expected fp32 or bf16"),
+            (["all_reduce", "-c", "tiny", "--ranks", "3", "--algo", "torus"], 2,
+             "the torus algorithm needs whole nodes"),
+            (["all_reduce", "-c", "tiny", "--set", "network.torus_x=3"], 1,
+             "network.torus_x: torus_x x torus_y = 3 x 1 = 3 must equal network.chips (4)"),
+        ]
+        for args, code, want in cases:
+            with self.subTest(args=args):
+                got, text = collbench(*args)
+                self.assertEqual(got, code, text)
+                self.assertIn(want, text)
+
+
+if __name__ == "__main__":
+    unittest.main()
