@@ -255,15 +255,20 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
       std::vector<const net::Link*> ls;
       for (const net::Link& l : topo.links())
         if (l.stats().transfers) ls.push_back(&l);
-      std::stable_sort(ls.begin(), ls.end(), [](const net::Link* a, const net::Link* b) {
-        return a->stats().busy_s > b->stats().busy_s;
-      });
-      out << "# busiest links at " << bytes << " B: name, bytes, transfers, busy % of "
-          << fixed(res.time_s * 1e6, 2) << " us\n";
+      // Utilisation: bytes over what the resource could move in the whole time.
+      const auto util = [&](const net::Link* l) {
+        return static_cast<double>(l->stats().bytes) / l->params().bandwidth_bps / res.time_s;
+      };
+      std::stable_sort(ls.begin(), ls.end(),
+                       [&](const net::Link* a, const net::Link* b) { return util(a) > util(b); });
+      out << "# busiest resources at " << bytes
+          << " B: name, bytes, transfers, busy % (carrying data), utilisation % of "
+          << fixed(res.time_s * 1e6, 2) << " us at its bandwidth\n";
       for (size_t k = 0; k < ls.size() && k < 8; ++k)
         out << "#   " << ls[k]->name() << "  " << ls[k]->stats().bytes << "  "
             << ls[k]->stats().transfers << "  "
-            << fixed(100 * ls[k]->stats().busy_s / res.time_s, 1) << "\n";
+            << fixed(100 * ls[k]->stats().busy_s / res.time_s, 1) << "  "
+            << fixed(100 * util(ls[k]), 1) << "\n";
     }
     if (size > hi / 2) break;  // no overflow past hi
   }

@@ -5,6 +5,7 @@
 #include <map>
 #include <queue>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace trnsim::models::network {
 
@@ -223,38 +224,68 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   for (uint32_t i = 0; i < xs.size(); ++i)
     if (xs[i].waiting == 0) ready.push({0.0, i});
+  // Resources by index; per resource the transfers on it and since when it is busy.
+  std::vector<Link*> res_link;
+  std::unordered_map<const Link*, uint32_t> res_of;
+  for (const Link& l : topo_.links()) {
+    res_of[&l] = static_cast<uint32_t>(res_link.size());
+    res_link.push_back(const_cast<Link*>(&l));
+  }
+  const size_t nres = res_link.size();
+  std::vector<std::vector<uint32_t>> on(nres);  // transfers in flight per resource
+  std::vector<double> busy_since(nres, 0);
   struct Flow {
-    uint32_t x;
-    double remaining, rate = 0, latency = 0;
-    std::vector<Link*> path;
+    double remaining = 0, rate = 0, latency = 0;
+    std::vector<uint32_t> path;  // resource indices
   };
-  std::vector<Flow> active;
-  std::map<Link*, std::pair<double, uint32_t>> share;  // capacity left, unfixed flows
-  const auto set_rates = [&] {
-    share.clear();
-    for (Flow& f : active) {
-      f.rate = -1;
-      for (Link* l : f.path) {
-        auto [it, fresh] = share.try_emplace(l, l->params().bandwidth_bps, 0);
-        it->second.second += 1;
+  std::vector<Flow> flows(xs.size());
+  std::vector<uint32_t> active;  // transfers in flight
+  // Max-min fair rates of the transfers sharing resources with `seeds` (the
+  // connected part of the transfer-resource graph), by progressive filling: the
+  // resource with the smallest share fixes its transfers' rates, and so on.
+  std::vector<uint32_t> seen_res(nres, 0), seen_flow(xs.size(), 0);
+  uint32_t epoch = 0;
+  std::vector<double> cap(nres);
+  std::vector<uint32_t> left(nres);
+  const auto set_rates = [&](const std::vector<uint32_t>& seed_res) {
+    ++epoch;
+    std::vector<uint32_t> rs, fs;
+    for (uint32_t r : seed_res)
+      if (seen_res[r] != epoch) {
+        seen_res[r] = epoch;
+        rs.push_back(r);
       }
+    for (size_t k = 0; k < rs.size(); ++k)
+      for (uint32_t f : on[rs[k]]) {
+        if (seen_flow[f] == epoch) continue;
+        seen_flow[f] = epoch;
+        fs.push_back(f);
+        for (uint32_t r : flows[f].path)
+          if (seen_res[r] != epoch) {
+            seen_res[r] = epoch;
+            rs.push_back(r);
+          }
+      }
+    for (uint32_t r : rs) {
+      cap[r] = res_link[r]->params().bandwidth_bps;
+      left[r] = static_cast<uint32_t>(on[r].size());
     }
-    // Progressive filling: the most contended resource fixes its flows' rates.
-    for (size_t fixed = 0; fixed < active.size();) {
-      Link* tight = nullptr;
-      double best = 0;
-      for (auto& [l, cs] : share)
-        if (cs.second > 0 && (!tight || cs.first / cs.second < best)) {
-          tight = l;
-          best = cs.first / cs.second;
+    for (uint32_t f : fs) flows[f].rate = -1;
+    for (size_t fixed = 0; fixed < fs.size();) {
+      uint32_t tight = 0;
+      double best = -1;
+      for (uint32_t r : rs)
+        if (left[r] > 0 && (best < 0 || cap[r] / left[r] < best)) {
+          tight = r;
+          best = cap[r] / left[r];
         }
-      for (Flow& f : active) {
-        if (f.rate >= 0 || std::find(f.path.begin(), f.path.end(), tight) == f.path.end()) continue;
-        f.rate = std::max(best, 0.0);
+      for (uint32_t f : on[tight]) {
+        if (flows[f].rate >= 0) continue;
+        flows[f].rate = std::max(best, 0.0);
         ++fixed;
-        for (Link* l : f.path) {
-          share[l].first -= f.rate;
-          share[l].second -= 1;
+        for (uint32_t r : flows[f].path) {
+          cap[r] -= flows[f].rate;
+          left[r] -= 1;
         }
       }
     }
@@ -265,25 +296,28 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
   constexpr double kInf = std::numeric_limits<double>::infinity();
   while (!ready.empty() || !active.empty()) {
     double t = ready.empty() ? kInf : ready.top().first;
-    for (const Flow& f : active)
-      t = std::min(t, f.remaining <= 0 ? now : now + f.remaining / f.rate);
-    std::map<Link*, bool> busy;
-    for (const Flow& f : active)
-      for (Link* l : f.path) busy[l] = true;
-    for (auto& [l, b] : busy) l->add_busy(t - now);
-    bool changed = false;
-    // Drained flows arrive `latency` later; what waits on them may then start.
+    for (uint32_t f : active)
+      t = std::min(t, flows[f].remaining <= 0 ? now : now + flows[f].remaining / flows[f].rate);
+    std::vector<uint32_t> changed;  // resources whose transfers changed
+    // Drained transfers arrive `latency` later; what waits on them may then start.
     for (size_t k = 0; k < active.size();) {
-      Flow& f = active[k];
+      Flow& f = flows[active[k]];
       const bool drained = f.remaining <= 0 || now + f.remaining / f.rate <= t;
       f.remaining -= f.rate * (t - now);
       if (!drained) {
         ++k;
         continue;
       }
-      Xfer& x = xs[f.x];
+      const uint32_t id = active[k];
+      Xfer& x = xs[id];
       x.end = t + f.latency;
-      for (Link* l : f.path) l->count_transfer(x.bytes);
+      for (uint32_t r : f.path) {
+        res_link[r]->count_transfer(x.bytes);
+        auto& v = on[r];
+        v.erase(std::find(v.begin(), v.end(), id));
+        if (v.empty()) res_link[r]->add_busy(t - busy_since[r]);
+        changed.push_back(r);
+      }
       res.time_s = std::max(res.time_s, x.end);
       res.transfers += 1;
       res.link_bytes += x.bytes;
@@ -299,21 +333,26 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
         if (--xs[n].waiting == 0) ready.push({xs[n].ready, n});
       }
       ++done;
-      active[k] = std::move(active.back());
+      active[k] = active.back();
       active.pop_back();
-      changed = true;
     }
     now = t;
     while (!ready.empty() && ready.top().first <= now) {
-      Flow f{ready.top().second, 0, 0, 0, {}};
+      const uint32_t id = ready.top().second;
       ready.pop();
-      f.remaining = static_cast<double>(xs[f.x].bytes);
-      f.path = topo_.route(xs[f.x].src, xs[f.x].dst, xs[f.x].dir);
-      for (Link* l : f.path) f.latency += l->params().latency_s;
-      active.push_back(std::move(f));
-      changed = true;
+      Flow& f = flows[id];
+      f.remaining = static_cast<double>(xs[id].bytes);
+      for (Link* l : topo_.route(xs[id].src, xs[id].dst, xs[id].dir)) {
+        const uint32_t r = res_of.at(l);
+        f.path.push_back(r);
+        f.latency += l->params().latency_s;
+        if (on[r].empty()) busy_since[r] = now;
+        on[r].push_back(id);
+        changed.push_back(r);
+      }
+      active.push_back(id);
     }
-    if (changed) set_rates();
+    if (!changed.empty()) set_rates(changed);
   }
   if (done != xs.size()) throw std::logic_error("collective schedule has a cycle");
   return res;

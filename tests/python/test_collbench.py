@@ -176,6 +176,23 @@ class Columns(unittest.TestCase):
         self.assertEqual(code, 0, text)
         self.assertEqual(self.rows(text), [["16384", "4096", "fp32", "3.06", "5.36", "8.04"]])
 
+    def test_links_name_the_bottleneck(self):
+        # tiny ring, 16 KiB: each chip's x+ link carries 6 chunks of 4096 B = 24576 B,
+        # busy 6 x 409.6 = 2457.6 ns of 3057.6 ns = 80.4 %; a core's DMA (160 B/ns)
+        # moves the same bytes in 6 x 25.6 ns = 153.6 ns, 5.0 % of the time.
+        code, text = collbench("all_reduce", "-c", "tiny", "--ranks", "4", "--sizes", "16KiB",
+                               "--algo", "ring", "--links")
+        self.assertEqual(code, 0, text)
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("# busiest"))
+        rows = [line.split()[1:] for line in lines[start + 1:]]
+        self.assertEqual(sorted(r[0] for r in rows[:4]),
+                         [f"node0.chip{c}.linkx+" for c in range(4)])
+        for r in rows[:4]:
+            self.assertEqual(r[1:], ["24576", "6", "80.4", "80.4"])
+        self.assertEqual(rows[4][0], "rank0.dma")
+        self.assertEqual(rows[4][1:], ["24576", "6", "80.4", "5.0"])
+
     def test_bad_input_is_a_clear_error(self):
         cases = [
             (["all_sum", "-c", "tiny"], 2, "unknown collective 'all_sum'"),
