@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <set>
 
 #include "models/network/collective_engine.h"
 #include "platform/config.h"
@@ -28,7 +30,9 @@ const char* kCollbenchHelp =
     "                     when the ranks fill whole nodes or one chip, else ring)\n"
     "  --check            carry real data and compare with a float64 sum\n"
     "  --out FILE.npy     with one size: write the final buffers [ranks, count]\n"
-    "  --links            print the busiest links of the largest size\n";
+    "  --links            print the busiest links of the largest size\n"
+    "  --trace FILE.json  with one size: a Perfetto/Chrome trace, one track per link\n"
+    "                     (and DMA, intra-chip path, node port), a slice per transfer\n";
 
 double collbench_input(uint32_t rank, uint64_t i) {
   return static_cast<double>(static_cast<int64_t>((rank * 131ull + i * 71ull) % 1021) - 510) / 64.0;
@@ -84,10 +88,47 @@ std::string pad(const std::string& s, size_t w) {
   return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
 }
 
+// Chrome trace-event JSON (Perfetto opens it): one track per resource that carried
+// data, named after it, and a slice per transfer while its bytes flow.
+void write_trace(const std::string& path, const net::Topology& topo,
+                 const std::vector<net::transfer_record>& records) {
+  std::map<const net::Link*, size_t> track;
+  size_t i = 0;
+  for (const net::Link& l : topo.links()) track[&l] = i++;
+  std::set<size_t> used;
+  std::string j = "{\"traceEvents\": [\n";
+  bool first = true;
+  const auto event = [&](const std::string& e) {
+    j += (first ? "  " : ",\n  ") + e;
+    first = false;
+  };
+  for (const net::transfer_record& r : records)
+    for (const net::Link* l : r.route) {
+      used.insert(track.at(l));
+      event("{\"name\": \"rank" + std::to_string(r.src) + " -> rank" + std::to_string(r.dst) +
+            "\", \"ph\": \"X\", \"pid\": 0, \"tid\": " + std::to_string(track.at(l)) +
+            ", \"ts\": " + fixed(r.start * 1e6, 6) +
+            ", \"dur\": " + fixed((r.drain - r.start) * 1e6, 6) + ", \"args\": {\"bytes\": " +
+            std::to_string(r.bytes) + ", \"arrives_us\": " + fixed(r.end * 1e6, 6) + "}}");
+    }
+  i = 0;
+  for (const net::Link& l : topo.links()) {
+    if (used.count(i))
+      event("{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " + std::to_string(i) +
+            ", \"args\": {\"name\": \"" + l.name() + "\"}}");
+    ++i;
+  }
+  event(
+      "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": "
+      "\"network\"}}");
+  j += "\n]}\n";
+  write_file(path, j);
+}
+
 }  // namespace
 
 int collbench(const std::vector<std::string>& args, std::ostream& out) {
-  std::string config = "trn2", v, coll_name, out_path;
+  std::string config = "trn2", v, coll_name, out_path, trace_path;
   std::vector<std::string> sets;
   uint32_t ranks = 0, per_chip = 1;
   uint64_t lo = 1 << 20, hi = 1 << 20;
@@ -123,6 +164,8 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
       algo = v;
     } else if (take(args, i, "--out", "", v)) {
       out_path = v;
+    } else if (take(args, i, "--trace", "", v)) {
+      trace_path = v;
     } else if (args[i] == "--check") {
       check = true;
     } else if (args[i] == "--links") {
@@ -143,6 +186,8 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (!out_path.empty() && lo != hi)
     throw CollbenchUsage("collbench: --out needs one size (--sizes A)");
+  if (!trace_path.empty() && lo != hi)
+    throw CollbenchUsage("collbench: --trace needs one size (--sizes A)");
 
   const platform::platform_config cfg = platform::load_config(config, sets);
   net::topology_params tp;
@@ -192,6 +237,8 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
     const uint64_t bytes = count * esize;
     net::Topology topo(tp);
     net::CollectiveEngine eng(topo);
+    std::vector<net::transfer_record> records;
+    if (!trace_path.empty()) eng.record_to(&records);
     std::vector<std::vector<float>> data;
     if (check || !out_path.empty()) {
       if (uint64_t{n} * count * 4 > (1ull << 30))
@@ -251,6 +298,7 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
                 HostTensor::from_float({static_cast<int64_t>(n), static_cast<int64_t>(count)},
                                        isa::DType::fp32, flat));
     }
+    if (!trace_path.empty()) write_trace(trace_path, topo, records);
     if (links && size * 2 > hi) {
       std::vector<const net::Link*> ls;
       for (const net::Link& l : topo.links())

@@ -235,7 +235,7 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
   std::vector<std::vector<uint32_t>> on(nres);  // transfers in flight per resource
   std::vector<double> busy_since(nres, 0);
   struct Flow {
-    double remaining = 0, rate = 0, latency = 0;
+    double remaining = 0, rate = 0, latency = 0, start = 0;
     std::vector<uint32_t> path;  // resource indices
   };
   std::vector<Flow> flows(xs.size());
@@ -319,6 +319,11 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
         changed.push_back(r);
       }
       res.time_s = std::max(res.time_s, x.end);
+      if (records_) {
+        transfer_record rec{x.src, x.dst, x.bytes, f.start, t, x.end, {}};
+        for (uint32_t r : f.path) rec.route.push_back(res_link[r]);
+        records_->push_back(std::move(rec));
+      }
       res.transfers += 1;
       res.link_bytes += x.bytes;
       if (data) {
@@ -342,6 +347,7 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
       ready.pop();
       Flow& f = flows[id];
       f.remaining = static_cast<double>(xs[id].bytes);
+      f.start = now;
       for (Link* l : topo_.route(xs[id].src, xs[id].dst, xs[id].dir)) {
         const uint32_t r = res_of.at(l);
         f.path.push_back(r);

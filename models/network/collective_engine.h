@@ -58,9 +58,21 @@ struct collective_result {
   uint64_t link_bytes = 0;  // bytes summed over transfers (not per hop)
 };
 
+// One transfer as it ran (for traces): its bytes flowed from `start` to `drain`
+// and arrived at `end`, over `route`.
+struct transfer_record {
+  uint32_t src = 0, dst = 0;
+  uint64_t bytes = 0;
+  double start = 0, drain = 0, end = 0;
+  std::vector<const Link*> route;
+};
+
 class CollectiveEngine {
  public:
   explicit CollectiveEngine(Topology& topo) : topo_(topo) {}
+
+  // Appends every transfer of later runs to `records` (null: none).
+  void record_to(std::vector<transfer_record>* records) { records_ = records; }
 
   // Runs collective `c` on `count` elements of `dt` (fp32 or bf16) per rank buffer.
   // `data`, if not null, holds one buffer of `count` values per rank (values of the
@@ -71,6 +83,7 @@ class CollectiveEngine {
 
  private:
   Topology& topo_;
+  std::vector<transfer_record>* records_ = nullptr;
 };
 
 // The ring order of the `ring` algorithm: ranks, chips snaking through the torus.

@@ -193,6 +193,31 @@ class Columns(unittest.TestCase):
         self.assertEqual(rows[4][0], "rank0.dma")
         self.assertEqual(rows[4][1:], ["24576", "6", "80.4", "5.0"])
 
+    def test_trace_has_a_track_per_link(self):
+        # tiny ring, 16 KiB: chip 0's x+ link carries rank 0's 6 chunks, one per step of
+        # 100 ns + 409.6 ns: each flows 409.6 ns from k x 509.6 ns.
+        import json
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.json")
+            code, text = collbench("all_reduce", "-c", "tiny", "--ranks", "4", "--sizes",
+                                   "16KiB", "--algo", "ring", "--trace", path)
+            self.assertEqual(code, 0, text)
+            with open(path) as f:
+                events = json.load(f)["traceEvents"]
+        names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+        tid = next(t for t, n in names.items() if n == "node0.chip0.linkx+")
+        slices = sorted((e for e in events if e["ph"] == "X" and e["tid"] == tid),
+                        key=lambda e: e["ts"])
+        self.assertEqual(len(slices), 6)
+        for k, e in enumerate(slices):
+            self.assertEqual(e["name"], "rank0 -> rank1")
+            self.assertAlmostEqual(e["ts"], k * 0.5096, places=6)
+            self.assertAlmostEqual(e["dur"], 0.4096, places=6)
+            self.assertEqual(e["args"]["bytes"], 4096)
+        got, text = collbench("all_reduce", "-c", "tiny", "--sizes", "1KiB:2KiB", "--trace", "x.json")
+        self.assertEqual(got, 2, text)
+        self.assertIn("--trace needs one size", text)
+
     def test_bad_input_is_a_clear_error(self):
         cases = [
             (["all_sum", "-c", "tiny"], 2, "unknown collective 'all_sum'"),
