@@ -215,10 +215,14 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
       } catch (const std::invalid_argument& e) {
         throw CollbenchUsage(std::string("collbench: --algo: ") + e.what());
       }
-    } else if (probe.chips_used() == 1 ||
-               probe.chips_used() == cfg.network.chips * probe.nodes_used()) {
-      alg = net::Algorithm::torus;
     }
+    const bool whole =
+        probe.chips_used() == 1 || probe.chips_used() == cfg.network.chips * probe.nodes_used();
+    if (algo.empty() && whole) alg = net::Algorithm::torus;
+    if (alg == net::Algorithm::torus && !whole)  // before any output
+      throw CollbenchUsage("collbench: the torus algorithm needs whole nodes: " +
+                           std::to_string(probe.chips_used()) + " chips used, nodes have " +
+                           std::to_string(cfg.network.chips) + " (use --algo ring)");
     out << "# collbench " << coll_name << " on " << cfg.name << ": " << tp.ranks << " ranks ("
         << per_chip << " per chip, " << probe.chips_used() << " chips, " << probe.nodes_used()
         << (probe.nodes_used() == 1 ? " node" : " nodes") << "), algorithm "

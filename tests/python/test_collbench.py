@@ -235,6 +235,7 @@ class Columns(unittest.TestCase):
                 got, text = collbench(*args)
                 self.assertEqual(got, code, text)
                 self.assertIn(want, text)
+                self.assertNotIn("# collbench", text)  # the error comes before any table
 
 
 if __name__ == "__main__":
