@@ -108,20 +108,25 @@ def collbench(*args):
 
 
 class Numerics(unittest.TestCase):
-    def run_case(self, algo, ranks, per_chip, dtype, count, reference):
+    def run_case(self, algo, ranks, per_chip, dtype, count, reference, coll="all_reduce",
+                 extra=()):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "out.npy")
             size = count * (2 if dtype == "bf16" else 4)
-            code, text = collbench("all_reduce", "-c", "tiny", "--ranks", str(ranks),
+            code, text = collbench(coll, "-c", "tiny", "--ranks", str(ranks),
                                    "--per-chip", str(per_chip), "--dtype", dtype,
-                                   "--sizes", f"{size}B", "--algo", algo, "--out", out, "--check")
+                                   "--sizes", f"{size}B", "--algo", algo, "--out", out, "--check",
+                                   *extra)
             self.assertEqual(code, 0, text)
             self.assertIn(" ok", text)
             got = np.load(out)
         want = reference(inputs(ranks, count, dtype), rounder(dtype))
         self.assertEqual(got.shape, (ranks, count))
-        for r in range(ranks):
-            np.testing.assert_array_equal(got[r], want, err_msg=f"rank {r}")
+        for r, (lo, hi) in enumerate(blocks(count, ranks)):
+            if coll == "reduce_scatter":  # rank r keeps block r
+                np.testing.assert_array_equal(got[r, lo:hi], want[lo:hi], err_msg=f"rank {r}")
+            else:
+                np.testing.assert_array_equal(got[r], want, err_msg=f"rank {r}")
         return want
 
     def test_ring_fp32_and_bf16(self):
@@ -145,6 +150,18 @@ class Numerics(unittest.TestCase):
             with self.subTest(dtype=dtype):
                 self.run_case("torus", 8, 2, dtype, 101,
                               lambda x, rnd: torus_all_reduce(x, [2, 4], rnd))
+
+
+    def test_torus_across_nodes(self):
+        # 2 nodes of tiny's 4-chip ring, one rank per chip: dimensions (4 chips, 2 nodes).
+        self.run_case("torus", 8, 1, "bf16", 99,
+                      lambda x, rnd: torus_all_reduce(x, [4, 2], rnd),
+                      extra=("--set", "network.nodes=2"))
+
+    def test_reduce_scatter_keeps_each_ranks_block(self):
+        self.run_case("ring", 4, 1, "bf16", 103, ring_all_reduce, coll="reduce_scatter")
+        self.run_case("torus", 8, 2, "bf16", 101,
+                      lambda x, rnd: torus_all_reduce(x, [2, 4], rnd), coll="reduce_scatter")
 
 
 class Columns(unittest.TestCase):
