@@ -1,0 +1,396 @@
+"""Training steps on the simulator: forward, backward and optimizer as one device program.
+
+    import trnsim.train
+    result = trnsim.train.train(model, loss_fn, optimizer, batches, config="trn2",
+                                precision="fp32", steps=10)
+    result.losses, result.params, result.report
+
+The step is captured as torch.compile's AOT autograd does: make_fx traces the forward,
+torch.autograd.grad and the optimizer's update into one aten-level fx graph, decomposed
+with torch's own tables (torch._decomp); trnsim._fx_to_onnx translates it to ONNX and
+`trnsim compile` compiles it once. Every step then simulates that one program with the
+current parameters, optimizer state, learning rate, step number and batch as inputs.
+"""
+
+import math
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import torch
+
+from trnsim._cli import TrnsimError, run_model
+from trnsim._fx_to_onnx import UnsupportedOp, decompositions, fx_to_onnx
+
+__all__ = ["StepReport", "TrainResult", "gradients", "train", "UnsupportedOp"]
+
+
+def _named_tensors(model):
+    """(trainable parameters by their first name, every name under which each is
+    reachable (tied weights have several), float buffers, other buffers)."""
+    params, aliases, seen = [], {}, {}
+    for mname, mod in model.named_modules(remove_duplicate=False):
+        for pname, p in mod._parameters.items():
+            if p is None or not p.requires_grad:
+                continue
+            full = f"{mname}.{pname}" if mname else pname
+            if id(p) not in seen:
+                seen[id(p)] = len(params)
+                params.append((full, p))
+            aliases.setdefault(seen[id(p)], []).append(full)
+    fbufs, obufs = [], []
+    for name, buf in model.named_buffers():
+        (fbufs if buf.is_floating_point() else obufs).append((name, buf))
+    return params, aliases, fbufs, obufs
+
+
+class _Optim:
+    """The update rule of a torch.optim optimizer as tensor code traced into the step."""
+
+    def __init__(self, optimizer, params):
+        if optimizer is None:
+            self.kind, self.group = "none", {}
+            return
+        if len(optimizer.param_groups) != 1:
+            raise ValueError("train: one optimizer param group is supported")
+        self.group = optimizer.param_groups[0]
+        ids = {id(p) for p in self.group["params"]}
+        missing = [n for n, p in params if id(p) not in ids]
+        if missing:
+            raise ValueError(f"train: parameter {missing[0]} is not in the optimizer")
+        kind = type(optimizer).__name__
+        g = self.group
+        if kind == "SGD":
+            if g.get("nesterov") or g.get("maximize"):
+                raise ValueError("train: SGD with nesterov or maximize is not supported")
+            if g["momentum"] and g["dampening"]:
+                raise ValueError("train: SGD with dampening is not supported")
+            self.kind = "sgd_momentum" if g["momentum"] else "sgd"
+        elif kind in ("AdamW", "Adam"):
+            if g.get("amsgrad") or g.get("maximize"):
+                raise ValueError(f"train: {kind} with amsgrad or maximize is not supported")
+            self.kind = kind.lower()
+        else:
+            raise ValueError(f"train: optimizer {kind} is not supported (SGD, Adam, AdamW)")
+        self.optimizer = optimizer
+
+    def state_names(self):
+        return {"none": [], "sgd": [], "sgd_momentum": ["momentum_buffer"],
+                "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}[self.kind]
+
+    def initial_state(self, p):
+        st = self.optimizer.state.get(p, {}) if self.kind != "none" else {}
+        out = []
+        for name in self.state_names():
+            v = st.get(name)
+            out.append(torch.zeros_like(p) if v is None else v.detach().clone())
+        return out
+
+    def step_count(self, p):
+        st = self.optimizer.state.get(p, {}) if self.kind != "none" else {}
+        s = st.get("step", 0)
+        return float(s.item() if torch.is_tensor(s) else s)
+
+    def update(self, params, grads, states, lr, step):
+        """New params and states (tensor code, traced). lr and step are 0-d tensors."""
+        g_ = self.group
+        new_p, new_s = [], []
+        for p, g, st in zip(params, grads, states):
+            wd = g_.get("weight_decay", 0.0)
+            if self.kind in ("sgd", "sgd_momentum"):
+                d = g + wd * p if wd else g
+                if self.kind == "sgd_momentum":
+                    buf = st[0] * g_["momentum"] + d  # zero-initialised: step 1 gives d
+                    new_s.append([buf])
+                    d = buf
+                else:
+                    new_s.append([])
+                new_p.append(p - lr * d)
+            elif self.kind in ("adam", "adamw"):
+                b1, b2 = g_["betas"]
+                eps = g_["eps"]
+                if self.kind == "adamw":
+                    p = p * (1.0 - lr * wd)
+                elif wd:
+                    g = g + wd * p
+                m = st[0] * b1 + g * (1.0 - b1)
+                v = st[1] * b2 + g * g * (1.0 - b2)
+                # beta ** step as exp(step * ln beta): step is a run-time input
+                bc1 = 1.0 - torch.exp(step * math.log(b1))
+                bc2 = 1.0 - torch.exp(step * math.log(b2))
+                denom = torch.sqrt(v) / torch.sqrt(bc2) + eps
+                new_p.append(p - (lr / bc1) * m / denom)
+                new_s.append([m, v])
+            else:
+                new_p.append(p)
+                new_s.append([])
+        return new_p, new_s
+
+    def write_back(self, params, states, steps_done):
+        if self.kind == "none":
+            return
+        for p, st in zip(params, states):
+            s = self.optimizer.state[p]
+            for name, v in zip(self.state_names(), st):
+                s[name] = v.clone()
+            if self.kind in ("adam", "adamw"):
+                prev = s.get("step", 0)
+                prev = float(prev.item() if torch.is_tensor(prev) else prev)
+                s["step"] = torch.tensor(prev + steps_done)
+
+
+class _Captured:
+    """The captured step graph and its ONNX form, with input/output names."""
+
+    def __init__(self, model, loss_fn, optim, batch, with_grads, with_update):
+        from torch.fx.experimental.proxy_tensor import make_fx
+        from torch.nn.utils.stateless import functional_call
+
+        self.params, self.aliases, self.fbufs, self.obufs = _named_tensors(model)
+        self.optim = optim
+        np_, nb = len(self.params), len(self.fbufs)
+        nstate = len(optim.state_names()) if with_update else 0
+        self.nbatch = len(batch)
+        pnames = [n for n, _ in self.params]
+        bnames = [n for n, _ in self.fbufs]
+        aliases = self.aliases
+        obufs = {n: b for n, b in self.obufs}
+
+        def step(*flat):
+            i = 0
+            params = list(flat[i:i + np_])
+            i += np_
+            bufs = [b.clone() for b in flat[i:i + nb]]  # BN updates its stats in place
+            i += nb
+            states = [list(flat[i + k * nstate:i + (k + 1) * nstate]) for k in range(np_)]
+            i += np_ * nstate
+            lr, stepno = flat[i], flat[i + 1]
+            i += 2
+            data = flat[i:]
+            # Integer buffers (BatchNorm's num_batches_tracked) are constants of the
+            # trace; clones, so the trace's in-place updates leave the model alone.
+            mapping = {n: b.clone() for n, b in obufs.items()}
+            for k, p in enumerate(params):
+                for alias in aliases[k]:
+                    mapping[alias] = p
+            mapping.update(zip(bnames, bufs))
+            out = functional_call(model, mapping, (data[0],))
+            loss = loss_fn(out, *data[1:])
+            grads = torch.autograd.grad(loss, params)
+            outs = [loss]
+            if with_grads:
+                outs += list(grads)
+            if with_update:
+                with torch.no_grad():
+                    new_p, new_s = optim.update(params, grads, states, lr, stepno)
+                outs += new_p
+                outs += [t for st in new_s for t in st]
+            outs += bufs
+            return tuple(outs)
+
+        self.in_names = ([f"param_{k}" for k in range(np_)] + [f"buffer_{k}" for k in range(nb)]
+                         + [f"state_{k}_{j}" for k in range(np_) for j in range(nstate)]
+                         + ["lr", "step"] + [f"batch_{k}" for k in range(self.nbatch)])
+        self.out_names = (["loss"] + ([f"grad_{k}" for k in range(np_)] if with_grads else [])
+                          + ([f"new_param_{k}" for k in range(np_)] if with_update else [])
+                          + ([f"new_state_{k}_{j}" for k in range(np_) for j in range(nstate)]
+                             if with_update else [])
+                          + [f"new_buffer_{k}" for k in range(nb)])
+        self.nstate = nstate
+        example = ([p.detach().clone().requires_grad_(True) for _, p in self.params]
+                   + [b.detach().clone() for _, b in self.fbufs]
+                   + [torch.zeros_like(p) for _, p in self.params for _ in range(nstate)]
+                   + [torch.tensor(0.1), torch.tensor(1.0)] + [t.clone() for t in batch])
+        modes = [(m, m.training) for m in model.modules()]
+        try:
+            self.gm = make_fx(step, decomposition_table=decompositions())(*example)
+        finally:
+            for m, t in modes:
+                m.training = t
+        self.gm.graph.eliminate_dead_code()
+        self.onnx = fx_to_onnx(self.gm, self.in_names, self.out_names)
+
+    def inputs(self, params, bufs, states, lr, stepno, batch):
+        arrays = [p.detach().float().numpy() for p in params]
+        arrays += [b.detach().float().numpy() for b in bufs]
+        arrays += [s.detach().float().numpy() for st in states for s in st]
+        arrays += [np.array(lr, dtype=np.float32), np.array(stepno, dtype=np.float32)]
+        arrays += [t.detach().float().numpy() for t in batch]
+        return {n: np.ascontiguousarray(a) for n, a in zip(self.in_names, arrays)}
+
+
+class StepReport:
+    """Figures of one simulated training step (see TrainResult.report)."""
+
+    def __init__(self, report):
+        self.run = report
+        self.step_ns = report.simulated_ns
+        self.hbm_read_bytes = report.hbm_read_bytes
+        self.hbm_write_bytes = report.hbm_write_bytes
+        self.matmul_flops = report.flops
+        self.mfu_pct = report.mfu_pct
+        self.fallback_ops = list(report.fallback_ops)
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in ("step_ns", "hbm_read_bytes", "hbm_write_bytes",
+                                              "matmul_flops", "mfu_pct", "fallback_ops")}
+
+
+class TrainResult:
+    """losses: per-step loss (floats); params: {name: trained tensor}; report: dict with
+    per-step `step_ns` (the whole step's simulated time: forward, backward and optimizer
+    in one program, so not split between them), mean `step_ns_mean`, HBM bytes per step,
+    `model_flops_per_step` (6 x params x tokens), `mfu_6nd_pct` against the matmul peak
+    of the precision, the device's own matmul `mfu_pct`, `fallback_ops` (ops run on the
+    host), `compiled` (once / per step); steps: the StepReports."""
+
+    def __init__(self, losses, params, steps, summary):
+        self.losses = losses
+        self.params = params
+        self.steps = steps
+        self.report = summary
+
+    def __repr__(self):
+        return f"TrainResult(losses={self.losses}, report={self.report})"
+
+
+def _peak_flops(report):
+    """The matmul peak the run's MFU is measured against (FLOP/s), from its own stats."""
+    if report.mfu_pct > 0 and report.tflops > 0:
+        return report.tflops * 1e12 / (report.mfu_pct / 100.0)
+    return None
+
+
+class _Program:
+    """The captured ONNX step compiled once with `trnsim compile` (kept in a temporary
+    directory); a step that needs the host cannot be one program file, so its ONNX model
+    is compiled again on every run."""
+
+    def __init__(self, onnx_model, config, precision, set, timeout):
+        import onnx
+        from trnsim.torch import _compile_program
+        self.dir = tempfile.mkdtemp(prefix="trnsim-train-")
+        self.onnx = os.path.join(self.dir, "step.onnx")
+        onnx.save(onnx_model, self.onnx)
+        self.kw = dict(config=config, precision=precision, set=set, timeout=timeout)
+        prog = os.path.join(self.dir, "step.tbin")
+        self.program = prog if _compile_program(self.onnx, prog, config, precision, set,
+                                                timeout) else None
+
+    def run(self, inputs, output_names, **extra):
+        with tempfile.TemporaryDirectory(prefix="trnsim-train-run-") as work:
+            return run_model(self.program or self.onnx, inputs, output_names=output_names,
+                             workdir=work, **self.kw, **extra)
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _as_batch(batch):
+    if isinstance(batch, torch.Tensor):
+        return (batch,)
+    return tuple(batch)
+
+
+def gradients(model, loss_fn, batch, config="trn2", precision="fp32", set=None,
+              timeout=None):
+    """Loss and the gradient of every trainable parameter for one batch, on the simulator.
+
+    batch: (input, *loss_args): loss_fn(model(input), *loss_args). The model keeps its
+    mode (a BatchNorm in train mode uses the batch's statistics); nothing is modified.
+    Returns (loss float, {param name: grad tensor}, Report).
+    """
+    batch = _as_batch(batch)
+    cap = _Captured(model, loss_fn, _Optim(None, []), batch, with_grads=True,
+                    with_update=False)
+    prog = _Program(cap.onnx, config, precision, set, timeout)
+    try:
+        params = [p for _, p in cap.params]
+        bufs = [b for _, b in cap.fbufs]
+        outs, report = prog.run(cap.inputs(params, bufs, [], 0.0, 0.0, batch), cap.out_names)
+    finally:
+        prog.close()
+    grads = {n: torch.from_numpy(np.array(outs[f"grad_{k}"])).reshape(p.shape).to(p.dtype)
+             for k, (n, p) in enumerate(cap.params)}
+    return float(np.asarray(outs["loss"]).reshape(())), grads, report
+
+
+def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", steps=None,
+          set=None, timeout=None, tokens_per_batch=None):
+    """Trains `model` for `steps` steps on the simulator; each step is one device program
+    (forward, backward, optimizer) compiled once.
+
+    loss_fn(model(batch[0]), *batch[1:]) is the loss; batches: a list (or iterable) of
+    batches, cycled when shorter than steps; optimizer: torch.optim.SGD (momentum,
+    weight decay), Adam or AdamW over the model's parameters, one param group (its lr is
+    read every step, so a scheduler stepped between calls applies). The model's
+    parameters and float buffers (BatchNorm statistics) and the optimizer's state are
+    updated in place at the end, as eager training would leave them.
+    tokens_per_batch: tokens per step for the 6 x params x tokens MFU (default: the
+    number of elements of batch[0] for an integer batch (token ids), else its first dim).
+    """
+    batches = list(batches)
+    if not batches:
+        raise ValueError("train: no batches")
+    steps = len(batches) if steps is None else int(steps)
+    first = _as_batch(batches[0])
+    optim = _Optim(optimizer, [(n, p) for n, p in model.named_parameters() if p.requires_grad])
+    cap = _Captured(model, loss_fn, optim, first, with_grads=False, with_update=True)
+    prog = _Program(cap.onnx, config, precision, set, timeout)
+    params = [p.detach().clone() for _, p in cap.params]
+    bufs = [b.detach().clone() for _, b in cap.fbufs]
+    states = [optim.initial_state(p) for _, p in cap.params]
+    step0 = optim.step_count(cap.params[0][1]) if cap.params else 0.0
+    losses, reports = [], []
+    np_ = len(params)
+    try:
+        for s in range(steps):
+            batch = _as_batch(batches[s % len(batches)])
+            lr = float(optim.group.get("lr", 0.0))
+            outs, report = prog.run(cap.inputs(params, bufs, states, lr, step0 + s + 1, batch),
+                                    cap.out_names)
+
+            def get(name, like):
+                return torch.from_numpy(np.array(outs[name])).reshape(like.shape).to(like.dtype)
+
+            losses.append(float(np.asarray(outs["loss"]).reshape(())))
+            params = [get(f"new_param_{k}", p) for k, p in enumerate(params)]
+            states = [[get(f"new_state_{k}_{j}", states[k][j]) for j in range(cap.nstate)]
+                      for k in range(np_)]
+            bufs = [get(f"new_buffer_{k}", b) for k, b in enumerate(bufs)]
+            reports.append(StepReport(report))
+    finally:
+        compiled_once = prog.program is not None
+        prog.close()
+    with torch.no_grad():
+        for (name, p), new in zip(cap.params, params):
+            p.copy_(new)
+        for (name, b), new in zip(cap.fbufs, bufs):
+            b.copy_(new)
+        for name, b in cap.obufs:  # BatchNorm's num_batches_tracked
+            if name.endswith("num_batches_tracked") and model.training:
+                b.add_(steps)
+    optim.write_back([p for _, p in cap.params], states, steps)
+
+    n_params = sum(p.numel() for _, p in cap.params)
+    x0 = first[0]
+    tokens = tokens_per_batch or (x0.numel() if not x0.is_floating_point() else x0.shape[0])
+    step_ns = [r.step_ns for r in reports]
+    mean_ns = sum(step_ns) / len(step_ns)
+    peak = _peak_flops(reports[-1].run)
+    model_flops = 6.0 * n_params * tokens
+    summary = {
+        "config": str(config), "precision": str(precision), "steps": steps,
+        "step_ns": step_ns, "step_ns_mean": mean_ns,
+        "hbm_read_bytes_per_step": reports[-1].hbm_read_bytes,
+        "hbm_write_bytes_per_step": reports[-1].hbm_write_bytes,
+        "params": n_params, "tokens_per_step": int(tokens),
+        "model_flops_per_step": model_flops,
+        "mfu_6nd_pct": (100.0 * model_flops / (mean_ns * 1e-9) / peak) if peak else None,
+        "mfu_pct": reports[-1].mfu_pct,
+        "fallback_ops": sorted({op for r in reports for op in r.fallback_ops}),
+        "compiled": "once" if compiled_once else "per step (host fallback)",
+    }
+    return TrainResult(losses, {n: p for (n, _), p in zip(cap.params, params)}, reports,
+                       summary)

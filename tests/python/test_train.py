@@ -1,0 +1,213 @@
+"""Training steps on the simulator (trnsim.train) against eager PyTorch.
+
+Gradients: one step's loss and the gradient of every parameter, computed on the
+simulated chip in fp32 from the captured forward + backward graph, must match eager
+autograd within 1e-4 of each gradient's largest magnitude, for an MLP, a small CNN with
+BatchNorm in training mode (batch statistics; its running statistics too), a
+transformer encoder layer and a GPT-style block (causal attention, tied embeddings,
+cross-entropy). Training: ten steps of SGD with momentum and of AdamW give the losses
+and final parameters of eager training from the same seed and data, with the model and
+the optimizer state updated in place as eager leaves them; a step has no host fallback.
+
+Run as a script: exits 77 (ctest's skip code) when numpy, torch or onnx is missing, and
+fails instead under CI=true (skip_unless.py).
+"""
+
+import copy
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+
+from skip_unless import missing_modules, require  # noqa: E402
+
+NEEDED = ("numpy", "torch", "onnx")
+if __name__ == "__main__":
+    require(NEEDED)
+
+MISSING = missing_modules(NEEDED)
+if MISSING:
+    torch = None
+else:
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    import trnsim.train as tt
+
+CONFIG = "tiny"
+GRAD_TOL = 1e-4
+
+
+def rel_err(got, want):
+    got, want = got.double(), want.double()
+    scale = want.abs().max().item()
+    return (got - want).abs().max().item() / (scale if scale > 0 else 1.0)
+
+
+if torch is not None:
+    class GPTBlock(nn.Module):
+        """Token + position embeddings, one pre-norm block with causal self-attention and
+        a GELU MLP, a final LayerNorm and an LM head tied to the token embedding."""
+
+        def __init__(self, vocab=64, dim=32, heads=4, seq=8):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, dim)
+            self.pos = nn.Parameter(torch.randn(seq, dim) * 0.02)
+            self.ln1, self.ln2, self.lnf = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.fc, self.fc2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+            self.head = nn.Linear(dim, vocab, bias=False)
+            self.head.weight = self.emb.weight
+            self.heads = heads
+            self.register_buffer("causal", torch.tril(torch.ones(seq, seq)).bool(),
+                                 persistent=False)
+
+        def forward(self, idx):
+            b, t = idx.shape
+            x = self.emb(idx) + self.pos[:t]
+            d = x.shape[-1]
+            hd = d // self.heads
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+            q, k, v = (z.view(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) / hd ** 0.5
+            att = att.masked_fill(~self.causal[:t, :t], float("-inf")).softmax(-1)
+            y = (att @ v).transpose(1, 2).reshape(b, t, d)
+            x = x + self.proj(y)
+            x = x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+            return self.head(self.lnf(x))
+
+    def token_ce(logits, targets):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    def case(name):
+        """name -> (module, loss_fn, batch), seeded."""
+        torch.manual_seed(0)
+        if name == "mlp":
+            m = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.GELU(),
+                              nn.Linear(64, 10))
+            return m, F.cross_entropy, (torch.randn(16, 32), torch.randint(0, 10, (16,)))
+        if name == "cnn":
+            # Convolutions before BatchNorm have no bias: its gradient is zero in exact
+            # arithmetic, rounding noise in both, and no test of anything.
+            m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8),
+                              nn.ReLU(), nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False),
+                              nn.BatchNorm2d(16), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                              nn.Flatten(), nn.Linear(16, 10))
+            return m, F.cross_entropy, (torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,)))
+        if name == "encoder":
+            m = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+            return m, F.mse_loss, (torch.randn(2, 8, 32), torch.randn(2, 8, 32))
+        if name == "gpt":
+            m = GPTBlock()
+            return m, token_ce, (torch.randint(0, 64, (2, 8)), torch.randint(0, 64, (2, 8)))
+        raise KeyError(name)
+
+
+@unittest.skipIf(MISSING, f"missing {MISSING}")
+class Gradients(unittest.TestCase):
+    def check(self, name):
+        model, loss_fn, batch = case(name)
+        model.train()
+        eager = copy.deepcopy(model)
+        before = {k: v.clone() for k, v in model.state_dict().items()}
+        loss, grads, report = tt.gradients(model, loss_fn, batch, config=CONFIG,
+                                           precision="fp32")
+        want = loss_fn(eager(batch[0]), *batch[1:])
+        want.backward()
+        self.assertAlmostEqual(loss, want.item(), delta=1e-5 * max(1.0, abs(want.item())))
+        eager_params = dict(eager.named_parameters())
+        self.assertEqual(set(grads), set(eager_params))
+        worst = 0.0
+        for pname, g in grads.items():
+            e = rel_err(g, eager_params[pname].grad)
+            worst = max(worst, e)
+            self.assertLess(e, GRAD_TOL, f"{name}: gradient of {pname}")
+        print(f"{name}: {len(grads)} gradients, max rel error {worst:.2e}, "
+              f"fallback {report.fallback_ops}")
+        for k, v in model.state_dict().items():  # nothing modified
+            self.assertTrue(torch.equal(v, before[k]), k)
+        return report
+
+    def test_mlp(self):
+        report = self.check("mlp")
+        self.assertEqual(report.fallback_ops, [])
+
+    def test_cnn_batchnorm(self):
+        self.check("cnn")
+
+    def test_encoder_layer(self):
+        self.check("encoder")
+
+    def test_gpt_block(self):
+        self.check("gpt")
+
+
+@unittest.skipIf(MISSING, f"missing {MISSING}")
+class Training(unittest.TestCase):
+    def run_both(self, make_opt, steps=10, name="mlp"):
+        model, loss_fn, (x0, y0) = case(name)
+        model.train()
+        eager = copy.deepcopy(model)
+        gen = torch.Generator().manual_seed(1)
+        batches = [(torch.randn(x0.shape, generator=gen),
+                    torch.randint(0, 10, y0.shape, generator=gen)) for _ in range(5)]
+        opt_sim, opt_eager = make_opt(model.parameters()), make_opt(eager.parameters())
+        result = tt.train(model, loss_fn, opt_sim, batches, config=CONFIG, precision="fp32",
+                          steps=steps)
+        want = []
+        for s in range(steps):
+            x, y = batches[s % len(batches)]
+            opt_eager.zero_grad()
+            loss = loss_fn(eager(x), y)
+            loss.backward()
+            opt_eager.step()
+            want.append(loss.item())
+        self.assertEqual(len(result.losses), steps)
+        for s, (got, w) in enumerate(zip(result.losses, want)):
+            self.assertAlmostEqual(got, w, delta=1e-4 * max(1.0, abs(w)), msg=f"step {s}")
+        self.assertLess(want[-1], want[0])  # it trains
+        for (pname, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
+            self.assertLess(rel_err(p.detach(), q.detach()), 1e-4, pname)  # updated in place
+            self.assertTrue(torch.equal(result.params[pname], p.detach()))
+        rep = result.report
+        self.assertEqual(rep["fallback_ops"], [])
+        self.assertEqual(rep["compiled"], "once")
+        self.assertEqual(len(rep["step_ns"]), steps)
+        self.assertTrue(all(t > 0 for t in rep["step_ns"]))
+        self.assertEqual(len(set(rep["step_ns"])), 1)  # one program, same time every step
+        self.assertGreater(rep["hbm_read_bytes_per_step"], 0)
+        for (bname, b), (_, c) in zip(model.named_buffers(), eager.named_buffers()):
+            self.assertLess(rel_err(b.double(), c.double()), 1e-4, bname)  # BatchNorm stats
+        n = sum(p.numel() for p in model.parameters())
+        # 6 x params x tokens, a token being a sample here
+        self.assertEqual(rep["model_flops_per_step"], 6 * n * x0.shape[0])
+        return model, eager, opt_sim, opt_eager
+
+    def test_sgd_momentum(self):
+        _, _, opt_sim, opt_eager = self.run_both(
+            lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=1e-3))
+        for p, q in zip(opt_sim.param_groups[0]["params"], opt_eager.param_groups[0]["params"]):
+            self.assertLess(rel_err(opt_sim.state[p]["momentum_buffer"],
+                                    opt_eager.state[q]["momentum_buffer"]), 1e-4)
+
+    def test_cnn_batchnorm_sgd(self):
+        # Three steps: BatchNorm's running statistics and num_batches_tracked follow eager.
+        self.run_both(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9), steps=3,
+                      name="cnn")
+
+    def test_adamw(self):
+        _, _, opt_sim, opt_eager = self.run_both(
+            lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.05))
+        for p, q in zip(opt_sim.param_groups[0]["params"], opt_eager.param_groups[0]["params"]):
+            for key in ("exp_avg", "exp_avg_sq"):
+                self.assertLess(rel_err(opt_sim.state[p][key], opt_eager.state[q][key]), 1e-4)
+            self.assertEqual(float(opt_sim.state[p]["step"]), float(opt_eager.state[q]["step"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
