@@ -487,9 +487,11 @@ class _Translator:
         return outs
 
 
-def fx_to_onnx(gm, input_names, output_names, name="train_step"):
+def fx_to_onnx(gm, input_names, output_names, name="train_step", keep=None, phase_of=None):
     """ONNX ModelProto of the fx graph `gm`: placeholders in order get `input_names`,
-    the flat outputs `output_names`. Every non-bool tensor is fp32 on the ONNX side."""
+    the flat outputs `output_names` (only those `keep` says, when given). Every non-bool
+    tensor is fp32 on the ONNX side. phase_of(fx node) -> label: each ONNX node's
+    doc_string says the phase of the fx node it comes from (split_phases reads it)."""
     tr = _Translator(gm)
     inputs = []
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -514,7 +516,11 @@ def fx_to_onnx(gm, input_names, output_names, name="train_step"):
             continue
         if n.op != "call_function":
             raise UnsupportedOp(f"fx node {n.op} {n.target}")
+        first = len(tr.b.nodes)
         tr.env[n] = tr.node(n)
+        if phase_of is not None:
+            for node in tr.b.nodes[first:]:
+                node.doc_string = phase_of(n)
     flat = torch.fx.node.map_arg(out_node.args[0], lambda x: x)
     flat_list = []
 
@@ -530,15 +536,63 @@ def fx_to_onnx(gm, input_names, output_names, name="train_step"):
         raise ValueError(f"{len(flat_list)} graph outputs, {len(output_names)} names")
     outputs = []
     used = set()
-    for o, nm in zip(flat_list, output_names):
+    for i, (o, nm) in enumerate(zip(flat_list, output_names)):
+        if keep is not None and not keep[i]:
+            continue
+        first = len(tr.b.nodes)
         src = tr.v(o)
         if o is not None and isinstance(o, torch.fx.Node) and _dtype(o) == torch.bool:
             src = tr.b.op("Cast", [src], to=TensorProto.FLOAT)
         tr.b.nodes.append(helper.make_node("Identity", [src], [nm], name=f"out_{nm}"))
         used.add(nm)
+        if phase_of is not None:
+            for node in tr.b.nodes[first:]:
+                node.doc_string = phase_of(o) if isinstance(o, torch.fx.Node) else "forward"
         outputs.append(helper.make_tensor_value_info(nm, TensorProto.FLOAT, _shape(o)))
     graph = helper.make_graph(tr.b.nodes, name, inputs, outputs, tr.b.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                               producer_name="trnsim.train")
     model.ir_version = 8
     return model
+
+
+def split_phases(model, phases):
+    """One ONNX model per phase label (in `phases` order) from a model whose nodes carry
+    their phase in doc_string: a phase's inputs are the values it reads that other
+    phases (or the model's inputs) produce, its outputs the values it produces that
+    other phases read or the model outputs. Initializers go with the nodes using them."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    info = {vi.name: vi for vi in list(inferred.graph.value_info) + list(model.graph.input)
+            + list(model.graph.output)}
+    inits = {t.name: t for t in model.graph.initializer}
+    graph_outputs = {o.name for o in model.graph.output}
+    producer = {}
+    for node in model.graph.node:
+        for o in node.output:
+            producer[o] = node.doc_string
+    readers = {}
+    for node in model.graph.node:
+        for i in node.input:
+            readers.setdefault(i, set()).add(node.doc_string)
+    models = {}
+    for ph in phases:
+        nodes = [n for n in model.graph.node if n.doc_string == ph]
+        made = {o for n in nodes for o in n.output}
+        ins, used_inits, seen = [], [], set()
+        for n in nodes:
+            for i in n.input:
+                if i in made or i in seen or not i:
+                    continue
+                seen.add(i)
+                if i in inits:
+                    used_inits.append(inits[i])
+                else:
+                    ins.append(info[i])
+        outs = [info[o] for o in sorted(made) if o in graph_outputs
+                or readers.get(o, set()) - {ph}]
+        g = helper.make_graph(nodes, f"{model.graph.name}_{ph}", ins, outs, used_inits)
+        m = helper.make_model(g, opset_imports=list(model.opset_import),
+                              producer_name=model.producer_name)
+        m.ir_version = model.ir_version
+        models[ph] = m
+    return models

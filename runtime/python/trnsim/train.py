@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from trnsim._cli import TrnsimError, run_model
-from trnsim._fx_to_onnx import UnsupportedOp, decompositions, fx_to_onnx
+from trnsim._fx_to_onnx import UnsupportedOp, decompositions, fx_to_onnx, split_phases
 
 __all__ = ["StepReport", "TrainResult", "gradients", "train", "UnsupportedOp"]
 
@@ -209,7 +209,38 @@ class _Captured:
             for m, t in modes:
                 m.training = t
         self.gm.graph.eliminate_dead_code()
-        self.onnx = fx_to_onnx(self.gm, self.in_names, self.out_names)
+        # A training step keeps its gradients inside the program: they are outputs of
+        # the trace only so that the phases can be told apart (phase_models).
+        self.keep = [not n.startswith("grad_") or not with_update for n in self.out_names]
+        self.onnx = fx_to_onnx(self.gm, self.in_names, self.out_names, keep=self.keep)
+        self.run_outputs = [n for n, k in zip(self.out_names, self.keep) if k]
+
+    def phase_of(self):
+        """fx node -> "forward" (what the loss and the new BatchNorm statistics need),
+        "backward" (what the gradients need beyond that) or "optimizer" (the rest)."""
+        out = next(n for n in self.gm.graph.nodes if n.op == "output")
+        flat = list(out.args[0])
+        named = dict(zip(self.out_names, flat))
+
+        def ancestors(roots):
+            seen, stack = set(), [r for r in roots if isinstance(r, torch.fx.Node)]
+            while stack:
+                n = stack.pop()
+                if n not in seen:
+                    seen.add(n)
+                    stack.extend(n.all_input_nodes)
+            return seen
+
+        fwd = ancestors([v for k, v in named.items() if k == "loss" or
+                         k.startswith("new_buffer_")])
+        bwd = ancestors([v for k, v in named.items() if k.startswith("grad_")]) - fwd
+        return lambda n: "forward" if n in fwd else "backward" if n in bwd else "optimizer"
+
+    def phase_models(self):
+        """{phase: ONNX model} of the forward, backward and optimizer parts of the step."""
+        full = fx_to_onnx(self.gm, self.in_names, self.out_names, keep=self.keep,
+                          phase_of=self.phase_of())
+        return split_phases(full, ["forward", "backward", "optimizer"])
 
     def inputs(self, params, bufs, states, lr, stepno, batch):
         arrays = [p.detach().float().numpy() for p in params]
@@ -287,6 +318,37 @@ class _Program:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def _phase_times(cap, inputs, config, precision, set, timeout):
+    """{phase: simulated ns} of the forward, backward and optimizer parts of the step,
+    each compiled and simulated on its own once, in order, with the values crossing
+    between them (saved activations, gradients) passed through HBM."""
+    import onnx
+    values = dict(inputs)
+    times = {}
+    with tempfile.TemporaryDirectory(prefix="trnsim-train-phases-") as work:
+        for ph, model in cap.phase_models().items():
+            if not model.graph.node:
+                times[ph] = 0.0
+                continue
+            path = os.path.join(work, f"{ph}.onnx")
+            onnx.save(model, path)
+            ins = {}
+            for vi in model.graph.input:
+                a = np.asarray(values[vi.name])
+                ins[vi.name] = a.astype(np.bool_) if vi.type.tensor_type.elem_type == \
+                    onnx.TensorProto.BOOL else a
+            names = [o.name for o in model.graph.output]
+            os.makedirs(os.path.join(work, ph))
+            outs, report = run_model(path, ins, config=config, precision=precision, set=set,
+                                     timeout=timeout, output_names=names,
+                                     workdir=os.path.join(work, ph))
+            values.update(outs)
+            times[ph] = report.simulated_ns
+            if report.fallback_ops:
+                times[ph + "_fallback_ops"] = list(report.fallback_ops)
+    return times
+
+
 def _as_batch(batch):
     if isinstance(batch, torch.Tensor):
         return (batch,)
@@ -308,7 +370,7 @@ def gradients(model, loss_fn, batch, config="trn2", precision="fp32", set=None,
     try:
         params = [p for _, p in cap.params]
         bufs = [b for _, b in cap.fbufs]
-        outs, report = prog.run(cap.inputs(params, bufs, [], 0.0, 0.0, batch), cap.out_names)
+        outs, report = prog.run(cap.inputs(params, bufs, [], 0.0, 0.0, batch), cap.run_outputs)
     finally:
         prog.close()
     grads = {n: torch.from_numpy(np.array(outs[f"grad_{k}"])).reshape(p.shape).to(p.dtype)
@@ -317,7 +379,7 @@ def gradients(model, loss_fn, batch, config="trn2", precision="fp32", set=None,
 
 
 def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", steps=None,
-          set=None, timeout=None, tokens_per_batch=None):
+          set=None, timeout=None, tokens_per_batch=None, phase_times=True):
     """Trains `model` for `steps` steps on the simulator; each step is one device program
     (forward, backward, optimizer) compiled once.
 
@@ -329,6 +391,8 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     updated in place at the end, as eager training would leave them.
     tokens_per_batch: tokens per step for the 6 x params x tokens MFU (default: the
     number of elements of batch[0] for an integer batch (token ids), else its first dim).
+    phase_times: also compile and simulate the forward, backward and optimizer parts as
+    separate programs once (first step's inputs) to attribute time to them.
     """
     batches = list(batches)
     if not batches:
@@ -336,7 +400,7 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     steps = len(batches) if steps is None else int(steps)
     first = _as_batch(batches[0])
     optim = _Optim(optimizer, [(n, p) for n, p in model.named_parameters() if p.requires_grad])
-    cap = _Captured(model, loss_fn, optim, first, with_grads=False, with_update=True)
+    cap = _Captured(model, loss_fn, optim, first, with_grads=True, with_update=True)
     prog = _Program(cap.onnx, config, precision, set, timeout)
     params = [p.detach().clone() for _, p in cap.params]
     bufs = [b.detach().clone() for _, b in cap.fbufs]
@@ -344,12 +408,16 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     step0 = optim.step_count(cap.params[0][1]) if cap.params else 0.0
     losses, reports = [], []
     np_ = len(params)
+    phases = {}
     try:
+        if phase_times:
+            phases = _phase_times(cap, cap.inputs(params, bufs, states, float(
+                optim.group.get("lr", 0.0)), step0 + 1, first), config, precision, set, timeout)
         for s in range(steps):
             batch = _as_batch(batches[s % len(batches)])
             lr = float(optim.group.get("lr", 0.0))
             outs, report = prog.run(cap.inputs(params, bufs, states, lr, step0 + s + 1, batch),
-                                    cap.out_names)
+                                    cap.run_outputs)
 
             def get(name, like):
                 return torch.from_numpy(np.array(outs[name])).reshape(like.shape).to(like.dtype)
@@ -392,5 +460,13 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
         "fallback_ops": sorted({op for r in reports for op in r.fallback_ops}),
         "compiled": "once" if compiled_once else "per step (host fallback)",
     }
+    if phases:
+        # Attributed, not measured inside the fused step: each phase is its own program
+        # with HBM in between, so their sum differs from step_ns.
+        summary["phase_ns_separate_programs"] = {k: v for k, v in phases.items()
+                                                 if not k.endswith("_fallback_ops")}
+        summary["phase_fallback_ops"] = {k[:-len("_fallback_ops")]: v
+                                         for k, v in phases.items()
+                                         if k.endswith("_fallback_ops")}
     return TrainResult(losses, {n: p for (n, _), p in zip(cap.params, params)}, reports,
                        summary)
