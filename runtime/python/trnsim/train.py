@@ -285,6 +285,27 @@ class TrainResult:
     def __repr__(self):
         return f"TrainResult(losses={self.losses}, report={self.report})"
 
+    def __str__(self):
+        r = self.report
+        rows = [f"training on {r['config']}, {r['precision']}: {r['steps']} steps, "
+                f"{r['params']} parameters, {r['tokens_per_step']} tokens/step",
+                f"  loss              {self.losses[0]:.4f} -> {self.losses[-1]:.4f}",
+                f"  step (simulated)  {r['step_ns_mean'] / 1e3:.3f} us (forward + backward + "
+                "optimizer, one program)"]
+        ph = r.get("phase_ns_separate_programs")
+        if ph:
+            rows.append("  phases            " + ", ".join(
+                f"{k} {v / 1e3:.3f} us" for k, v in ph.items()) + " (each its own program)")
+        mfu = r["mfu_6nd_pct"]
+        rows.append(f"  MFU (6 x params x tokens)  {mfu:.3f}%" if mfu is not None else
+                    "  MFU (6 x params x tokens)  n/a (no matmul peak in the stats)")
+        from trnsim.report import _human_bytes
+        rows.append(f"  HBM per step      read {_human_bytes(r['hbm_read_bytes_per_step'])}, "
+                    f"write {_human_bytes(r['hbm_write_bytes_per_step'])}")
+        rows.append(f"  host fallback     {', '.join(r['fallback_ops']) or 'none'}; compiled "
+                    f"{r['compiled']}")
+        return "\n".join(rows)
+
 
 def _peak_flops(report):
     """The matmul peak the run's MFU is measured against (FLOP/s), from its own stats."""
