@@ -220,5 +220,31 @@ class Training(unittest.TestCase):
             self.assertEqual(float(opt_sim.state[p]["step"]), float(opt_eager.state[q]["step"]))
 
 
+@unittest.skipIf(MISSING, f"missing {MISSING}")
+class Errors(unittest.TestCase):
+    def test_dropout_in_training_names_node(self):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+        with self.assertRaises(tt.UnsupportedOp) as cm:
+            tt.gradients(model, F.cross_entropy, (torch.randn(4, 8), torch.tensor([0, 1, 0, 1])),
+                         config=CONFIG)
+        self.assertIn("node 'bernoulli", str(cm.exception))
+        self.assertIn("dropout with p > 0", str(cm.exception))
+
+    def test_unsupported_optimizer(self):
+        model = nn.Linear(4, 2)
+        opt = torch.optim.RMSprop(model.parameters(), lr=0.1)
+        with self.assertRaisesRegex(ValueError, "RMSprop is not supported"):
+            tt.train(model, F.mse_loss, opt, [(torch.randn(3, 4), torch.randn(3, 2))],
+                     config=CONFIG, steps=1)
+
+    def test_parameter_missing_from_optimizer(self):
+        model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+        opt = torch.optim.SGD(model[0].parameters(), lr=0.1)
+        with self.assertRaisesRegex(ValueError, "1.weight is not in the optimizer"):
+            tt.train(model, F.mse_loss, opt, [(torch.randn(3, 4), torch.randn(3, 2))],
+                     config=CONFIG, steps=1)
+
+
 if __name__ == "__main__":
     unittest.main()

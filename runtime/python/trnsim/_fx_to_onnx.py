@@ -329,6 +329,9 @@ class _Translator:
             s = b.op("Slice", [self.v(a[0]), b.ints([idx]), b.ints([idx + 1]),
                                b.ints([dim])])
             return self.reshape_name(s, _shape(n))
+        if "bernoulli" in str(t) or "rand" in str(t):
+            raise UnsupportedOp("random numbers (dropout with p > 0 in training mode) cannot "
+                                "match eager's generator: set p=0 or the module to eval")
         if t is aten.native_dropout.default:
             if a[1] != 0.0 and (len(a) < 3 or a[2]):
                 raise UnsupportedOp("dropout with p > 0 in training mode (the mask is "
@@ -517,7 +520,10 @@ def fx_to_onnx(gm, input_names, output_names, name="train_step", keep=None, phas
         if n.op != "call_function":
             raise UnsupportedOp(f"fx node {n.op} {n.target}")
         first = len(tr.b.nodes)
-        tr.env[n] = tr.node(n)
+        try:
+            tr.env[n] = tr.node(n)
+        except UnsupportedOp as e:
+            raise UnsupportedOp(f"captured step, node '{n.name}' ({n.target}): {e}") from None
         if phase_of is not None:
             for node in tr.b.nodes[first:]:
                 node.doc_string = phase_of(n)
