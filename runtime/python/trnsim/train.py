@@ -93,38 +93,49 @@ class _Optim:
         return float(s.item() if torch.is_tensor(s) else s)
 
     def update(self, params, grads, states, lr, step):
-        """New params and states (tensor code, traced). lr and step are 0-d tensors."""
+        """New params and states (tensor code, traced). lr and step are 0-d tensors.
+
+        The scalars (bias corrections, decay) are computed once per step, not per
+        parameter, and each tensor is updated as [128, n / 128] when it divides: the
+        update is elementwise, and a 1-D bias would otherwise sit in one partition."""
         g_ = self.group
+        wd = g_.get("weight_decay", 0.0)
+        if self.kind in ("adam", "adamw"):
+            b1, b2 = g_["betas"]
+            eps = g_["eps"]
+            # beta ** step as exp(step * ln beta): step is a run-time input
+            step_size = lr / (1.0 - torch.exp(step * math.log(b1)))
+            inv_sqrt_bc2 = torch.rsqrt(1.0 - torch.exp(step * math.log(b2)))
+            decay = 1.0 - lr * wd
         new_p, new_s = [], []
         for p, g, st in zip(params, grads, states):
-            wd = g_.get("weight_decay", 0.0)
+            shape = p.shape
+            if p.dim() != 2 and p.numel() % 128 == 0:
+                p, g, st = p.reshape(128, -1), g.reshape(128, -1), [t.reshape(128, -1)
+                                                                     for t in st]
             if self.kind in ("sgd", "sgd_momentum"):
                 d = g + wd * p if wd else g
                 if self.kind == "sgd_momentum":
                     buf = st[0] * g_["momentum"] + d  # zero-initialised: step 1 gives d
-                    new_s.append([buf])
+                    out_s = [buf]
                     d = buf
                 else:
-                    new_s.append([])
-                new_p.append(p - lr * d)
+                    out_s = []
+                out_p = p - lr * d
             elif self.kind in ("adam", "adamw"):
-                b1, b2 = g_["betas"]
-                eps = g_["eps"]
                 if self.kind == "adamw":
-                    p = p * (1.0 - lr * wd)
+                    p = p * decay
                 elif wd:
                     g = g + wd * p
                 m = st[0] * b1 + g * (1.0 - b1)
                 v = st[1] * b2 + g * g * (1.0 - b2)
-                # beta ** step as exp(step * ln beta): step is a run-time input
-                bc1 = 1.0 - torch.exp(step * math.log(b1))
-                bc2 = 1.0 - torch.exp(step * math.log(b2))
-                denom = torch.sqrt(v) / torch.sqrt(bc2) + eps
-                new_p.append(p - (lr / bc1) * m / denom)
-                new_s.append([m, v])
+                denom = torch.sqrt(v) * inv_sqrt_bc2 + eps
+                out_p = p - step_size * (m / denom)
+                out_s = [m, v]
             else:
-                new_p.append(p)
-                new_s.append([])
+                out_p, out_s = p, []
+            new_p.append(out_p.reshape(shape))
+            new_s.append([t.reshape(shape) for t in out_s])
         return new_p, new_s
 
     def write_back(self, params, states, steps_done):
