@@ -211,6 +211,32 @@ class Training(unittest.TestCase):
         self.run_both(lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9),
                       precision="bf16", tol=2e-2)
 
+    def test_gpt_sgd_tied(self):
+        # Three SGD steps of the GPT block: the tied embedding / LM head weight is one
+        # parameter, updated once with the sum of both uses' gradients, as in eager.
+        # (Not AdamW: the key bias has a gradient of zero in exact arithmetic, which Adam
+        # normalises from rounding noise into whole lr-sized steps.)
+        model, loss_fn, _ = case("gpt")
+        eager = copy.deepcopy(model)
+        gen = torch.Generator().manual_seed(2)
+        batches = [(torch.randint(0, 64, (2, 8), generator=gen),
+                    torch.randint(0, 64, (2, 8), generator=gen)) for _ in range(3)]
+        opt_sim = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        opt_eager = torch.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+        result = tt.train(model, loss_fn, opt_sim, batches, config=CONFIG, precision="fp32",
+                          phase_times=False)
+        for s, (x, y) in enumerate(batches):
+            opt_eager.zero_grad()
+            loss = loss_fn(eager(x), y)
+            loss.backward()
+            opt_eager.step()
+            self.assertAlmostEqual(result.losses[s], loss.item(), delta=1e-4 * loss.item())
+        self.assertIs(model.head.weight, model.emb.weight)
+        for (pname, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
+            self.assertLess(rel_err(p.detach(), q.detach()), 1e-4, pname)
+        self.assertEqual(result.report["fallback_ops"], [])
+        self.assertEqual(result.report["tokens_per_step"], 16)  # token ids: B x T
+
     def test_adamw(self):
         _, _, opt_sim, opt_eager = self.run_both(
             lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.05))
