@@ -105,6 +105,14 @@ if torch is not None:
         if name == "gpt":
             m = GPTBlock()
             return m, token_ce, (torch.randint(0, 64, (2, 8)), torch.randint(0, 64, (2, 8)))
+        if name == "padding":
+            # padding_idx: that embedding row gets no gradient; ignore_index: those
+            # targets count in neither the loss nor the mean's divisor.
+            m = nn.Sequential(nn.Embedding(12, 16, padding_idx=0), nn.Linear(16, 12))
+            ids = torch.tensor([[0, 3, 5, 0], [7, 0, 11, 2]])
+            tgt = torch.tensor([[1, 0, 4, 0], [0, 9, 3, 0]])
+            return m, lambda out, t: F.cross_entropy(out.reshape(-1, 12), t.reshape(-1),
+                                                     ignore_index=0), (ids, tgt)
         raise KeyError(name)
 
 
@@ -145,6 +153,9 @@ class Gradients(unittest.TestCase):
 
     def test_gpt_block(self):
         self.check("gpt")
+
+    def test_padding_and_ignore_index(self):
+        self.check("padding")
 
 
 @unittest.skipIf(MISSING, f"missing {MISSING}")

@@ -151,10 +151,15 @@ class _Translator:
                              keepdims=int(bool(keepdim)))
         return self.b.op(op_type, [self.float_of(x)], axes=axes, keepdims=int(bool(keepdim)))
 
-    def onehot(self, target, classes, dim=-1):
-        """fp32 one-hot of the (fp32) class ids `target` along a new last axis."""
+    def onehot(self, target, classes, skip=None):
+        """fp32 one-hot of the (fp32) class ids `target` along a new last axis; class
+        `skip` (an ignore_index or padding_idx) gets no 1: its column compares with 0.5,
+        which no id equals."""
         t = self.b.op("Unsqueeze", [self.v(target), self.b.ints([len(_shape(target))])])
-        eq = self.b.op("Equal", [t, self.b.const(np.arange(classes, dtype=np.float32))])
+        ids = np.arange(classes, dtype=np.float32)
+        if skip is not None and 0 <= skip < classes:
+            ids[skip] = 0.5
+        eq = self.b.op("Equal", [t, self.b.const(ids)])
         return self.b.op("Cast", [eq], to=TensorProto.FLOAT)
 
     # -- main ----------------------------------------------------------------------------
@@ -290,8 +295,10 @@ class _Translator:
             oh = self.onehot(idx, _shape(w)[0])
             return b.op("MatMul", [oh, self.v(w)])
         if t is aten.embedding_dense_backward.default:
-            grad, idx, num = a[0], a[1], a[2]
-            oh = self.onehot(idx, num)
+            grad, idx, num, padding_idx, by_freq = a[0], a[1], a[2], a[3], a[4]
+            if by_freq:
+                raise UnsupportedOp("embedding backward with scale_grad_by_freq")
+            oh = self.onehot(idx, num, skip=padding_idx)  # the padding row gets no gradient
             d = _shape(grad)[-1]
             oh2 = self.reshape_name(oh, [-1, num])
             g2 = self.reshape_name(self.v(grad), [-1, d])
@@ -417,7 +424,7 @@ class _Translator:
         classes = _shape(logp)[-1]
         if self.rank(logp) != 2:
             raise UnsupportedOp("nll_loss on inputs of rank other than 2")
-        oh = self.onehot(target, classes)  # ignore_index matches no class: a zero row
+        oh = self.onehot(target, classes, skip=ignore)  # an ignored target: a zero row
         picked = b.op("ReduceSum", [b.op("Mul", [oh, self.v(logp)]), b.ints([1])],
                       keepdims=0)
         total = b.op("ReduceSum", [oh, b.ints([0, 1])], keepdims=0)
@@ -429,15 +436,15 @@ class _Translator:
         else:
             loss = b.op("Neg", [b.op("ReduceSum", [picked, b.ints([0])], keepdims=0)])
         self.nll_onehot = getattr(self, "nll_onehot", {})
-        self.nll_onehot[(n.args[1], classes)] = oh
+        self.nll_onehot[(n.args[1], classes, ignore)] = oh
         return [loss, total]
 
     def nll_backward(self, n):
         grad, logp, target, weight, reduction, ignore, total = n.args[:7]
         b = self.b
         classes = _shape(logp)[-1]
-        oh = getattr(self, "nll_onehot", {}).get((target, classes)) or self.onehot(
-            target, classes)
+        oh = getattr(self, "nll_onehot", {}).get((target, classes, ignore)) or self.onehot(
+            target, classes, skip=ignore)
         g = self.v(grad)
         if reduction == 1:
             g = b.op("Div", [g, self.v(total)])
