@@ -81,6 +81,10 @@ if torch is not None:
             x = x + self.fc2(F.gelu(self.fc(self.ln2(x))))
             return self.head(self.lnf(x))
 
+    class Cumsum(nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x, dim=1)
+
     def token_ce(logits, targets):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
@@ -105,6 +109,10 @@ if torch is not None:
         if name == "gpt":
             m = GPTBlock()
             return m, token_ce, (torch.randint(0, 64, (2, 8)), torch.randint(0, 64, (2, 8)))
+        if name == "cumsum":
+            # CumSum (forward, and its backward: flip, cumsum, flip) runs on the host.
+            m = nn.Sequential(nn.Linear(8, 6), Cumsum())
+            return m, F.mse_loss, (torch.randn(5, 8), torch.randn(5, 6))
         if name == "padding":
             # padding_idx: that embedding row gets no gradient; ignore_index: those
             # targets count in neither the loss nor the mean's divisor.
@@ -156,6 +164,10 @@ class Gradients(unittest.TestCase):
 
     def test_padding_and_ignore_index(self):
         self.check("padding")
+
+    def test_host_fallback(self):
+        report = self.check("cumsum")
+        self.assertEqual(set(report.fallback_ops), {"CumSum"})
 
 
 @unittest.skipIf(MISSING, f"missing {MISSING}")
@@ -247,6 +259,26 @@ class Training(unittest.TestCase):
             self.assertLess(rel_err(p.detach(), q.detach()), 1e-4, pname)
         self.assertEqual(result.report["fallback_ops"], [])
         self.assertEqual(result.report["tokens_per_step"], 16)  # token ids: B x T
+
+    def test_host_fallback_steps(self):
+        # A step with a host op is no single program file: compiled on every run, the
+        # losses still eager's, the host op named in the report and in its phase.
+        model, loss_fn, batch = case("cumsum")
+        eager = copy.deepcopy(model)
+        opt_sim = torch.optim.SGD(model.parameters(), lr=0.1)
+        opt_eager = torch.optim.SGD(eager.parameters(), lr=0.1)
+        result = tt.train(model, loss_fn, opt_sim, [batch], config=CONFIG, steps=2)
+        for s in range(2):
+            opt_eager.zero_grad()
+            loss = loss_fn(eager(batch[0]), batch[1])
+            loss.backward()
+            opt_eager.step()
+            self.assertAlmostEqual(result.losses[s], loss.item(), delta=1e-5)
+        rep = result.report
+        self.assertEqual(rep["fallback_ops"], ["CumSum"])
+        self.assertEqual(rep["compiled"], "per step (host fallback)")
+        self.assertEqual(rep["phase_fallback_ops"], {"forward": ["CumSum"],
+                                                     "backward": ["CumSum"]})
 
     def test_adamw(self):
         _, _, opt_sim, opt_eager = self.run_both(

@@ -229,7 +229,8 @@ class _Translator:
                  aten.sqrt.default: "Sqrt", aten.relu.default: "Relu",
                  aten.tanh.default: "Tanh", aten.sigmoid.default: "Sigmoid",
                  aten.abs.default: "Abs", aten.erf.default: "Erf",
-                 aten.reciprocal.default: "Reciprocal"}
+                 aten.reciprocal.default: "Reciprocal", aten.sgn.default: "Sign",
+                 aten.sign.default: "Sign", aten.sin.default: "Sin", aten.cos.default: "Cos"}
         if t in unary:
             return b.op(unary[t], [self.float_of(a[0])])
         if t is aten.rsqrt.default:
@@ -362,6 +363,16 @@ class _Translator:
                 x = b.op("Max", [x, b.const(float(a[1]))])
             if len(a) > 2 and a[2] is not None:
                 x = b.op("Min", [x, b.const(float(a[2]))])
+            return x
+        if t is aten.cumsum.default:
+            dim = a[1] % self.rank(a[0])
+            return b.op("CumSum", [self.float_of(a[0]), b.ints([dim])])
+        if t is aten.flip.default:
+            x = self.v(a[0])
+            r = self.rank(a[0])
+            for d in a[1]:
+                x = b.op("Slice", [x, b.ints([-1]), b.ints([-(2 ** 62)]), b.ints([d % r]),
+                                   b.ints([-1])])
             return x
         if t is aten.slice_scatter.default:
             # input with [start:end] along dim replaced by src: src zero-padded to the
