@@ -420,7 +420,8 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     weight decay), Adam or AdamW over the model's parameters, one param group (its lr is
     read every step, so a scheduler stepped between calls applies). The model's
     parameters and float buffers (BatchNorm statistics) and the optimizer's state are
-    updated in place at the end, as eager training would leave them.
+    updated in place at the end, as eager training would leave them. The model's mode is
+    kept: call model.train() first for BatchNorm's batch statistics.
     tokens_per_batch: tokens per step for the 6 x params x tokens MFU (default: the
     number of elements of batch[0] for an integer batch (token ids), else its first dim).
     phase_times: also compile and simulate the forward, backward and optimizer parts as
