@@ -109,6 +109,11 @@ if torch is not None:
         if name == "gpt":
             m = GPTBlock()
             return m, token_ce, (torch.randint(0, 64, (2, 8)), torch.randint(0, 64, (2, 8)))
+        if name == "lenet":
+            m = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.Tanh(), nn.AvgPool2d(2),
+                              nn.Conv2d(4, 8, 3), nn.Sigmoid(), nn.AvgPool2d(2), nn.Flatten(),
+                              nn.Linear(8, 10))
+            return m, F.cross_entropy, (torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
         if name == "cumsum":
             # CumSum (forward, and its backward: flip, cumsum, flip) runs on the host.
             m = nn.Sequential(nn.Linear(8, 6), Cumsum())
@@ -161,6 +166,10 @@ class Gradients(unittest.TestCase):
 
     def test_gpt_block(self):
         self.check("gpt")
+
+    def test_lenet_avgpool(self):
+        report = self.check("lenet")
+        self.assertEqual(report.fallback_ops, [])
 
     def test_padding_and_ignore_index(self):
         self.check("padding")

@@ -364,6 +364,8 @@ class _Translator:
             if len(a) > 2 and a[2] is not None:
                 x = b.op("Min", [x, b.const(float(a[2]))])
             return x
+        if t in (aten.avg_pool2d.default, aten.avg_pool2d_backward.default):
+            return self.avg_pool(n)
         if t is aten.cumsum.default:
             dim = a[1] % self.rank(a[0])
             return b.op("CumSum", [self.float_of(a[0]), b.ints([dim])])
@@ -462,6 +464,39 @@ class _Translator:
         if reduction == 0:
             g = b.op("Unsqueeze", [g, b.ints([1])])
         return b.op("Neg", [b.op("Mul", [oh, g])])
+
+    def avg_pool(self, n):
+        back = n.target is aten.avg_pool2d_backward.default
+        a = list(n.args[1:] if back else n.args)
+        x = a[0]
+        k = list(a[1])
+        k = k * 2 if len(k) == 1 else k
+        stride = list(a[2]) if len(a) > 2 and a[2] else k
+        stride = stride * 2 if len(stride) == 1 else stride
+        pad = list(a[3]) if len(a) > 3 else [0, 0]
+        pad = pad * 2 if len(pad) == 1 else pad
+        ceil = a[4] if len(a) > 4 else False
+        include_pad = a[5] if len(a) > 5 else True
+        divisor = a[6] if len(a) > 6 else None
+        if divisor is not None:
+            raise UnsupportedOp("avg_pool2d with divisor_override")
+        b = self.b
+        if not back:
+            return b.op("AveragePool", [self.v(x)], kernel_shape=k, strides=stride,
+                        pads=pad * 2, ceil_mode=int(bool(ceil)),
+                        count_include_pad=int(bool(include_pad)))
+        xs = _shape(x)
+        if stride != k or any(pad) or xs[2] % k[0] or xs[3] % k[1]:
+            raise UnsupportedOp("avg_pool2d backward other than non-overlapping windows "
+                                "tiling the input (kernel == stride, no padding)")
+        # Each input element gets its window's gradient / window size: the gradient
+        # repeated k times along each spatial axis.
+        g = self.v(n.args[0])
+        nb, c, ho, wo = _shape(n.args[0])
+        g = self.reshape_name(g, [nb, c, ho, 1, wo, 1])
+        g = b.op("Expand", [g, b.ints([nb, c, ho, k[0], wo, k[1]])])
+        g = self.reshape_name(g, xs)
+        return b.op("Mul", [g, b.const(1.0 / (k[0] * k[1]))])
 
     def conv(self, n):
         x, w, bias, stride, padding, dilation, transposed, out_pad, groups = n.args
