@@ -81,6 +81,10 @@ if torch is not None:
             x = x + self.fc2(F.gelu(self.fc(self.ln2(x))))
             return self.head(self.lnf(x))
 
+    class DupColumns(nn.Module):
+        def forward(self, x):
+            return x.unsqueeze(-1).expand(*x.shape, 2).reshape(*x.shape[:-1], -1)
+
     class Cumsum(nn.Module):
         def forward(self, x):
             return torch.cumsum(x, dim=1)
@@ -113,6 +117,12 @@ if torch is not None:
             m = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.Tanh(), nn.AvgPool2d(2),
                               nn.Conv2d(4, 8, 3), nn.Sigmoid(), nn.AvgPool2d(2), nn.Flatten(),
                               nn.Linear(8, 10))
+            return m, F.cross_entropy, (torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
+        if name == "maxpool":
+            # Every column duplicated before the pool: each window holds its maximum twice,
+            # and torch's gradient goes to the first copy only (to both would double it).
+            m = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), DupColumns(), nn.MaxPool2d(2),
+                              nn.Flatten(), nn.Linear(128, 10))
             return m, F.cross_entropy, (torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
         if name == "cumsum":
             # CumSum (forward, and its backward: flip, cumsum, flip) runs on the host.
@@ -170,6 +180,9 @@ class Gradients(unittest.TestCase):
     def test_lenet_avgpool(self):
         report = self.check("lenet")
         self.assertEqual(report.fallback_ops, [])
+
+    def test_maxpool_ties(self):
+        self.check("maxpool")
 
     def test_padding_and_ignore_index(self):
         self.check("padding")

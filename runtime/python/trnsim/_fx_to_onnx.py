@@ -107,6 +107,13 @@ def _norm_dims(dims, rank):
     return sorted(d % rank if rank else 0 for d in dims)
 
 
+class _NoValue:
+    """An fx value with no ONNX translation (read only by ops that do without it)."""
+
+    def __init__(self, what):
+        self.what = what
+
+
 class _Translator:
     def __init__(self, gm):
         self.gm = gm
@@ -117,7 +124,10 @@ class _Translator:
     def v(self, arg, like=None):
         """ONNX value name of an fx argument; Python numbers become constants."""
         if isinstance(arg, torch.fx.Node):
-            return self.env[arg]
+            val = self.env[arg]
+            if isinstance(val, _NoValue):
+                raise UnsupportedOp(f"{val.what} are read by an op other than the backward")
+            return val
         if isinstance(arg, bool):
             return self.b.const(arg, np.bool_)
         if isinstance(arg, (int, float)):
@@ -366,6 +376,10 @@ class _Translator:
             return x
         if t in (aten.avg_pool2d.default, aten.avg_pool2d_backward.default):
             return self.avg_pool(n)
+        if t is aten.max_pool2d_with_indices.default:
+            return self.max_pool(n)
+        if t is aten.max_pool2d_with_indices_backward.default:
+            return self.max_pool_backward(n)
         if t is aten.cumsum.default:
             dim = a[1] % self.rank(a[0])
             return b.op("CumSum", [self.float_of(a[0]), b.ints([dim])])
@@ -464,6 +478,56 @@ class _Translator:
         if reduction == 0:
             g = b.op("Unsqueeze", [g, b.ints([1])])
         return b.op("Neg", [b.op("Mul", [oh, g])])
+
+    @staticmethod
+    def _pool_args(args):
+        k = list(args[0])
+        k = k * 2 if len(k) == 1 else k
+        stride = list(args[1]) if len(args) > 1 and args[1] else k
+        stride = stride * 2 if len(stride) == 1 else stride
+        pad = list(args[2]) if len(args) > 2 else [0, 0]
+        pad = pad * 2 if len(pad) == 1 else pad
+        dil = list(args[3]) if len(args) > 3 else [1, 1]
+        dil = dil * 2 if len(dil) == 1 else dil
+        ceil = args[4] if len(args) > 4 else False
+        return k, stride, pad, dil, ceil
+
+    def max_pool(self, n):
+        k, stride, pad, dil, ceil = self._pool_args(n.args[1:])
+        y = self.b.op("MaxPool", [self.v(n.args[0])], kernel_shape=k, strides=stride,
+                      pads=pad * 2, dilations=dil, ceil_mode=int(bool(ceil)))
+        # The indices have no translation; only the backward below reads them, and it
+        # recomputes the argmax from the input.
+        return [y, _NoValue("max_pool2d indices")]
+
+    def max_pool_backward(self, n):
+        grad, x = n.args[0], n.args[1]
+        k, stride, pad, dil, ceil = self._pool_args(n.args[2:7])
+        xs = _shape(x)
+        if (stride != k or any(pad) or any(d != 1 for d in dil) or xs[2] % k[0]
+                or xs[3] % k[1]):
+            raise UnsupportedOp("max_pool2d backward other than non-overlapping windows "
+                                "tiling the input (kernel == stride, no padding)")
+        b = self.b
+        nb, c, ho, wo = _shape(grad)
+        kk = k[0] * k[1]
+        # Windows as a last axis in row-major order (torch's scan order).
+        xw = self.reshape_name(self.v(x), [nb, c, ho, k[0], wo, k[1]])
+        xw = b.op("Transpose", [xw], perm=[0, 1, 2, 4, 3, 5])
+        xw = self.reshape_name(xw, [nb, c, ho, wo, kk])
+        mx = b.op("ReduceMax", [xw], axes=[4], keepdims=1)
+        eq = b.op("Cast", [b.op("Equal", [xw, mx])], to=TensorProto.FLOAT)
+        # The gradient goes to the first maximum only, as torch's argmax: a running count
+        # of maxima (a matmul by an upper-triangular ones matrix) equal to 1 marks it.
+        upper = np.triu(np.ones((kk, kk), dtype=np.float32))
+        count = b.op("MatMul", [eq, b.const(upper)])
+        first = b.op("Mul", [eq, b.op("Cast", [b.op("Equal", [count, b.const(1.0)])],
+                                      to=TensorProto.FLOAT)])
+        g = self.reshape_name(self.v(grad), [nb, c, ho, wo, 1])
+        gw = b.op("Mul", [first, g])
+        gw = self.reshape_name(gw, [nb, c, ho, wo, k[0], k[1]])
+        gw = b.op("Transpose", [gw], perm=[0, 1, 2, 4, 3, 5])
+        return self.reshape_name(gw, xs)
 
     def avg_pool(self, n):
         back = n.target is aten.avg_pool2d_backward.default
