@@ -329,6 +329,13 @@ class Errors(unittest.TestCase):
             tt.train(model, F.mse_loss, opt, [(torch.randn(3, 4), torch.randn(3, 2))],
                      config=CONFIG, steps=1)
 
+    def test_batch_of_another_shape(self):
+        model = nn.Linear(4, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        batches = [(torch.randn(3, 4), torch.randn(3, 2)), (torch.randn(5, 4), torch.randn(5, 2))]
+        with self.assertRaisesRegex(ValueError, r"batch 1 tensor 0 is torch.float32 \[5, 4\]"):
+            tt.train(model, F.mse_loss, opt, batches, config=CONFIG)
+
     def test_parameter_missing_from_optimizer(self):
         model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
         opt = torch.optim.SGD(model[0].parameters(), lr=0.1)

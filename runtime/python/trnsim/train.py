@@ -432,6 +432,16 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
         raise ValueError("train: no batches")
     steps = len(batches) if steps is None else int(steps)
     first = _as_batch(batches[0])
+    # The program is compiled for the first batch's shapes: every batch must have them.
+    for i, batch in enumerate(batches):
+        batch = _as_batch(batch)
+        if len(batch) != len(first):
+            raise ValueError(f"train: batch {i} has {len(batch)} tensors, batch 0 {len(first)}")
+        for j, (t, t0) in enumerate(zip(batch, first)):
+            if t.shape != t0.shape or t.is_floating_point() != t0.is_floating_point():
+                raise ValueError(f"train: batch {i} tensor {j} is {t.dtype} "
+                                 f"{list(t.shape)}, batch 0's {t0.dtype} {list(t0.shape)}: "
+                                 "the step is compiled for one shape")
     optim = _Optim(optimizer, [(n, p) for n, p in model.named_parameters() if p.requires_grad])
     cap = _Captured(model, loss_fn, optim, first, with_grads=True, with_update=True)
     prog = _Program(cap.onnx, config, precision, set, timeout)
