@@ -229,6 +229,7 @@ class Training(unittest.TestCase):
         phases = rep["phase_ns_separate_programs"]
         self.assertEqual(sorted(phases), ["backward", "forward", "optimizer"])
         self.assertTrue(all(t > 0 for t in phases.values()), phases)
+        self.assertEqual(sorted(rep["phase_hbm_bytes_separate_programs"]), sorted(phases))
         self.assertEqual(rep["phase_fallback_ops"], {})
         for (bname, b), (_, c) in zip(model.named_buffers(), eager.named_buffers()):
             self.assertLess(rel_err(b.double(), c.double()), tol, bname)  # BatchNorm stats

@@ -361,6 +361,7 @@ def _phase_times(cap, inputs, config, precision, set, timeout):
         for ph, model in cap.phase_models().items():
             if not model.graph.node:
                 times[ph] = 0.0
+                times[ph + "_hbm_bytes"] = 0
                 continue
             path = os.path.join(work, f"{ph}.onnx")
             onnx.save(model, path)
@@ -376,6 +377,7 @@ def _phase_times(cap, inputs, config, precision, set, timeout):
                                      workdir=os.path.join(work, ph))
             values.update(outs)
             times[ph] = report.simulated_ns
+            times[ph + "_hbm_bytes"] = report.hbm_read_bytes + report.hbm_write_bytes
             if report.fallback_ops:
                 times[ph + "_fallback_ops"] = list(report.fallback_ops)
     return times
@@ -507,7 +509,9 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
         # Attributed, not measured inside the fused step: each phase is its own program
         # with HBM in between, so their sum differs from step_ns.
         summary["phase_ns_separate_programs"] = {k: v for k, v in phases.items()
-                                                 if not k.endswith("_fallback_ops")}
+                                                 if "_" not in k}
+        summary["phase_hbm_bytes_separate_programs"] = {
+            k[:-len("_hbm_bytes")]: v for k, v in phases.items() if k.endswith("_hbm_bytes")}
         summary["phase_fallback_ops"] = {k[:-len("_fallback_ops")]: v
                                          for k, v in phases.items()
                                          if k.endswith("_fallback_ops")}
