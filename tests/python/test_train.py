@@ -303,6 +303,11 @@ class Training(unittest.TestCase):
         self.assertEqual(rep["phase_fallback_ops"], {"forward": ["CumSum"],
                                                      "backward": ["CumSum"]})
 
+    def test_adam_l2(self):
+        # Adam's weight decay is an L2 term added to the gradient (AdamW's decays the
+        # weights): a different update, also on the device.
+        self.run_both(lambda ps: torch.optim.Adam(ps, lr=1e-2, weight_decay=0.05), steps=4)
+
     def test_adamw(self):
         _, _, opt_sim, opt_eager = self.run_both(
             lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.05))
