@@ -162,15 +162,17 @@ class _Translator:
         return self.b.op(op_type, [self.float_of(x)], axes=axes, keepdims=int(bool(keepdim)))
 
     def onehot(self, target, classes, skip=None):
-        """fp32 one-hot of the (fp32) class ids `target` along a new last axis; class
-        `skip` (an ignore_index or padding_idx) gets no 1: its column compares with 0.5,
-        which no id equals."""
+        """fp32 one-hot of the (fp32, whole) class ids `target` along a new last axis;
+        class `skip` (an ignore_index or padding_idx) gets no 1: its column compares with
+        -1e6, which no id comes within 1 of."""
         t = self.b.op("Unsqueeze", [self.v(target), self.b.ints([len(_shape(target))])])
         ids = np.arange(classes, dtype=np.float32)
         if skip is not None and 0 <= skip < classes:
-            ids[skip] = 0.5
-        eq = self.b.op("Equal", [t, self.b.const(ids)])
-        return self.b.op("Cast", [eq], to=TensorProto.FLOAT)
+            ids[skip] = -1e6
+        # relu(1 - |t - id|): 1 where the (whole) ids are equal, else 0, computed on the
+        # compute engines; Equal + Cast would be a bool tensor copied to fp32 by DMA.
+        dist = self.b.op("Abs", [self.b.op("Sub", [t, self.b.const(ids)])])
+        return self.b.op("Relu", [self.b.op("Sub", [self.b.const(1.0), dist])])
 
     # -- main ----------------------------------------------------------------------------
     def node(self, n):
@@ -201,8 +203,12 @@ class _Translator:
         if t in (aten.view.default, aten._unsafe_view.default, aten.reshape.default,
                  aten._reshape_alias.default, aten.squeeze.dim, aten.squeeze.default,
                  aten.unsqueeze.default, aten.flatten.using_ints):
+            if _shape(n) == _shape(a[0]):  # a view that changes nothing
+                return self.v(a[0])
             return self.reshape(a[0], _shape(n))
         if t is aten.expand.default:
+            if _shape(n) == _shape(a[0]):  # bmm's expand to the shape it has
+                return self.v(a[0])
             return b.op("Expand", [self.v(a[0]), b.ints(_shape(n))])
         if t in (aten.mm.default, aten.bmm.default, aten.matmul.default):
             return b.op("MatMul", [self.v(a[0]), self.v(a[1])])
