@@ -572,7 +572,6 @@ class _Translator:
         x, w, bias, stride, padding, dilation, transposed, out_pad, groups = n.args
         if transposed:
             raise UnsupportedOp("transposed convolution")
-        r = self.rank(x) - 2
         ins = [self.v(x), self.v(w)] + ([self.v(bias)] if bias is not None else [])
         return self.b.op("Conv", ins, strides=list(stride), pads=list(padding) * 2,
                          dilations=list(dilation), group=groups, kernel_shape=_shape(w)[2:])

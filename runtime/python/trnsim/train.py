@@ -20,7 +20,7 @@ import tempfile
 import numpy as np
 import torch
 
-from trnsim._cli import TrnsimError, run_model
+from trnsim._cli import run_model
 from trnsim._fx_to_onnx import UnsupportedOp, decompositions, fx_to_onnx, split_phases
 
 __all__ = ["StepReport", "TrainResult", "gradients", "train", "UnsupportedOp"]
@@ -163,7 +163,6 @@ class _Captured:
         np_, nb = len(self.params), len(self.fbufs)
         nstate = len(optim.state_names()) if with_update else 0
         self.nbatch = len(batch)
-        pnames = [n for n, _ in self.params]
         bnames = [n for n, _ in self.fbufs]
         aliases = self.aliases
         obufs = {n: b for n, b in self.obufs}
