@@ -34,7 +34,7 @@ def decompositions():
         aten.native_layer_norm_backward, aten._softmax_backward_data,
         aten._log_softmax_backward_data, aten.gelu, aten.gelu_backward, aten.silu,
         aten.silu_backward, aten.tanh_backward, aten.sigmoid_backward,
-        aten.threshold_backward, aten.mse_loss, aten.mse_loss_backward, aten.addmm,
+        aten.threshold_backward, aten.mse_loss, aten.mse_loss_backward,
         aten.native_dropout_backward, aten.addcmul, aten.addcdiv, aten.rsub,
         aten.hardtanh, aten.hardtanh_backward, aten.leaky_relu, aten.leaky_relu_backward,
         aten.elu, aten.elu_backward, aten.masked_fill, aten.logsumexp,
@@ -107,6 +107,16 @@ def _norm_dims(dims, rank):
     return sorted(d % rank if rank else 0 for d in dims)
 
 
+class _Flat:
+    """A 2-D value held as the N-D tensor `name` it flattens (leading axes merged): a
+    linear layer's view -> mm -> view then runs as one N-D MatMul with no copies."""
+
+    def __init__(self, name, shape):
+        self.name = name
+        self.shape = list(shape)
+        self.reshaped = None  # the 2-D Reshape, made once when something needs it
+
+
 class _NoValue:
     """An fx value with no ONNX translation (read only by ops that do without it)."""
 
@@ -127,6 +137,10 @@ class _Translator:
             val = self.env[arg]
             if isinstance(val, _NoValue):
                 raise UnsupportedOp(f"{val.what} are read by an op other than the backward")
+            if isinstance(val, _Flat):
+                if val.reshaped is None:
+                    val.reshaped = self.reshape_name(val.name, _shape(arg))
+                return val.reshaped
             return val
         if isinstance(arg, bool):
             return self.b.const(arg, np.bool_)
@@ -205,16 +219,45 @@ class _Translator:
                  aten.unsqueeze.default, aten.flatten.using_ints):
             if _shape(n) == _shape(a[0]):  # a view that changes nothing
                 return self.v(a[0])
+            src = self.env.get(a[0]) if isinstance(a[0], torch.fx.Node) else None
+            if isinstance(src, _Flat):
+                if _shape(n) == src.shape:  # back to the N-D shape it is held in
+                    return src.name
+                return self.reshape_name(src.name, _shape(n))
+            xs, ys = _shape(a[0]), _shape(n)
+            if len(xs) > 2 and len(ys) == 2 and ys[1] == xs[-1]:
+                return _Flat(self.v(a[0]), xs)  # merged leading axes: no copy yet
             return self.reshape(a[0], _shape(n))
         if t is aten.expand.default:
             if _shape(n) == _shape(a[0]):  # bmm's expand to the shape it has
                 return self.v(a[0])
             return b.op("Expand", [self.v(a[0]), b.ints(_shape(n))])
-        if t in (aten.mm.default, aten.bmm.default, aten.matmul.default):
+        if t in (aten.mm.default, aten.addmm.default):
+            lhs, rhs = (a[0], a[1]) if t is aten.mm.default else (a[1], a[2])
+            src = self.env.get(lhs) if isinstance(lhs, torch.fx.Node) else None
+            if isinstance(src, _Flat):  # [..., K] @ [K, N] as it is: no reshapes
+                out = b.op("MatMul", [src.name, self.v(rhs)])
+            else:
+                out = b.op("MatMul", [self.v(lhs), self.v(rhs)])
+            if t is aten.addmm.default:
+                beta, alpha = kw.get("beta", 1), kw.get("alpha", 1)
+                if alpha != 1:
+                    out = b.op("Mul", [out, b.const(float(alpha))])
+                bias = self.v(a[0]) if beta == 1 else b.op("Mul", [self.v(a[0]),
+                                                                   b.const(float(beta))])
+                if isinstance(src, _Flat) and self.rank(a[0]) <= 1 or (
+                        self.rank(a[0]) == 2 and _shape(a[0])[0] == 1):
+                    out = b.op("Add", [out, bias])  # broadcasts over the leading axes too
+                elif isinstance(src, _Flat):
+                    out = b.op("Add", [self.reshape_name(out, _shape(n)), bias])
+                    return out
+                else:
+                    return b.op("Add", [out, bias])
+            if isinstance(src, _Flat):
+                return _Flat(out, src.shape[:-1] + [_shape(n)[-1]])
+            return out
+        if t in (aten.bmm.default, aten.matmul.default):
             return b.op("MatMul", [self.v(a[0]), self.v(a[1])])
-        if t is aten.addmm.default:
-            mm = b.op("MatMul", [self.v(a[1]), self.v(a[2])])
-            return b.op("Add", [mm, self.v(a[0])])
         simple = {
             aten.add.Tensor: "Add", aten.sub.Tensor: "Sub", aten.mul.Tensor: "Mul",
             aten.div.Tensor: "Div", aten.add_.Tensor: "Add", aten.mul_.Tensor: "Mul",
@@ -226,6 +269,10 @@ class _Translator:
         if t in simple:
             alpha = kw.get("alpha", 1)
             rhs = a[1]
+            if (simple[t] in ("Mul", "Div") and not isinstance(rhs, bool)
+                    and isinstance(rhs, (int, float)) and rhs == 1
+                    and isinstance(a[0], torch.fx.Node) and _dtype(a[0]) == _dtype(n)):
+                return self.v(a[0])  # x * 1
             if alpha != 1:
                 rhs_name = b.op("Mul", [self.float_of(rhs), b.const(float(alpha))])
                 return b.op(simple[t], [self.float_of(a[0]), rhs_name])
