@@ -184,6 +184,22 @@ class Gradients(unittest.TestCase):
     def test_maxpool_ties(self):
         self.check("maxpool")
 
+    def test_activations(self):
+        # Each activation's backward (torch's own decompositions, or/and of bool masks).
+        for act in (nn.SiLU(), nn.LeakyReLU(0.1), nn.ELU(), nn.Softplus(), nn.Hardtanh(),
+                    nn.Mish(), nn.Hardswish(), nn.GELU("tanh"), nn.Tanh(), nn.Sigmoid()):
+            with self.subTest(act=type(act).__name__):
+                torch.manual_seed(0)
+                model = nn.Sequential(nn.Linear(16, 32), act, nn.LayerNorm(32),
+                                      nn.Linear(32, 4))
+                batch = (torch.randn(8, 16), torch.randint(0, 4, (8,)))
+                eager = copy.deepcopy(model)
+                _, grads, report = tt.gradients(model, F.cross_entropy, batch, config=CONFIG)
+                F.cross_entropy(eager(batch[0]), batch[1]).backward()
+                for pname, p in eager.named_parameters():
+                    self.assertLess(rel_err(grads[pname], p.grad), GRAD_TOL, pname)
+                self.assertEqual(report.fallback_ops, [])
+
     def test_padding_and_ignore_index(self):
         self.check("padding")
 

@@ -39,6 +39,8 @@ def decompositions():
         aten.hardtanh, aten.hardtanh_backward, aten.leaky_relu, aten.leaky_relu_backward,
         aten.elu, aten.elu_backward, aten.masked_fill, aten.logsumexp,
         aten.detach, aten.new_zeros, aten.select_backward, aten.slice_backward,
+        aten.softplus, aten.softplus_backward, aten.mish, aten.mish_backward,
+        aten.hardswish, aten.hardswish_backward, aten.hardsigmoid, aten.hardsigmoid_backward,
     ]
     return get_decompositions(ops)
 
@@ -286,6 +288,16 @@ class _Translator:
             return b.op(cmp[t], [self.float_of(a[0]), self.float_of(a[1])])
         if t in (aten.ne.Scalar, aten.ne.Tensor):
             return b.op("Not", [b.op("Equal", [self.float_of(a[0]), self.float_of(a[1])])])
+        logic = {aten.bitwise_or.Tensor: "Or", aten.logical_or.default: "Or",
+                 aten.bitwise_and.Tensor: "And", aten.logical_and.default: "And"}
+        if t in logic:
+            if _dtype(n) != torch.bool:
+                raise UnsupportedOp("bitwise ops on integers")
+            return b.op(logic[t], [self.v(a[0]), self.v(a[1])])
+        if t is aten.log1p.default:
+            return b.op("Log", [b.op("Add", [self.float_of(a[0]), b.const(1.0)])])
+        if t is aten.expm1.default:
+            return b.op("Sub", [b.op("Exp", [self.float_of(a[0])]), b.const(1.0)])
         if t in (aten.logical_not.default, aten.bitwise_not.default):
             return b.op("Not", [self.v(a[0])])
         unary = {aten.neg.default: "Neg", aten.exp.default: "Exp", aten.log.default: "Log",
