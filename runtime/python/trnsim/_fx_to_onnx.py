@@ -266,7 +266,8 @@ class _Translator:
             aten.sub_.Tensor: "Sub", aten.div_.Tensor: "Div",
             aten.maximum.default: "Max", aten.minimum.default: "Min",
             aten.add.Scalar: "Add", aten.mul.Scalar: "Mul", aten.sub.Scalar: "Sub",
-            aten.div.Scalar: "Div",
+            aten.div.Scalar: "Div", aten.add_.Scalar: "Add", aten.mul_.Scalar: "Mul",
+            aten.sub_.Scalar: "Sub", aten.div_.Scalar: "Div",
         }
         if t in simple:
             alpha = kw.get("alpha", 1)
@@ -413,8 +414,8 @@ class _Translator:
                                b.ints([dim])])
             return self.reshape_name(s, _shape(n))
         if "bernoulli" in str(t) or "rand" in str(t):
-            raise UnsupportedOp("random numbers (dropout with p > 0 in training mode) cannot "
-                                "match eager's generator: set p=0 or the module to eval")
+            raise UnsupportedOp("random numbers other than dropout's masks (which the "
+                                "host draws) are not supported")
         if t is aten.native_dropout.default:
             if a[1] != 0.0 and (len(a) < 3 or a[2]):
                 raise UnsupportedOp("dropout with p > 0 in training mode (the mask is "

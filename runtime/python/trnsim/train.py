@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 from trnsim._cli import run_model
-from trnsim._fx_to_onnx import UnsupportedOp, decompositions, fx_to_onnx, split_phases
+from trnsim._fx_to_onnx import (UnsupportedOp, _shape, decompositions, fx_to_onnx,
+                                split_phases)
 
 __all__ = ["StepReport", "TrainResult", "gradients", "train", "UnsupportedOp"]
 
@@ -213,11 +214,14 @@ class _Captured:
                    + [torch.zeros_like(p) for _, p in self.params for _ in range(nstate)]
                    + [torch.tensor(0.1), torch.tensor(1.0)] + [t.clone() for t in batch])
         modes = [(m, m.training) for m in model.modules()]
+        rng = torch.get_rng_state()  # the trace draws dropout masks: the caller's draws
         try:
             self.gm = make_fx(step, decomposition_table=decompositions())(*example)
         finally:
+            torch.set_rng_state(rng)
             for m, t in modes:
                 m.training = t
+        self._random_inputs()
         self.gm.graph.eliminate_dead_code()
         # A training step keeps its gradients inside the program: they are outputs of
         # the trace only so that the phases can be told apart (phase_models).
@@ -252,12 +256,40 @@ class _Captured:
                           phase_of=self.phase_of())
         return split_phases(full, ["forward", "backward", "optimizer"])
 
-    def inputs(self, params, bufs, states, lr, stepno, batch):
+    def _random_inputs(self):
+        """Each dropout mask draw (bernoulli_) becomes a graph input, drawn on the host
+        before every step from torch's generator in the trace's order, which is eager's:
+        the same seed gives eager's masks."""
+        g = self.gm.graph
+        last = [n for n in g.nodes if n.op == "placeholder"][-1]
+        self.random = []  # (shape, probability) per mask input
+        for node in list(g.nodes):
+            if node.op != "call_function" or node.target is not torch.ops.aten.bernoulli_.float:
+                continue
+            prob = node.args[1] if len(node.args) > 1 else node.kwargs.get("p", 0.5)
+            with g.inserting_after(last):
+                ph = g.placeholder(f"rng_{len(self.random)}")
+            ph.meta = dict(node.meta)
+            node.replace_all_uses_with(ph)
+            g.erase_node(node)
+            last = ph
+            self.random.append((tuple(_shape(ph)), float(prob)))
+        self.in_names += [f"rng_{k}" for k in range(len(self.random))]
+        self.gm.recompile()
+
+    def draw_masks(self):
+        """This step's dropout masks, drawn as eager's dropout draws them."""
+        return [torch.empty(shape).bernoulli_(prob) for shape, prob in self.random]
+
+    def inputs(self, params, bufs, states, lr, stepno, batch, masks=()):
         arrays = [p.detach().float().numpy() for p in params]
         arrays += [b.detach().float().numpy() for b in bufs]
         arrays += [s.detach().float().numpy() for st in states for s in st]
         arrays += [np.array(lr, dtype=np.float32), np.array(stepno, dtype=np.float32)]
         arrays += [t.detach().float().numpy() for t in batch]
+        if len(masks) != len(self.random):
+            raise ValueError(f"{len(self.random)} dropout masks needed, {len(masks)} given")
+        arrays += [m.numpy() for m in masks]
         return {n: np.ascontiguousarray(a) for n, a in zip(self.in_names, arrays)}
 
 
@@ -403,7 +435,8 @@ def gradients(model, loss_fn, batch, config="trn2", precision="fp32", set=None,
     try:
         params = [p for _, p in cap.params]
         bufs = [b for _, b in cap.fbufs]
-        outs, report = prog.run(cap.inputs(params, bufs, [], 0.0, 0.0, batch), cap.run_outputs)
+        outs, report = prog.run(cap.inputs(params, bufs, [], 0.0, 0.0, batch,
+                                           cap.draw_masks()), cap.run_outputs)
     finally:
         prog.close()
     grads = {n: torch.from_numpy(np.array(outs[f"grad_{k}"])).reshape(p.shape).to(p.dtype)
@@ -454,14 +487,14 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     np_ = len(params)
     phases = {}
     try:
-        if phase_times:
-            phases = _phase_times(cap, cap.inputs(params, bufs, states, float(
-                optim.group.get("lr", 0.0)), step0 + 1, first), config, precision, set, timeout)
         for s in range(steps):
             batch = _as_batch(batches[s % len(batches)])
             lr = float(optim.group.get("lr", 0.0))
-            outs, report = prog.run(cap.inputs(params, bufs, states, lr, step0 + s + 1, batch),
-                                    cap.run_outputs)
+            inputs = cap.inputs(params, bufs, states, lr, step0 + s + 1, batch,
+                                cap.draw_masks())
+            if phase_times and s == 0:  # the first step's inputs, its masks too
+                phases = _phase_times(cap, inputs, config, precision, set, timeout)
+            outs, report = prog.run(inputs, cap.run_outputs)
 
             def get(name, like):
                 return torch.from_numpy(np.array(outs[name])).reshape(like.shape).to(like.dtype)
