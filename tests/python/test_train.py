@@ -124,6 +124,14 @@ if torch is not None:
             m = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), DupColumns(), nn.MaxPool2d(2),
                               nn.Flatten(), nn.Linear(128, 10))
             return m, F.cross_entropy, (torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
+        if name == "depthwise":
+            # MobileNet's depthwise-separable block: a depthwise 3x3 of stride 2, then a
+            # pointwise 1x1.
+            m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU6(),
+                              nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8, bias=False),
+                              nn.BatchNorm2d(8), nn.ReLU6(), nn.Conv2d(8, 16, 1),
+                              nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+            return m, F.cross_entropy, (torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,)))
         if name == "cumsum":
             # CumSum (forward, and its backward: flip, cumsum, flip) runs on the host.
             m = nn.Sequential(nn.Linear(8, 6), Cumsum())
@@ -219,6 +227,10 @@ class Gradients(unittest.TestCase):
         self.assertAlmostEqual(loss, want.item(), delta=1e-5)
         for pname, p in eager.named_parameters():
             self.assertLess(rel_err(grads[pname], p.grad), GRAD_TOL, pname)
+        self.assertEqual(report.fallback_ops, [])
+
+    def test_depthwise_conv(self):
+        report = self.check("depthwise")
         self.assertEqual(report.fallback_ops, [])
 
     def test_padding_and_ignore_index(self):

@@ -640,10 +640,11 @@ class _Translator:
         (grad, x, w, bias_sizes, stride, padding, dilation, transposed, out_pad, groups,
          mask) = n.args
         b = self.b
-        if transposed or groups != 1 or any(d != 1 for d in dilation):
-            raise UnsupportedOp("convolution_backward of a transposed, grouped or dilated "
-                                "convolution")
         xs, ws, gs = _shape(x), _shape(w), _shape(grad)
+        depthwise = groups != 1 and groups == xs[1] == ws[0]
+        if transposed or (groups != 1 and not depthwise) or any(d != 1 for d in dilation):
+            raise UnsupportedOp("convolution_backward of a transposed, dilated or grouped "
+                                "(other than depthwise) convolution")
         k = ws[2:]
         sp = len(k)
         outs = [None, None, None]
@@ -653,19 +654,25 @@ class _Translator:
             extra = [xs[2 + i] - ((gs[2 + i] - 1) * stride[i] - 2 * padding[i] + k[i])
                      for i in range(sp)]
             outs[0] = b.op("ConvTranspose", [self.v(grad), self.v(w)], strides=list(stride),
-                           pads=list(padding) * 2, kernel_shape=k, output_padding=extra)
+                           pads=list(padding) * 2, kernel_shape=k, output_padding=extra,
+                           group=groups)
         if mask[1]:
             # d weight[o,c,k] = sum_{n,p} grad[n,o,p] x_pad[n,c,p*s+k]: a convolution of
             # x (batch as channels) by grad (batch as channels) dilated by the stride.
+            # Depthwise: channel c's weight sees only x[:, c]; x as one sample of C x N
+            # channels, convolved in C groups of N by grad's channels.
             xt = b.op("Transpose", [self.v(x)], perm=[1, 0] + list(range(2, 2 + sp)))
+            if depthwise:
+                xt = self.reshape_name(xt, [1, xs[1] * xs[0]] + xs[2:])
             gt = b.op("Transpose", [self.v(grad)], perm=[1, 0] + list(range(2, 2 + sp)))
             full = [xs[2 + i] + 2 * padding[i] - (gs[2 + i] - 1) * stride[i] for i in range(sp)]
             dw = b.op("Conv", [xt, gt], strides=[1] * sp, pads=list(padding) * 2,
-                      dilations=list(stride), kernel_shape=gs[2:])
+                      dilations=list(stride), kernel_shape=gs[2:], group=groups)
             if any(f != kk for f, kk in zip(full, k)):
                 dw = b.op("Slice", [dw, b.ints([0] * sp), b.ints(k),
                                     b.ints(list(range(2, 2 + sp)))])
-            outs[1] = b.op("Transpose", [dw], perm=[1, 0] + list(range(2, 2 + sp)))
+            outs[1] = (self.reshape_name(dw, ws) if depthwise else
+                       b.op("Transpose", [dw], perm=[1, 0] + list(range(2, 2 + sp))))
         if mask[2]:
             outs[2] = b.op("ReduceSum", [self.v(grad), b.ints([0] + list(range(2, 2 + sp)))],
                            keepdims=0)
