@@ -132,6 +132,12 @@ if torch is not None:
                               nn.BatchNorm2d(8), nn.ReLU6(), nn.Conv2d(8, 16, 1),
                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
             return m, F.cross_entropy, (torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,)))
+        if name == "grouped":
+            # ResNeXt-style grouped convolutions (2 and 4 groups, one of stride 2).
+            m = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1, groups=2), nn.Tanh(),
+                              nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=4), nn.Tanh(),
+                              nn.Flatten(), nn.Linear(128, 10))
+            return m, F.cross_entropy, (torch.randn(2, 4, 8, 8), torch.randint(0, 10, (2,)))
         if name == "cumsum":
             # CumSum (forward, and its backward: flip, cumsum, flip) runs on the host.
             m = nn.Sequential(nn.Linear(8, 6), Cumsum())
@@ -231,6 +237,10 @@ class Gradients(unittest.TestCase):
 
     def test_depthwise_conv(self):
         report = self.check("depthwise")
+        self.assertEqual(report.fallback_ops, [])
+
+    def test_grouped_conv(self):
+        report = self.check("grouped")
         self.assertEqual(report.fallback_ops, [])
 
     def test_padding_and_ignore_index(self):

@@ -636,15 +636,38 @@ class _Translator:
         return self.b.op("Conv", ins, strides=list(stride), pads=list(padding) * 2,
                          dilations=list(dilation), group=groups, kernel_shape=_shape(w)[2:])
 
+    def grouped_weight_grad(self, grad, x, ws, stride, padding, groups):
+        """d weight of a grouped convolution: one dense weight gradient per group."""
+        b = self.b
+        xs, gs = _shape(x), _shape(grad)
+        sp = len(ws) - 2
+        cin, cout = xs[1] // groups, gs[1] // groups
+        k = ws[2:]
+        full = [xs[2 + i] + 2 * padding[i] - (gs[2 + i] - 1) * stride[i] for i in range(sp)]
+        parts = []
+        for j in range(groups):
+            xj = b.op("Slice", [self.v(x), b.ints([j * cin]), b.ints([(j + 1) * cin]),
+                                b.ints([1])])
+            gj = b.op("Slice", [self.v(grad), b.ints([j * cout]), b.ints([(j + 1) * cout]),
+                                b.ints([1])])
+            xt = b.op("Transpose", [xj], perm=[1, 0] + list(range(2, 2 + sp)))
+            gt = b.op("Transpose", [gj], perm=[1, 0] + list(range(2, 2 + sp)))
+            dw = b.op("Conv", [xt, gt], strides=[1] * sp, pads=list(padding) * 2,
+                      dilations=list(stride), kernel_shape=gs[2:])
+            if any(f != kk for f, kk in zip(full, k)):
+                dw = b.op("Slice", [dw, b.ints([0] * sp), b.ints(k),
+                                    b.ints(list(range(2, 2 + sp)))])
+            parts.append(b.op("Transpose", [dw], perm=[1, 0] + list(range(2, 2 + sp))))
+        return b.op("Concat", parts, axis=0)
+
     def conv_backward(self, n):
         (grad, x, w, bias_sizes, stride, padding, dilation, transposed, out_pad, groups,
          mask) = n.args
         b = self.b
         xs, ws, gs = _shape(x), _shape(w), _shape(grad)
         depthwise = groups != 1 and groups == xs[1] == ws[0]
-        if transposed or (groups != 1 and not depthwise) or any(d != 1 for d in dilation):
-            raise UnsupportedOp("convolution_backward of a transposed, dilated or grouped "
-                                "(other than depthwise) convolution")
+        if transposed or any(d != 1 for d in dilation):
+            raise UnsupportedOp("convolution_backward of a transposed or dilated convolution")
         k = ws[2:]
         sp = len(k)
         outs = [None, None, None]
@@ -660,7 +683,12 @@ class _Translator:
             # d weight[o,c,k] = sum_{n,p} grad[n,o,p] x_pad[n,c,p*s+k]: a convolution of
             # x (batch as channels) by grad (batch as channels) dilated by the stride.
             # Depthwise: channel c's weight sees only x[:, c]; x as one sample of C x N
-            # channels, convolved in C groups of N by grad's channels.
+            # channels, convolved in C groups of N by grad's channels. Other grouped
+            # convolutions: each group's slice of x and grad as a dense one, concatenated.
+            if groups != 1 and not depthwise:
+                outs[1] = self.grouped_weight_grad(grad, x, ws, stride, padding, groups)
+                mask = [mask[0], False, mask[2]]
+        if mask[1]:
             xt = b.op("Transpose", [self.v(x)], perm=[1, 0] + list(range(2, 2 + sp)))
             if depthwise:
                 xt = self.reshape_name(xt, [1, xs[1] * xs[0]] + xs[2:])
