@@ -133,9 +133,11 @@ if torch is not None:
                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
             return m, F.cross_entropy, (torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,)))
         if name == "grouped":
-            # ResNeXt-style grouped convolutions (2 and 4 groups, one of stride 2).
+            # ResNeXt-style grouped convolutions (2 and 4 groups, one of stride 2), then a
+            # dilated one.
             m = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1, groups=2), nn.Tanh(),
                               nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=4), nn.Tanh(),
+                              nn.Conv2d(8, 8, 3, padding=2, dilation=2), nn.Tanh(),
                               nn.Flatten(), nn.Linear(128, 10))
             return m, F.cross_entropy, (torch.randn(2, 4, 8, 8), torch.randint(0, 10, (2,)))
         if name == "cumsum":

@@ -666,19 +666,21 @@ class _Translator:
         b = self.b
         xs, ws, gs = _shape(x), _shape(w), _shape(grad)
         depthwise = groups != 1 and groups == xs[1] == ws[0]
-        if transposed or any(d != 1 for d in dilation):
-            raise UnsupportedOp("convolution_backward of a transposed or dilated convolution")
+        if transposed or (any(d != 1 for d in dilation) and groups != 1):
+            raise UnsupportedOp("convolution_backward of a transposed, or grouped and "
+                                "dilated, convolution")
+        dil = list(dilation)
         k = ws[2:]
         sp = len(k)
         outs = [None, None, None]
         if mask[0]:
             # d input = the transposed convolution of the output gradient by the weights,
             # padded at the end when the forward's stride dropped trailing input rows.
-            extra = [xs[2 + i] - ((gs[2 + i] - 1) * stride[i] - 2 * padding[i] + k[i])
-                     for i in range(sp)]
+            extra = [xs[2 + i] - ((gs[2 + i] - 1) * stride[i] - 2 * padding[i]
+                                  + dil[i] * (k[i] - 1) + 1) for i in range(sp)]
             outs[0] = b.op("ConvTranspose", [self.v(grad), self.v(w)], strides=list(stride),
                            pads=list(padding) * 2, kernel_shape=k, output_padding=extra,
-                           group=groups)
+                           group=groups, dilations=dil)
         if mask[1]:
             # d weight[o,c,k] = sum_{n,p} grad[n,o,p] x_pad[n,c,p*s+k]: a convolution of
             # x (batch as channels) by grad (batch as channels) dilated by the stride.
@@ -693,8 +695,10 @@ class _Translator:
             if depthwise:
                 xt = self.reshape_name(xt, [1, xs[1] * xs[0]] + xs[2:])
             gt = b.op("Transpose", [self.v(grad)], perm=[1, 0] + list(range(2, 2 + sp)))
-            full = [xs[2 + i] + 2 * padding[i] - (gs[2 + i] - 1) * stride[i] for i in range(sp)]
-            dw = b.op("Conv", [xt, gt], strides=[1] * sp, pads=list(padding) * 2,
+            # A dilated forward: tap k reads x at p*s + k*d, so the outputs step by d.
+            full = [(xs[2 + i] + 2 * padding[i] - (gs[2 + i] - 1) * stride[i] - 1) // dil[i] + 1
+                    for i in range(sp)]
+            dw = b.op("Conv", [xt, gt], strides=dil, pads=list(padding) * 2,
                       dilations=list(stride), kernel_shape=gs[2:], group=groups)
             if any(f != kk for f, kk in zip(full, k)):
                 dw = b.op("Slice", [dw, b.ints([0] * sp), b.ints(k),
