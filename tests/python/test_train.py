@@ -276,7 +276,8 @@ class Training(unittest.TestCase):
         self.assertEqual(len(result.losses), steps)
         for s, (got, w) in enumerate(zip(result.losses, want)):
             self.assertAlmostEqual(got, w, delta=tol * max(1.0, abs(w)), msg=f"step {s}")
-        self.assertLess(want[-1], want[0])  # it trains
+        if steps >= 10:  # it trains (fewer steps: five different batches, no trend yet)
+            self.assertLess(want[-1], want[0])
         for (pname, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
             self.assertLess(rel_err(p.detach(), q.detach()), tol, pname)  # updated in place
             self.assertTrue(torch.equal(result.params[pname], p.detach()))
@@ -389,6 +390,27 @@ class Training(unittest.TestCase):
         self.assertEqual(len(set(result.losses)), 3)
         for (pname, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
             self.assertLess(rel_err(p.detach(), q.detach()), 1e-4, pname)
+
+    def test_param_groups(self):
+        # GPT-style AdamW groups: weights decayed, biases not, each its own lr; and SGD
+        # groups with and without momentum.
+        def adamw(ps):
+            ps = list(ps)
+            return torch.optim.AdamW([{"params": [p for p in ps if p.dim() == 2],
+                                       "weight_decay": 0.1},
+                                      {"params": [p for p in ps if p.dim() != 2],
+                                       "weight_decay": 0.0, "lr": 3e-3}], lr=1e-2)
+
+        def sgd(ps):
+            ps = list(ps)
+            return torch.optim.SGD([{"params": ps[:2], "momentum": 0.9},
+                                    {"params": ps[2:], "lr": 0.02}], lr=0.05)
+
+        self.run_both(adamw, steps=4)
+        _, _, opt_sim, opt_eager = self.run_both(sgd, steps=4)
+        for p, q in zip(opt_sim.param_groups[1]["params"], opt_eager.param_groups[1]["params"]):
+            self.assertEqual("momentum_buffer" in opt_sim.state[p],
+                             opt_eager.state[q].get("momentum_buffer") is not None)
 
     def test_adamw(self):
         _, _, opt_sim, opt_eager = self.run_both(

@@ -50,31 +50,41 @@ class _Optim:
     """The update rule of a torch.optim optimizer as tensor code traced into the step."""
 
     def __init__(self, optimizer, params):
+        self.groups = [{}]
+        self.group_of = {}
         if optimizer is None:
-            self.kind, self.group = "none", {}
+            self.kind = "none"
             return
-        if len(optimizer.param_groups) != 1:
-            raise ValueError("train: one optimizer param group is supported")
-        self.group = optimizer.param_groups[0]
-        ids = {id(p) for p in self.group["params"]}
-        missing = [n for n, p in params if id(p) not in ids]
+        self.groups = optimizer.param_groups
+        self.group_of = {id(p): j for j, g in enumerate(self.groups) for p in g["params"]}
+        missing = [n for n, p in params if id(p) not in self.group_of]
         if missing:
             raise ValueError(f"train: parameter {missing[0]} is not in the optimizer")
         kind = type(optimizer).__name__
-        g = self.group
+        for g in self.groups:
+            if kind == "SGD":
+                if g.get("nesterov") or g.get("maximize"):
+                    raise ValueError("train: SGD with nesterov or maximize is not supported")
+                if g["momentum"] and g["dampening"]:
+                    raise ValueError("train: SGD with dampening is not supported")
+            elif kind in ("AdamW", "Adam"):
+                if g.get("amsgrad") or g.get("maximize"):
+                    raise ValueError(f"train: {kind} with amsgrad or maximize is not "
+                                     "supported")
+            else:
+                raise ValueError(f"train: optimizer {kind} is not supported (SGD, Adam, "
+                                 "AdamW)")
         if kind == "SGD":
-            if g.get("nesterov") or g.get("maximize"):
-                raise ValueError("train: SGD with nesterov or maximize is not supported")
-            if g["momentum"] and g["dampening"]:
-                raise ValueError("train: SGD with dampening is not supported")
-            self.kind = "sgd_momentum" if g["momentum"] else "sgd"
-        elif kind in ("AdamW", "Adam"):
-            if g.get("amsgrad") or g.get("maximize"):
-                raise ValueError(f"train: {kind} with amsgrad or maximize is not supported")
-            self.kind = kind.lower()
+            # Momentum state for every parameter when any group has momentum; a group
+            # without momentum passes its (zero) buffer through.
+            self.kind = "sgd_momentum" if any(g["momentum"] for g in self.groups) else "sgd"
         else:
-            raise ValueError(f"train: optimizer {kind} is not supported (SGD, Adam, AdamW)")
+            self.kind = kind.lower()
         self.optimizer = optimizer
+
+    def lrs(self):
+        """The groups' current learning rates (read every step: schedulers apply)."""
+        return [float(g.get("lr", 0.0)) for g in self.groups]
 
     def state_names(self):
         return {"none": [], "sgd": [], "sgd_momentum": ["momentum_buffer"],
@@ -93,45 +103,51 @@ class _Optim:
         s = st.get("step", 0)
         return float(s.item() if torch.is_tensor(s) else s)
 
-    def update(self, params, grads, states, lr, step):
-        """New params and states (tensor code, traced). lr and step are 0-d tensors.
+    def update(self, params, grads, states, lr, step, order):
+        """New params and states (tensor code, traced). lr: the learning rate (0-d), or
+        with several param groups each group's ([G]); step: 0-d; order: each
+        parameter's group.
 
-        The scalars (bias corrections, decay) are computed once per step, not per
+        The scalars (bias corrections, decay) are computed once per group, not per
         parameter, and each tensor is updated as [128, n / 128] when it divides: the
         update is elementwise, and a 1-D bias would otherwise sit in one partition."""
-        g_ = self.group
-        wd = g_.get("weight_decay", 0.0)
-        if self.kind in ("adam", "adamw"):
-            b1, b2 = g_["betas"]
-            eps = g_["eps"]
-            # beta ** step as exp(step * ln beta): step is a run-time input
-            step_size = lr / (1.0 - torch.exp(step * math.log(b1)))
-            inv_sqrt_bc2 = torch.rsqrt(1.0 - torch.exp(step * math.log(b2)))
-            decay = 1.0 - lr * wd
+        scal = []
+        for j, g_ in enumerate(self.groups):
+            lr_j = lr if len(self.groups) == 1 else lr[j]
+            sc = {"lr": lr_j}
+            if self.kind in ("adam", "adamw"):
+                b1, b2 = g_["betas"]
+                # beta ** step as exp(step * ln beta): step is a run-time input
+                sc["step_size"] = lr_j / (1.0 - torch.exp(step * math.log(b1)))
+                sc["inv_sqrt_bc2"] = torch.rsqrt(1.0 - torch.exp(step * math.log(b2)))
+                sc["decay"] = 1.0 - lr_j * g_.get("weight_decay", 0.0)
+            scal.append(sc)
         new_p, new_s = [], []
-        for p, g, st in zip(params, grads, states):
+        for p, g, st, j in zip(params, grads, states, order):
+            g_, sc = self.groups[j], scal[j]
+            wd = g_.get("weight_decay", 0.0)
             shape = p.shape
             if p.dim() != 2 and p.numel() % 128 == 0:
                 p, g, st = p.reshape(128, -1), g.reshape(128, -1), [t.reshape(128, -1)
                                                                      for t in st]
             if self.kind in ("sgd", "sgd_momentum"):
                 d = g + wd * p if wd else g
+                out_s = []
                 if self.kind == "sgd_momentum":
-                    buf = st[0] * g_["momentum"] + d  # zero-initialised: step 1 gives d
-                    out_s = [buf]
-                    d = buf
-                else:
-                    out_s = []
-                out_p = p - lr * d
+                    if g_["momentum"]:
+                        d = st[0] * g_["momentum"] + d  # zero-initialised: step 1 gives d
+                    out_s = [d if g_["momentum"] else st[0]]
+                out_p = p - sc["lr"] * d
             elif self.kind in ("adam", "adamw"):
                 if self.kind == "adamw":
-                    p = p * decay
+                    p = p * sc["decay"]
                 elif wd:
                     g = g + wd * p
+                b1, b2 = g_["betas"]
                 m = st[0] * b1 + g * (1.0 - b1)
                 v = st[1] * b2 + g * g * (1.0 - b2)
-                denom = torch.sqrt(v) * inv_sqrt_bc2 + eps
-                out_p = p - step_size * (m / denom)
+                denom = torch.sqrt(v) * sc["inv_sqrt_bc2"] + g_["eps"]
+                out_p = p - sc["step_size"] * (m / denom)
                 out_s = [m, v]
             else:
                 out_p, out_s = p, []
@@ -144,6 +160,8 @@ class _Optim:
             return
         for p, st in zip(params, states):
             s = self.optimizer.state[p]
+            if self.kind == "sgd_momentum" and not self.groups[self.group_of[id(p)]]["momentum"]:
+                continue  # eager keeps no buffer for a group without momentum
             for name, v in zip(self.state_names(), st):
                 s[name] = v.clone()
             if self.kind in ("adam", "adamw"):
@@ -164,6 +182,8 @@ class _Captured:
         np_, nb = len(self.params), len(self.fbufs)
         nstate = len(optim.state_names()) if with_update else 0
         self.nbatch = len(batch)
+        order = [optim.group_of.get(id(p), 0) for _, p in self.params]
+        ngroups = len(optim.groups)
         bnames = [n for n, _ in self.fbufs]
         aliases = self.aliases
         obufs = {n: b for n, b in self.obufs}
@@ -194,7 +214,7 @@ class _Captured:
                 outs += list(grads)
             if with_update:
                 with torch.no_grad():
-                    new_p, new_s = optim.update(params, grads, states, lr, stepno)
+                    new_p, new_s = optim.update(params, grads, states, lr, stepno, order)
                 outs += new_p
                 outs += [t for st in new_s for t in st]
             outs += bufs
@@ -212,7 +232,8 @@ class _Captured:
         example = ([p.detach().clone().requires_grad_(True) for _, p in self.params]
                    + [b.detach().clone() for _, b in self.fbufs]
                    + [torch.zeros_like(p) for _, p in self.params for _ in range(nstate)]
-                   + [torch.tensor(0.1), torch.tensor(1.0)] + [t.clone() for t in batch])
+                   + [torch.tensor(0.1) if ngroups == 1 else torch.full((ngroups,), 0.1),
+                      torch.tensor(1.0)] + [t.clone() for t in batch])
         modes = [(m, m.training) for m in model.modules()]
         rng = torch.get_rng_state()  # the trace draws dropout masks: the caller's draws
         try:
@@ -285,6 +306,7 @@ class _Captured:
         arrays = [p.detach().float().numpy() for p in params]
         arrays += [b.detach().float().numpy() for b in bufs]
         arrays += [s.detach().float().numpy() for st in states for s in st]
+        lr = lr[0] if isinstance(lr, (list, tuple)) and len(lr) == 1 else lr
         arrays += [np.array(lr, dtype=np.float32), np.array(stepno, dtype=np.float32)]
         arrays += [t.detach().float().numpy() for t in batch]
         if len(masks) != len(self.random):
@@ -451,8 +473,8 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
 
     loss_fn(model(batch[0]), *batch[1:]) is the loss; batches: a list (or iterable) of
     batches, cycled when shorter than steps; optimizer: torch.optim.SGD (momentum,
-    weight decay), Adam or AdamW over the model's parameters, one param group (its lr is
-    read every step, so a scheduler stepped between calls applies). The model's
+    weight decay), Adam or AdamW over the model's parameters, any param groups (their lr
+    is read every step, so a scheduler stepped between calls applies). The model's
     parameters and float buffers (BatchNorm statistics) and the optimizer's state are
     updated in place at the end, as eager training would leave them. The model's mode is
     kept: call model.train() first for BatchNorm's batch statistics.
@@ -489,8 +511,7 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     try:
         for s in range(steps):
             batch = _as_batch(batches[s % len(batches)])
-            lr = float(optim.group.get("lr", 0.0))
-            inputs = cap.inputs(params, bufs, states, lr, step0 + s + 1, batch,
+            inputs = cap.inputs(params, bufs, states, optim.lrs(), step0 + s + 1, batch,
                                 cap.draw_masks())
             if phase_times and s == 0:  # the first step's inputs, its masks too
                 phases = _phase_times(cap, inputs, config, precision, set, timeout)
