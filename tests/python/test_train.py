@@ -412,6 +412,23 @@ class Training(unittest.TestCase):
             self.assertEqual("momentum_buffer" in opt_sim.state[p],
                              opt_eager.state[q].get("momentum_buffer") is not None)
 
+    def test_sgd_nesterov_dampening(self):
+        # Nesterov momentum; dampening, whose first step's buffer is the undamped
+        # gradient, and which carries on from a buffer eager training left.
+        self.run_both(lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True),
+                      steps=4)
+        model, eager, opt_sim, opt_eager = self.run_both(
+            lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.3), steps=3)
+        x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+        result = tt.train(model, F.cross_entropy, opt_sim, [(x, y)], config=CONFIG, steps=1,
+                          phase_times=False)
+        opt_eager.zero_grad()
+        F.cross_entropy(eager(x), y).backward()
+        opt_eager.step()
+        for (pname, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
+            self.assertLess(rel_err(p.detach(), q.detach()), 1e-4, pname)
+        self.assertEqual(result.report["fallback_ops"], [])
+
     def test_adamw(self):
         _, _, opt_sim, opt_eager = self.run_both(
             lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.05))

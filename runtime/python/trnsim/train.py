@@ -63,10 +63,8 @@ class _Optim:
         kind = type(optimizer).__name__
         for g in self.groups:
             if kind == "SGD":
-                if g.get("nesterov") or g.get("maximize"):
-                    raise ValueError("train: SGD with nesterov or maximize is not supported")
-                if g["momentum"] and g["dampening"]:
-                    raise ValueError("train: SGD with dampening is not supported")
+                if g.get("maximize"):
+                    raise ValueError("train: SGD with maximize is not supported")
             elif kind in ("AdamW", "Adam"):
                 if g.get("amsgrad") or g.get("maximize"):
                     raise ValueError(f"train: {kind} with amsgrad or maximize is not "
@@ -99,7 +97,11 @@ class _Optim:
         return out
 
     def step_count(self, p):
+        """Steps taken before: Adam's count; for SGD 1 when its momentum buffer exists
+        (the step input then tells the first step, whose buffer is the plain gradient)."""
         st = self.optimizer.state.get(p, {}) if self.kind != "none" else {}
+        if self.kind.startswith("sgd"):
+            return 1.0 if st.get("momentum_buffer") is not None else 0.0
         s = st.get("step", 0)
         return float(s.item() if torch.is_tensor(s) else s)
 
@@ -134,9 +136,16 @@ class _Optim:
                 d = g + wd * p if wd else g
                 out_s = []
                 if self.kind == "sgd_momentum":
-                    if g_["momentum"]:
-                        d = st[0] * g_["momentum"] + d  # zero-initialised: step 1 gives d
-                    out_s = [d if g_["momentum"] else st[0]]
+                    mom, damp = g_["momentum"], g_.get("dampening", 0.0)
+                    if mom:
+                        # The first step's buffer is d itself (undamped); the zero initial
+                        # buffer makes that momentum * 0 + coef * d with coef 1.
+                        coef = 1.0 - damp * torch.clamp(step - 1.0, 0.0, 1.0) if damp else 1.0
+                        buf = st[0] * mom + (d * coef if damp else d)
+                        d = d + mom * buf if g_.get("nesterov") else buf
+                        out_s = [buf]
+                    else:
+                        out_s = [st[0]]
                 out_p = p - sc["lr"] * d
             elif self.kind in ("adam", "adamw"):
                 if self.kind == "adamw":
