@@ -347,7 +347,10 @@ class TrainResult:
     in one program, so not split between them), mean `step_ns_mean`, HBM bytes per step,
     `model_flops_per_step` (6 x params x tokens), `mfu_6nd_pct` against the matmul peak
     of the precision, the device's own matmul `mfu_pct`, `fallback_ops` (ops run on the
-    host), `compiled` (once / per step); steps: the StepReports."""
+    host), `compiled` (once / per step), and with phase_times
+    `phase_ns_separate_programs` / `phase_hbm_bytes_separate_programs` (forward, backward
+    and optimizer each simulated once as its own program, so they do not sum to
+    step_ns) and `phase_fallback_ops`; steps: the StepReports."""
 
     def __init__(self, losses, params, steps, summary):
         self.losses = losses
