@@ -140,6 +140,14 @@ if torch is not None:
                               nn.Conv2d(8, 8, 3, padding=2, dilation=2), nn.Tanh(),
                               nn.Flatten(), nn.Linear(128, 10))
             return m, F.cross_entropy, (torch.randn(2, 4, 8, 8), torch.randint(0, 10, (2,)))
+        if name == "resnet_stem":
+            # ResNet's stem: a 3x3 max pool of stride 2 and padding 1 (overlapping windows)
+            # after a ReLU, and one with ceil_mode.
+            m = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), DupColumns(), nn.Tanh(),
+                              nn.MaxPool2d(3, stride=2, padding=1),
+                              nn.MaxPool2d(2, stride=2, ceil_mode=True), nn.Flatten(),
+                              nn.Linear(32, 10))
+            return m, F.cross_entropy, (torch.randn(2, 3, 7, 7), torch.randint(0, 10, (2,)))
         if name == "cumsum":
             # CumSum (forward, and its backward: flip, cumsum, flip) runs on the host.
             m = nn.Sequential(nn.Linear(8, 6), Cumsum())
@@ -243,6 +251,10 @@ class Gradients(unittest.TestCase):
 
     def test_grouped_conv(self):
         report = self.check("grouped")
+        self.assertEqual(report.fallback_ops, [])
+
+    def test_overlapping_maxpool(self):
+        report = self.check("resnet_stem")
         self.assertEqual(report.fallback_ops, [])
 
     def test_padding_and_ignore_index(self):

@@ -570,10 +570,10 @@ class _Translator:
         grad, x = n.args[0], n.args[1]
         k, stride, pad, dil, ceil = self._pool_args(n.args[2:7])
         xs = _shape(x)
-        if (stride != k or any(pad) or any(d != 1 for d in dil) or xs[2] % k[0]
-                or xs[3] % k[1]):
-            raise UnsupportedOp("max_pool2d backward other than non-overlapping windows "
-                                "tiling the input (kernel == stride, no padding)")
+        if any(d != 1 for d in dil):
+            raise UnsupportedOp("max_pool2d backward with dilation")
+        if stride != k or any(pad) or xs[2] % k[0] or xs[3] % k[1]:
+            return self.max_pool_backward_overlapping(grad, x, k, stride, pad)
         b = self.b
         nb, c, ho, wo = _shape(grad)
         kk = k[0] * k[1]
@@ -594,6 +594,56 @@ class _Translator:
         gw = self.reshape_name(gw, [nb, c, ho, wo, k[0], k[1]])
         gw = b.op("Transpose", [gw], perm=[0, 1, 2, 4, 3, 5])
         return self.reshape_name(gw, xs)
+
+    def max_pool_backward_overlapping(self, grad, x, k, stride, pad):
+        """max_pool2d backward for any windows: the input padded with -inf, one strided
+        Slice per kernel tap gives every window's value at that tap; the first maximum
+        over the taps (as above) gets the gradient, and each tap's share goes back to
+        the input positions it read (zeros inserted between, shifted by the tap)."""
+        b = self.b
+        xs = _shape(x)
+        nb, c, ho, wo = _shape(grad)
+        out = [ho, wo]
+        kk = k[0] * k[1]
+        # Padding to cover every window, ceil_mode's partial last one too.
+        end = [max(0, (out[i] - 1) * stride[i] + k[i] - xs[2 + i] - pad[i]) for i in range(2)]
+        span = [pad[i] + xs[2 + i] + end[i] for i in range(2)]
+        xp = b.op("Pad", [self.v(x), b.ints([0, 0, pad[0], pad[1], 0, 0, end[0], end[1]]),
+                          b.const(-3.0e38)])
+        taps = []
+        for a0 in range(k[0]):
+            for a1 in range(k[1]):
+                t = b.op("Slice", [xp, b.ints([a0, a1]),
+                                   b.ints([a0 + (ho - 1) * stride[0] + 1,
+                                           a1 + (wo - 1) * stride[1] + 1]),
+                                   b.ints([2, 3]), b.ints(stride)])
+                taps.append(b.op("Unsqueeze", [t, b.ints([4])]))
+        xw = b.op("Concat", taps, axis=4)
+        mx = b.op("ReduceMax", [xw], axes=[4], keepdims=1)
+        eq = b.op("Cast", [b.op("Equal", [xw, mx])], to=TensorProto.FLOAT)
+        upper = np.triu(np.ones((kk, kk), dtype=np.float32))
+        count = b.op("MatMul", [eq, b.const(upper)])
+        first = b.op("Mul", [eq, b.op("Cast", [b.op("Equal", [count, b.const(1.0)])],
+                                      to=TensorProto.FLOAT)])
+        gw = b.op("Mul", [first, self.reshape_name(self.v(grad), [nb, c, ho, wo, 1])])
+        shares = b.op("Split", [gw, b.ints([1] * kk)], n_out=kk, axis=4)
+        shares = shares if isinstance(shares, list) else [shares]
+        total = None
+        for j, share in enumerate(shares):
+            a0, a1 = divmod(j, k[1])
+            # [ho, wo] -> [ho * s0, wo * s1] with the values at multiples of the stride.
+            z = self.reshape_name(share, [nb, c, ho, 1, wo, 1])
+            z = b.op("Pad", [z, b.ints([0, 0, 0, 0, 0, 0, 0, 0, 0, stride[0] - 1, 0,
+                                        stride[1] - 1])])
+            z = self.reshape_name(z, [nb, c, ho * stride[0], wo * stride[1]])
+            # Shifted by the tap into the padded frame, cut to it.
+            keep = [min(out[i] * stride[i], span[i] - (a0, a1)[i]) for i in range(2)]
+            z = b.op("Slice", [z, b.ints([0, 0]), b.ints(keep), b.ints([2, 3])])
+            z = b.op("Pad", [z, b.ints([0, 0, a0, a1, 0, 0, span[0] - a0 - keep[0],
+                                        span[1] - a1 - keep[1]])])
+            total = z if total is None else b.op("Add", [total, z])
+        return b.op("Slice", [total, b.ints(pad), b.ints([pad[0] + xs[2], pad[1] + xs[3]]),
+                              b.ints([2, 3])])
 
     def avg_pool(self, n):
         back = n.target is aten.avg_pool2d_backward.default
