@@ -401,3 +401,16 @@ def _register_with_torch_compile():
 
 
 _register_with_torch_compile()
+
+
+def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", steps=None,
+          **options):
+    """Training steps (forward, backward, optimizer) on the simulator: see
+    trnsim.train.train. Updates the model and the optimizer state in place; returns a
+    TrainResult (losses, params, report)."""
+    from trnsim.train import train as _train
+    return _train(model, loss_fn, optimizer, batches, config=config, precision=precision,
+                  steps=steps, **options)
+
+
+__all__ += ["train"]
