@@ -85,6 +85,10 @@ inline std::pair<int64_t, int64_t> rows_cols(const ir::Shape& s) {
   return {R, C};
 }
 
+// TopK, ArgMax, ArgMin (topk.cpp): k rounds of row max + first index of it on the
+// vector engines.
+void lower_topk(Ctx& c, const ir::Node& n);
+
 // trn.TileKernel (tile_kernel.cpp): the node's tile IR spliced in.
 void lower_tile_kernel(Ctx& c, const ir::Node& n);
 
