@@ -88,6 +88,7 @@ const std::vector<std::string>& lowerable_ops() {
     v.push_back("ArgMax");
     v.push_back("ArgMin");
     v.push_back("Trilu");
+    v.push_back("CumSum");
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
     return v;
@@ -174,6 +175,8 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
       lower_rowwise(c, n);
     } else if (op == "TopK" || op == "ArgMax" || op == "ArgMin") {
       lower_topk(c, n);
+    } else if (op == "CumSum") {
+      lower_cumsum(c, n);
     } else if (op == "Trilu") {
       lower_trilu(c, n);
     } else {
