@@ -1,6 +1,7 @@
 #include "compiler/partition.h"
 
 #include <map>
+#include <memory>
 #include <set>
 
 #include "compiler/ir/error.h"
@@ -60,6 +61,54 @@ std::string refusal(const ir::Graph& g, size_t i, const Target& t) {
   return "";
 }
 
+std::string node_name(const ir::Node& nd) {
+  return nd.name.empty() && !nd.outputs.empty() ? nd.outputs[0]->name : nd.name;
+}
+
+}  // namespace
+
+PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o, bool allow_fallback);
+
+namespace {
+
+// Node i, an If whose condition is a run-time value, as a segment of its own: each
+// branch compiled ahead as a partitioned model (so the chosen one runs on the device
+// without compiling during the run); nodes a branch leaves on the host are listed
+// in m.fallback with the branch named.
+void host_decision(const ir::Graph& g, size_t i, const CompileOnnxOptions& o, PartitionedModel& m) {
+  const ir::Node& nd = *g.nodes()[i];
+  Segment s;
+  s.on_device = false;
+  s.graph = extract_segment(g, i, i + 1);
+  if (s.graph.outputs().empty()) return;  // nothing reads it
+  const std::string name = node_name(nd);
+  for (const char* key : {"then_branch", "else_branch"}) {
+    const ir::Graph& body = nd.attr_graph(key);
+    Branch b;
+    b.name = key;
+    for (const ir::Value* v : body.inputs()) b.inputs.push_back(v->name);
+    for (const ir::Value* v : body.outputs()) b.outputs.push_back(v->name);
+    auto bm = std::make_shared<PartitionedModel>(compile_partitioned(body.clone(), o, true));
+    for (FallbackNode f : bm->fallback) {
+      f.reason = "in " + b.name + " of If '" + name + "': " + f.reason;
+      m.fallback.push_back(std::move(f));
+    }
+    for (FallbackNode f : bm->decisions) {
+      f.reason = "in " + b.name + " of If '" + name + "': " + f.reason;
+      m.decisions.push_back(std::move(f));
+    }
+    for (const auto& [k, v] : bm->stats) m.stats[k] += v;
+    m.dump_text += bm->dump_text;
+    b.model = std::move(bm);
+    s.branches.push_back(std::move(b));
+  }
+  m.decisions.push_back({name, nd.op,
+                         "the condition is a run-time value: the host reads it and runs the "
+                         "chosen branch, each compiled ahead for the device",
+                         nd.origin});
+  m.segments.push_back(std::move(s));
+}
+
 }  // namespace
 
 PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
@@ -86,9 +135,14 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
   std::vector<std::string> why(n);
   for (size_t i = 0; i < n; ++i) why[i] = refusal(g, i, o.target);
   for (size_t i = 0; i < n;) {
+    if (g.nodes()[i]->op == "If" && !why[i].empty()) {
+      host_decision(g, i, o, m);
+      ++i;
+      continue;
+    }
     const bool dev = why[i].empty();
     size_t j = i + 1;
-    while (j < n && why[j].empty() == dev) ++j;
+    while (j < n && why[j].empty() == dev && (dev || g.nodes()[j]->op != "If")) ++j;
     Segment s;
     s.on_device = dev;
     s.graph = extract_segment(g, i, j);

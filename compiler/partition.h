@@ -7,6 +7,7 @@
 // throw.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,16 +23,35 @@ struct FallbackNode {
   std::vector<std::pair<std::string, std::string>> onnx;
 };
 
+struct PartitionedModel;
+
+// One branch of an If the host decides (Segment::branches): its own partitioned
+// model, and the names its graph gives the If's captured inputs (If inputs 1..)
+// and its outputs (the If's outputs), in order.
+struct Branch {
+  std::string name;  // "then_branch" / "else_branch"
+  std::vector<std::string> inputs, outputs;
+  std::shared_ptr<const PartitionedModel> model;
+};
+
 struct Segment {
   bool on_device = true;
   ir::Graph graph;       // inputs: model inputs or values of earlier segments
   isa::Program program;  // device segments only
+  // A host decision: `graph` is one If node whose condition is a run-time value.
+  // The host reads the condition and runs the chosen branch's model (its device
+  // segments on the device). on_device is false: code that knows no branches runs
+  // the If in the interpreter.
+  std::vector<Branch> branches;
 };
 
 struct PartitionedModel {
   ir::Graph graph;  // the whole graph after the graph pipeline
   std::vector<Segment> segments;
-  std::vector<FallbackNode> fallback;   // nodes that run on the host, in node order
+  std::vector<FallbackNode> fallback;  // nodes that run on the host, in node order
+  // If nodes decided on the host (Segment::branches); not in `fallback`: their
+  // branches' nodes run on the device unless listed there (reason "in <branch> of If").
+  std::vector<FallbackNode> decisions;
   std::map<std::string, double> stats;  // tile pass figures, summed over device segments
   std::string dump_text;
 };

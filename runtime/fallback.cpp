@@ -249,13 +249,19 @@ void build_stats(const platform::platform_config& cfg, const compiler::Partition
 
   stats::group root{"trnsim"};
   to_group(t, root);
-  size_t host_segments = 0, host_nodes = 0;
+  size_t host_segments = 0, host_nodes = 0, device_segments = 0;
   uint64_t up = r.output_upload_bytes, down = 0;
   for (const SegmentResult& s : r.segments) {
+    up += s.upload_bytes + s.branch_upload_bytes;
+    down += s.download_bytes + s.branch_download_bytes;
+    if (!s.branch.empty()) {  // a host decision: the branch's segments
+      host_segments += s.branch_host_segments;
+      device_segments += s.branch_device_segments;
+      continue;
+    }
     host_segments += !s.on_device;
+    device_segments += s.on_device;
     host_nodes += s.on_device ? 0 : s.nodes;
-    up += s.upload_bytes;
-    down += s.download_bytes;
   }
   std::map<std::string, uint64_t> by_op;
   std::set<std::pair<std::string, std::string>> seen;
@@ -266,7 +272,7 @@ void build_stats(const platform::platform_config& cfg, const compiler::Partition
   h.add_fixed("segments", "segments", "segments run on the host (reference interpreter)",
               double(host_segments), true);
   h.add_fixed("device_segments", "segments", "segments run on the simulated device",
-              double(r.segments.size() - host_segments), true);
+              double(device_segments), true);
   h.add_fixed("nodes", "nodes", "graph nodes (after the graph passes) run on the host",
               double(host_nodes), true);
   h.add_fixed("onnx_nodes", "nodes", "ONNX nodes of the model run on the host", double(seen.size()),
@@ -289,6 +295,9 @@ void build_stats(const platform::platform_config& cfg, const compiler::Partition
   l.add_fixed("download_bytes", "bytes",
               "device -> host: model inputs and device results read by host segments", double(down),
               true);
+  h.add_fixed("decisions", "nodes",
+              "If nodes whose run-time condition the host read to pick the branch to run",
+              double(m.decisions.size()), true);
   auto& ops = h.child("ops", "ONNX nodes run on the host, by op type");
   for (const auto& [op, count] : by_op)
     ops.add_fixed(op, "nodes", "ONNX nodes of this op type run on the host", double(count), true);
@@ -313,14 +322,97 @@ void build_stats(const platform::platform_config& cfg, const compiler::Partition
       << ", \"simulated_ns\": " << stats::json_number(s.simulated_ns, false)
       << ", \"host_wall_seconds\": " << stats::json_number(s.host_seconds, false)
       << ", \"upload_bytes\": " << s.upload_bytes << ", \"download_bytes\": " << s.download_bytes
-      << ", \"link_ns\": " << stats::json_number(s.transfer_ns, false) << "}";
+      << ", \"link_ns\": " << stats::json_number(s.transfer_ns, false);
+    if (!s.branch.empty())
+      j << ", \"branch\": \"" << s.branch
+        << "\", \"branch_device_segments\": " << s.branch_device_segments
+        << ", \"branch_host_segments\": " << s.branch_host_segments;
+    j << "}";
   }
+  // If nodes decided on the host: not host compute, so not in "nodes".
+  j << "\n    ],\n    \"decisions\": [";
+  first = true;
+  for (const compiler::FallbackNode& f : m.decisions)
+    for (const auto& [op, node] : onnx_nodes(f)) {
+      j << (first ? "" : ",") << "\n      {\"op\": \"" << stats::json_escape(op)
+        << "\", \"node\": \"" << stats::json_escape(node) << "\", \"reason\": \""
+        << stats::json_escape(f.reason) << "\"}";
+      first = false;
+    }
   j << "\n    ]\n  }\n}\n";
   std::string json = root.to_json();
   const size_t close = json.rfind('}');
   json.erase(json.find_last_not_of(" \n", close - 1) + 1);
   r.stats_json = json + j.str();
   r.stats_text = root.to_text();
+}
+
+}  // namespace
+
+namespace {
+
+// A host decision: the condition crosses to the host (when a device segment made
+// it), the captured values the branch reads go to HBM (when only the host has
+// them), and the chosen branch runs as a partitioned model of its own; its outputs
+// end in HBM (its run uploads host-computed ones).
+template <typename LinkNs>
+void run_decision(Device& dev, const platform::platform_config& cfg, const compiler::Segment& s,
+                  interp::TensorMap& values, std::set<std::string>& on_host,
+                  std::set<std::string>& on_device, uint32_t core, SegmentResult& sr,
+                  FallbackResult& r, const LinkNs& link_ns) {
+  const ir::Node& n = *s.graph.nodes().at(0);
+  auto cross = [&](const ir::Value* v, bool to_device) {
+    std::set<std::string>& here = to_device ? on_device : on_host;
+    if (here.count(v->name) || v->has_data()) return;  // constants are on both sides
+    const uint64_t b = tensor_bytes(v);
+    (to_device ? sr.upload_bytes : sr.download_bytes) += b;
+    sr.transfer_ns += link_ns(b);
+    ++r.transfers;
+    here.insert(v->name);
+  };
+  auto value = [&](const ir::Value* v) -> const ir::Tensor& {
+    if (v->has_data()) return *v->data;
+    auto it = values.find(v->name);
+    if (it == values.end())
+      throw std::runtime_error("host fallback: value '" + v->name + "' is not computed");
+    return it->second;
+  };
+  cross(n.inputs.at(0), false);
+  const bool cond = value(n.inputs[0]).at(0) != 0;
+  const compiler::Branch& b = s.branches.at(cond ? 0 : 1);
+  interp::TensorMap feed;
+  for (size_t k = 0; k < b.inputs.size() && k + 1 < n.inputs.size(); ++k) {
+    cross(n.inputs[k + 1], true);
+    feed[b.inputs[k]] = value(n.inputs[k + 1]);
+  }
+  FallbackResult br = run_partitioned(dev, cfg, *b.model, feed, core);
+  for (size_t k = 0; k < b.outputs.size() && k < n.outputs.size(); ++k) {
+    values[n.outputs[k]->name] = br.outputs.at(b.outputs[k]);
+    on_device.insert(n.outputs[k]->name);
+  }
+  sr.branch = b.name;
+  for (const SegmentResult& x : br.segments)
+    (x.on_device ? sr.branch_device_segments : sr.branch_host_segments) += 1;
+  sr.nodes = 0;
+  for (const compiler::Segment& x : b.model->segments) sr.nodes += x.graph.num_nodes();
+  sr.simulated_ns = br.device_ns;
+  sr.host_seconds = br.host_compute_seconds;
+  // The branch's link time and bytes are the run's (its device time is added below).
+  for (const SegmentResult& x : br.segments) {
+    sr.branch_upload_bytes += x.upload_bytes + x.branch_upload_bytes;
+    sr.branch_download_bytes += x.download_bytes + x.branch_download_bytes;
+  }
+  sr.branch_upload_bytes += br.output_upload_bytes;
+  r.transfer_ns += br.transfer_ns;
+  r.transfer_bytes += br.transfer_bytes;
+  r.transfers += br.transfers;
+  r.device_ns += br.device_ns;
+  if (!br.device_trees.empty()) {
+    RunReport dev_only = br.total;
+    dev_only.simulated_ns = br.device_ns;  // the link time is in r.transfer_ns
+    add_report(r.total, dev_only);
+  }
+  r.device_trees.insert(r.device_trees.end(), br.device_trees.begin(), br.device_trees.end());
 }
 
 }  // namespace
@@ -336,13 +428,13 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
   auto link_ns = [&](uint64_t bytes) {
     return 1e9 * (cfg.host.link_latency_s + double(bytes) / cfg.host.link_bandwidth_bps);
   };
-  std::vector<std::string> trees;
   for (const compiler::Segment& s : m.segments) {
     SegmentResult sr;
     sr.on_device = s.on_device;
     sr.nodes = s.graph.num_nodes();
     // Inputs on the wrong side cross the link first.
     for (const ir::Value* v : s.graph.inputs()) {
+      if (!s.branches.empty()) break;  // run_decision moves what it reads
       std::set<std::string>& here = s.on_device ? on_device : on_host;
       if (here.count(v->name)) continue;
       const uint64_t b = tensor_bytes(v);
@@ -358,7 +450,9 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
         throw std::runtime_error("host fallback: value '" + v->name + "' is not computed");
       feed[v->name] = it->second;
     }
-    if (s.on_device) {
+    if (!s.branches.empty()) {
+      run_decision(dev, cfg, s, values, on_host, on_device, core, sr, r, link_ns);
+    } else if (s.on_device) {
       const std::map<std::string, std::string> io = lower::io_tensor_names(s.graph);
       Launch l{&s.program, {}, core};
       for (const isa::TensorDecl& d : s.program.tensors) {
@@ -369,7 +463,7 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
       }
       sr.report = dev.run({l});
       sr.simulated_ns = sr.report.simulated_ns;
-      trees.push_back(sr.report.stats_json);
+      r.device_trees.push_back(sr.report.stats_json);
       const auto& outs = sr.report.launches.at(0).outputs;
       for (const ir::Value* v : s.graph.outputs()) {
         // A timing-only run reads back nothing: later segments get zeros (their
@@ -391,7 +485,7 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
     r.transfer_ns += sr.transfer_ns;
     r.transfer_bytes += sr.upload_bytes + sr.download_bytes;
     r.host_compute_seconds += sr.host_seconds;
-    r.device_ns += sr.simulated_ns;
+    if (s.branches.empty()) r.device_ns += sr.simulated_ns;  // run_decision adds its own
     if (sr.on_device) add_report(r.total, sr.report);
     r.segments.push_back(std::move(sr));
   }
@@ -417,6 +511,7 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
   r.transfer_bytes += r.output_upload_bytes;
   // Nothing ran on the device: a run of an empty program gives the device tree's keys,
   // all zero.
+  std::vector<std::string> trees = r.device_trees;
   if (trees.empty()) {
     isa::Program none;
     none.name = "no_device_segment";
@@ -479,7 +574,14 @@ std::string format_fallback(const compiler::PartitionedModel& m, const FallbackR
   o << "host fallback: " << onnx << " node(s) on the host, " << r.segments.size() << " segments\n";
   for (size_t k = 0; k < r.segments.size(); ++k) {
     const SegmentResult& s = r.segments[k];
-    if (s.on_device)
+    if (!s.branch.empty())
+      std::snprintf(
+          line, sizeof line,
+          "  segment %zu  decide  %3zu nodes  %12.3f us simulated: If ran %s (%zu device, "
+          "%zu host segments)",
+          k, s.nodes, s.simulated_ns / 1e3, s.branch.c_str(), s.branch_device_segments,
+          s.branch_host_segments);
+    else if (s.on_device)
       std::snprintf(line, sizeof line, "  segment %zu  device  %3zu nodes  %12.3f us simulated", k,
                     s.nodes, s.simulated_ns / 1e3);
     else
@@ -508,6 +610,10 @@ std::string format_fallback(const compiler::PartitionedModel& m, const FallbackR
       if (op != f.op || node != f.node) o << " (as " << f.op << " '" << f.node << "')";
       o << ": " << f.reason << "\n";
     }
+  for (const compiler::FallbackNode& f : m.decisions)
+    for (const auto& [op, node] : onnx_nodes(f))
+      o << "  host decision: " << op << " '" << (node.empty() ? "(unnamed)" : node)
+        << "': " << f.reason << "\n";
   std::snprintf(line, sizeof line,
                 "  total       %.3f us simulated = device %.3f us + link %.3f us (%llu "
                 "transfers, %llu B); host compute %.6f s wall clock, not simulated\n",

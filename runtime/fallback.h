@@ -29,6 +29,11 @@ struct SegmentResult {
   uint64_t upload_bytes = 0, download_bytes = 0;
   double transfer_ns = 0;  // link time charged before this segment
   RunReport report;        // device segments
+  // A host decision (compiler::Segment::branches): the branch run, its device and
+  // host segments; simulated_ns is its device time, host_seconds its interpreter time.
+  std::string branch;
+  size_t branch_device_segments = 0, branch_host_segments = 0;
+  uint64_t branch_upload_bytes = 0, branch_download_bytes = 0;  // the branch run's link
 };
 
 struct FallbackResult {
@@ -41,6 +46,8 @@ struct FallbackResult {
   uint64_t output_upload_bytes = 0;  // host-computed outputs sent to HBM at the end
   double output_upload_ns = 0;
   double host_compute_seconds = 0;  // interpreter wall clock, not simulated
+  // The stats JSON of every device run (host-decided branches' included).
+  std::vector<std::string> device_trees;
   // The stats tree of a device run with the same keys (device segments summed; zero
   // where nothing ran on the device), a "host" group of the host and link figures,
   // and "fallback": the nodes that ran on the host and the segments.

@@ -85,6 +85,15 @@ inline std::pair<int64_t, int64_t> rows_cols(const ir::Shape& s) {
   return {R, C};
 }
 
+// TopK, ArgMax, ArgMin (topk.cpp): k rounds of row max + first index of it on the
+// vector engines.
+void lower_topk(Ctx& c, const ir::Node& n);
+
+// Trilu (trilu.cpp): a select against a constant mask on the vector engines.
+void lower_trilu(Ctx& c, const ir::Node& n);
+// CumSum (cumsum.cpp): a log-step prefix sum on the vector engines.
+void lower_cumsum(Ctx& c, const ir::Node& n);
+
 // trn.TileKernel (tile_kernel.cpp): the node's tile IR spliced in.
 void lower_tile_kernel(Ctx& c, const ir::Node& n);
 

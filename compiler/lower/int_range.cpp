@@ -96,6 +96,7 @@ IntRange output_range(const ir::Node& n, const IntRanges& r) {
     return {tlo, thi, true};
   }
   if (op == "OneHot") return in(1);  // every element is one of `values` (off, on)
+  if (op == "TopK") return in(0);    // Values: elements of the input (Indices: int_ranges)
   if (op == "ArgMax" || op == "ArgMin") {
     const int64_t axis = n.attr_int("axis");
     return make(0, static_cast<double>(std::max<int64_t>(x->shape().at(axis) - 1, 0)));
@@ -233,6 +234,10 @@ IntRanges int_ranges(const ir::Graph& g) {
         IntRange a = offsets ? make(0, static_cast<double>(
                                            std::max<int64_t>(np->inputs[0]->type.numel() - 1, 0)))
                              : output_range(*np, r);
+        // TopK's Indices are positions along its axis.
+        if (np->op == "TopK" && o != np->outputs[0])
+          a = make(0, static_cast<double>(std::max<int64_t>(
+                          np->inputs[0]->shape().at(np->attr_int("axis")) - 1, 0)));
         const auto [tlo, thi] = type_range(o->elem());
         a.exact = a.exact && a.lo >= tlo && a.hi <= thi;
         r[o] = a;

@@ -84,6 +84,11 @@ const std::vector<std::string>& lowerable_ops() {
     for (const std::string& op : alias_ops()) v.push_back(op);
     for (const std::string& op : elementwise_ops()) v.push_back(op);
     for (const std::string& op : rowwise_ops()) v.push_back(op);
+    v.push_back("TopK");
+    v.push_back("ArgMax");
+    v.push_back("ArgMin");
+    v.push_back("Trilu");
+    v.push_back("CumSum");
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
     return v;
@@ -168,6 +173,12 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
       lower_movement(c, n);
     } else if (is_rowwise(op)) {
       lower_rowwise(c, n);
+    } else if (op == "TopK" || op == "ArgMax" || op == "ArgMin") {
+      lower_topk(c, n);
+    } else if (op == "CumSum") {
+      lower_cumsum(c, n);
+    } else if (op == "Trilu") {
+      lower_trilu(c, n);
     } else {
       lower_elementwise(c, n);
     }

@@ -1,4 +1,4 @@
-// Host fallback: a graph with a node the chip cannot run (CumSum) is cut into
+// Host fallback: a graph with a node the chip cannot run (Shrink) is cut into
 // device, host and device segments; the result equals the interpreter's, the
 // fallen-back node is reported with the lowering's reason, and the link time is
 // charged for exactly the values that cross. One Device per test (one process).
@@ -19,14 +19,14 @@
 namespace trnsim::e2e {
 namespace {
 
-// X [64,96] @ W1 [96,80] -> CumSum(axis 1) -> Relu -> @ W2 [80,40].
-ir::Graph cumsum_graph() {
+// X [64,96] @ W1 [96,80] -> Shrink -> Relu -> @ W2 [80,40].
+ir::Graph shrink_graph() {
   ir::Graph g;
   ir::Value* x = g.add_input("X", {ElemType::fp32, {64, 96}});
   ir::Value* w1 = g.add_constant("W1", random_tensor({96, 80}, 3, -0.2f, 0.2f));
   ir::Value* w2 = g.add_constant("W2", random_tensor({80, 40}, 4, -0.2f, 0.2f));
   ir::Value* y = ir::make_node(g, "MatMul", {x, w1})->outputs[0];
-  y = ir::make_node(g, "CumSum", {y}, {{"axis", int64_t{1}}})->outputs[0];
+  y = ir::make_node(g, "Shrink", {y})->outputs[0];
   y = ir::make_node(g, "Relu", {y})->outputs[0];
   y = ir::make_node(g, "MatMul", {y, w2})->outputs[0];
   g.add_output(y);
@@ -42,7 +42,7 @@ compiler::CompileOnnxOptions fp32_options(const platform::platform_config& cfg) 
 
 TEST(Fallback, DeviceHostDeviceMatchesInterpreter) {
   const platform::platform_config cfg = platform::load_config("tiny");
-  ir::Graph g = cumsum_graph();
+  ir::Graph g = shrink_graph();
   interp::TensorMap in{{"X", random_tensor({64, 96}, 1)}};
   const interp::TensorMap want = interp::run(g, in);
   compiler::PartitionedModel m =
@@ -52,8 +52,8 @@ TEST(Fallback, DeviceHostDeviceMatchesInterpreter) {
   EXPECT_FALSE(m.segments[1].on_device);
   EXPECT_TRUE(m.segments[2].on_device);
   ASSERT_EQ(m.fallback.size(), 1u);
-  EXPECT_EQ(m.fallback[0].op, "CumSum");
-  EXPECT_NE(m.fallback[0].reason.find("CumSum"), std::string::npos) << m.fallback[0].reason;
+  EXPECT_EQ(m.fallback[0].op, "Shrink");
+  EXPECT_NE(m.fallback[0].reason.find("Shrink"), std::string::npos) << m.fallback[0].reason;
 
   runtime::Device dev(cfg);
   runtime::FallbackResult r = runtime::run_partitioned(dev, cfg, m, in);
@@ -64,7 +64,7 @@ TEST(Fallback, DeviceHostDeviceMatchesInterpreter) {
   for (size_t i = 0; i < got.size(); ++i)
     ASSERT_NEAR(got[i], exp[i], 1e-4 + 1e-4 * std::fabs(exp[i]));
 
-  // The MatMul result [64,80] fp32 goes down, the CumSum result comes back up:
+  // The MatMul result [64,80] fp32 goes down, the Shrink result comes back up:
   // 2 x (20480 B / link bandwidth + link latency).
   const double bytes = 64 * 80 * 4;
   EXPECT_EQ(r.transfer_bytes, uint64_t(2 * bytes));
@@ -72,9 +72,9 @@ TEST(Fallback, DeviceHostDeviceMatchesInterpreter) {
   EXPECT_NEAR(r.transfer_ns, want_ns, 1e-6 * want_ns);
   EXPECT_NEAR(r.total.simulated_ns,
               r.segments[0].simulated_ns + r.segments[2].simulated_ns + r.transfer_ns, 1e-6);
-  EXPECT_NE(r.stats_json.find("\"op\": \"CumSum\""), std::string::npos);
+  EXPECT_NE(r.stats_json.find("\"op\": \"Shrink\""), std::string::npos);
   const std::string text = runtime::format_fallback(m, r);
-  EXPECT_NE(text.find("fell back: CumSum"), std::string::npos) << text;
+  EXPECT_NE(text.find("fell back: Shrink"), std::string::npos) << text;
 }
 
 // Every stat's dotted name in a stats JSON (its meta map).
@@ -99,7 +99,7 @@ TEST(Fallback, StatsTreeHasTheDeviceKeysAndHostFigures) {
   const platform::platform_config cfg = platform::load_config("tiny");
   interp::TensorMap in{{"X", random_tensor({64, 96}, 1)}};
   compiler::PartitionedModel m =
-      compiler::compile_partitioned(cumsum_graph(), fp32_options(cfg), true);
+      compiler::compile_partitioned(shrink_graph(), fp32_options(cfg), true);
   runtime::Device dev(cfg);
   const runtime::FallbackResult r = runtime::run_partitioned(dev, cfg, m, in);
   ASSERT_EQ(r.segments.size(), 3u);
@@ -110,7 +110,7 @@ TEST(Fallback, StatsTreeHasTheDeviceKeysAndHostFigures) {
   for (const std::string& k : stat_keys(a)) EXPECT_TRUE(keys.count(k)) << k;
   for (const char* k : {"flops_by_dtype.fp32", "dma.active_pct", "sbuf.high_water_bytes",
                         "psum.touched_bytes", "chip.core0.engines.tensor.instructions",
-                        "host.link.time_ns", "host.compute_wall_seconds", "host.ops.CumSum"})
+                        "host.link.time_ns", "host.compute_wall_seconds", "host.ops.Shrink"})
     EXPECT_TRUE(keys.count(k)) << k;
   // Counters are the sums of the device segments'.
   for (const char* k : {"instructions", "flops", "engines.tensor.instructions",
@@ -130,13 +130,13 @@ TEST(Fallback, StatsTreeHasTheDeviceKeysAndHostFigures) {
               100.0 * stat(j, "engines.tensor.busy_ns") / total, 1e-9);
   EXPECT_EQ(stat(j, "host.segments"), 1);
   EXPECT_EQ(stat(j, "host.device_segments"), 2);
-  EXPECT_EQ(stat(j, "host.ops.CumSum"), 1);
+  EXPECT_EQ(stat(j, "host.ops.Shrink"), 1);
   EXPECT_EQ(stat(j, "host.link.bytes"), 2 * 64 * 80 * 4);
   EXPECT_EQ(stat(j, "host.link.transfers"), 2);
   EXPECT_GT(stat(j, "host.compute_wall_seconds"), 0);
   const YAML::Node root = YAML::Load(j);
   EXPECT_EQ(root["meta"]["host.link.time_ns"]["unit"].as<std::string>(), "ns");
-  EXPECT_EQ(root["fallback"]["nodes"][0]["op"].as<std::string>(), "CumSum");
+  EXPECT_EQ(root["fallback"]["nodes"][0]["op"].as<std::string>(), "Shrink");
   EXPECT_EQ(root["fallback"]["segments"].size(), 3u);
   // The text report's DMA queues are the tree's: one row per queue of the run.
   std::set<std::tuple<uint32_t, uint32_t, uint32_t>> queues;
@@ -159,7 +159,7 @@ TEST(Fallback, WhollyOnTheHostChargesTheLink) {
   const platform::platform_config cfg = platform::load_config("tiny");
   ir::Graph g;
   ir::Value* x = g.add_input("X", {ElemType::fp32, {64, 96}});
-  g.add_output(ir::make_node(g, "CumSum", {x}, {{"axis", int64_t{1}}}, "cumsum")->outputs[0]);
+  g.add_output(ir::make_node(g, "Shrink", {x}, {}, "shrink")->outputs[0]);
   interp::TensorMap in{{"X", random_tensor({64, 96}, 1)}};
   const interp::TensorMap want = interp::run(g, in);
   compiler::PartitionedModel m =
@@ -194,7 +194,7 @@ TEST(Fallback, WhollyOnTheHostChargesTheLink) {
   EXPECT_EQ(r.total.engines.size(), 6u);  // the text report's engine rows, all zero
   const std::string text = runtime::format_fallback(m, r);
   EXPECT_NE(text.find("outputs to HBM"), std::string::npos) << text;
-  EXPECT_NE(text.find("fell back: CumSum 'cumsum'"), std::string::npos) << text;
+  EXPECT_NE(text.find("fell back: Shrink 'shrink'"), std::string::npos) << text;
 }
 
 // Fallen-back nodes are named by the model's own ONNX nodes: the graph passes carry
@@ -207,7 +207,7 @@ TEST(Fallback, OriginsSurviveFusionAndRewrites) {
   ir::Value* c = g.add_constant("c", random_tensor({8}, 3));
   ir::Value* y = ir::make_node(g, "Gemm", {x, w, c}, {}, "gemm")->outputs[0];
   ir::Value* two = g.add_constant("two", Tensor::from_floats({}, {2.0f}));
-  ir::Value* t = ir::make_node(g, "CumSum", {y}, {{"axis", int64_t{1}}}, "cs")->outputs[0];
+  ir::Value* t = ir::make_node(g, "Shrink", {y}, {}, "cs")->outputs[0];
   t = ir::make_node(g, "Mul", {t, two}, {}, "mul")->outputs[0];
   t = ir::make_node(g, "Sigmoid", {t}, {}, "sig")->outputs[0];
   t = ir::make_node(g, "Add", {t, two}, {}, "add")->outputs[0];
@@ -229,7 +229,7 @@ TEST(Fallback, OriginsSurviveFusionAndRewrites) {
   EXPECT_TRUE(fused) << m.dump_text;
   EXPECT_TRUE(gemm) << m.dump_text;
   ASSERT_EQ(m.fallback.size(), 1u);
-  EXPECT_EQ(m.fallback[0].onnx, (Origin{{"CumSum", "cs"}}));
+  EXPECT_EQ(m.fallback[0].onnx, (Origin{{"Shrink", "cs"}}));
 
   // A fused node on the host is reported as the ONNX nodes it computes.
   runtime::FallbackResult r;
@@ -247,10 +247,10 @@ TEST(Fallback, OriginsSurviveFusionAndRewrites) {
 TEST(Fallback, RefusedWithoutFallback) {
   const platform::platform_config cfg = platform::load_config("tiny");
   try {
-    compiler::compile_partitioned(cumsum_graph(), fp32_options(cfg), false);
+    compiler::compile_partitioned(shrink_graph(), fp32_options(cfg), false);
     FAIL() << "expected an UnsupportedError";
   } catch (const ir::UnsupportedError& e) {
-    EXPECT_NE(std::string(e.what()).find("CumSum"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Shrink"), std::string::npos) << e.what();
   }
 }
 

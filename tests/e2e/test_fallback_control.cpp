@@ -1,6 +1,7 @@
-// Host fallback of nodes with bodies: an If between two matmuls runs on the host
-// (the lowering refuses it by name) while the matmuls run on the device; the
-// result equals the interpreter's for either branch. One Device per test.
+// Host decisions: an If between two matmuls whose condition is a run-time value is
+// decided on the host, and the chosen branch (compiled ahead) runs on the device
+// like the matmuls; the result equals the interpreter's for either branch. One
+// Device per test.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,19 +46,28 @@ ir::Graph if_graph() {
   return g;
 }
 
-TEST(FallbackControl, IfRunsOnTheHostBetweenDeviceSegments) {
+TEST(FallbackControl, IfBranchRunsOnTheDeviceBetweenDeviceSegments) {
   const platform::platform_config cfg = platform::load_config("tiny");
   compiler::CompileOnnxOptions o;
   o.precision = Precision::fp32;
   o.target = runtime::target_from_config(cfg);
   const ir::Graph g = if_graph();
   compiler::PartitionedModel m = compiler::compile_partitioned(g.clone(), o, true);
-  ASSERT_EQ(m.fallback.size(), 1u);
-  EXPECT_EQ(m.fallback[0].op, "If");
-  EXPECT_NE(m.fallback[0].reason.find("op type 'If'"), std::string::npos) << m.fallback[0].reason;
-  ASSERT_GE(m.segments.size(), 3u);
+  // The If is a host decision, not host compute; its branches' ops lower.
+  EXPECT_TRUE(m.fallback.empty()) << m.fallback.at(0).reason;
+  ASSERT_EQ(m.decisions.size(), 1u);
+  EXPECT_EQ(m.decisions[0].op, "If");
+  EXPECT_EQ(m.decisions[0].node, "choose");
+  ASSERT_EQ(m.segments.size(), 3u);
   EXPECT_TRUE(m.segments.front().on_device);
   EXPECT_TRUE(m.segments.back().on_device);
+  const compiler::Segment& d = m.segments[1];
+  ASSERT_EQ(d.branches.size(), 2u);
+  for (const compiler::Branch& b : d.branches) {
+    ASSERT_EQ(b.model->segments.size(), 1u) << b.name;
+    EXPECT_TRUE(b.model->segments[0].on_device) << b.name;
+    EXPECT_GT(b.model->segments[0].program.instruction_count(), 0u) << b.name;
+  }
 
   runtime::Device dev(cfg);
   for (bool c : {true, false}) {
@@ -71,6 +81,63 @@ TEST(FallbackControl, IfRunsOnTheHostBetweenDeviceSegments) {
     ASSERT_EQ(got.size(), exp.size());
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_NEAR(got[i], exp[i], 1e-4 + 1e-4 * std::fabs(exp[i])) << "cond " << c << " at " << i;
+    // Three device runs: before, the branch, after; the branch is the one the
+    // condition picks, and nothing ran in the interpreter.
+    ASSERT_EQ(r.segments.size(), 3u);
+    EXPECT_EQ(r.segments[1].branch, c ? "then_branch" : "else_branch");
+    EXPECT_EQ(r.segments[1].branch_device_segments, 1u);
+    EXPECT_EQ(r.segments[1].branch_host_segments, 0u);
+    EXPECT_GT(r.segments[1].simulated_ns, 0);
+    EXPECT_EQ(r.device_trees.size(), 3u);
+    EXPECT_DOUBLE_EQ(r.device_ns, r.segments[0].simulated_ns + r.segments[1].simulated_ns +
+                                      r.segments[2].simulated_ns);
+    const std::string text = runtime::format_fallback(m, r);
+    EXPECT_NE(text.find("host decision: If 'choose'"), std::string::npos) << text;
+    EXPECT_EQ(text.find("fell back"), std::string::npos) << text;
+    EXPECT_NE(r.stats_json.find("\"branch\": \"" + r.segments[1].branch + "\""), std::string::npos);
+  }
+}
+
+// A branch with no nodes (its output is its captured input) and a condition
+// computed on the device: the decision downloads the condition, and the empty
+// branch hands its input back.
+TEST(FallbackControl, IfWithAPassThroughBranchAndADeviceCondition) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::fp32;
+  o.target = runtime::target_from_config(cfg);
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {4, 8}});
+  ir::Value* s =
+      ir::make_node(g, "ReduceSum", {x}, {{"keepdims", ir::Attribute(int64_t{0})}})->outputs[0];
+  ir::Value* zero = g.add_constant("zero", Tensor::from_floats({}, {0.0f}));
+  ir::Value* c = ir::make_node(g, "Greater", {s, zero})->outputs[0];
+  auto pass = std::make_shared<ir::Graph>();
+  pass->name = "pass";
+  pass->add_output(pass->add_input("pass_in", x->type));
+  ir::Value* y =
+      ir::make_node(g, "If", {c, x},
+                    {{"then_branch", ir::Attribute(branch("neg", "Neg", x->type))},
+                     {"else_branch", ir::Attribute(std::shared_ptr<const ir::Graph>(pass))}},
+                    "choose")
+          ->outputs[0];
+  g.add_output(ir::make_node(g, "Relu", {y})->outputs[0]);
+  compiler::PartitionedModel m = compiler::compile_partitioned(g.clone(), o, true);
+  EXPECT_TRUE(m.fallback.empty());
+  ASSERT_EQ(m.decisions.size(), 1u);
+
+  runtime::Device dev(cfg);
+  for (float sign : {1.0f, -1.0f}) {
+    Tensor xin = random_tensor({4, 8}, 3, 0.1f, 1.0f);
+    for (float& v : xin.floats()) v *= sign;
+    const interp::TensorMap in{{"X", xin}};
+    const interp::TensorMap want = interp::run(g, in);
+    runtime::FallbackResult r = runtime::run_partitioned(dev, cfg, m, in);
+    const std::string out = m.graph.outputs().at(0)->name;
+    expect_close(out, r.outputs.at(out).floats(), want.at(out).floats(), 1e-5, 1e-6);
+    ASSERT_EQ(r.segments.size(), 3u);
+    EXPECT_EQ(r.segments[1].branch, sign > 0 ? "then_branch" : "else_branch");
+    EXPECT_EQ(r.segments[1].download_bytes, 4u);  // the condition, made on the device
   }
 }
 

@@ -58,6 +58,12 @@ def small_mlp():
     return mlp(batch=32, d_in=64, hidden=128, d_out=32, seed=1)
 
 
+def reversed_cols(rows, cols):
+    """Indices for torch.gather(t, 1, ...) reversing t's columns: a GatherElements,
+    which the chip does not run (the tests' host-fallback op)."""
+    return torch.arange(cols - 1, -1, -1).expand(rows, cols)
+
+
 def rel_err(a, b):
     return float((a.double() - b.double()).abs().max() / b.double().abs().max())
 
@@ -256,8 +262,10 @@ class Backend(unittest.TestCase):
     def test_cache_with_host_fallback(self):
         # A model with host fallback is no single program file: its export is kept and
         # `trnsim run` compiles it again on later calls.
+        idx = reversed_cols(6, 10)
+
         def f(t):
-            return torch.relu(torch.cumsum(t, 1))
+            return torch.relu(torch.gather(t, 1, idx))
         x = torch.randn(6, 10)
         gm = torch.fx.symbolic_trace(f)
         compiled = tt.make_backend(precision="fp32", config="tiny")(gm, [x])
@@ -267,7 +275,7 @@ class Backend(unittest.TestCase):
             y = compiled(x * 2)
             self.assertEqual(compiled.last_report.compiled, "recompiled")
             self.assertEqual(export.call_count, 1)
-        self.assertEqual(compiled.last_report.fallback_ops, ["CumSum"])
+        self.assertEqual(compiled.last_report.fallback_ops, ["GatherElements"])
         torch.testing.assert_close(y, f(x * 2), rtol=1e-4, atol=1e-4)
 
     def test_int_outputs_through_a_cached_program(self):
@@ -454,7 +462,8 @@ class Callables(unittest.TestCase):
 @needs_torch
 class OnChip(unittest.TestCase):
     """One op family per model, each on the chip: a regression that moved one to the
-    host would show in fallback_ops. CumSum, which the chip does not run, shows there."""
+    host would show in fallback_ops. GatherElements, which the chip does not run, shows
+    there."""
 
     def test_ops_do_not_fall_back(self):
         torch.manual_seed(10)
@@ -478,12 +487,13 @@ class OnChip(unittest.TestCase):
     def test_host_fallback_is_reported(self):
         torch.manual_seed(11)
         x = torch.randn(16, 40)
-        y, report = tt.run(lambda t: torch.relu(torch.cumsum(t, 1)), (x,), precision="fp32")
-        self.assertEqual(report.fallback_ops, ["CumSum"])
-        torch.testing.assert_close(y, torch.relu(torch.cumsum(x, 1)), rtol=1e-4, atol=1e-4)
+        idx = reversed_cols(16, 40)
+        y, report = tt.run(lambda t: torch.relu(torch.gather(t, 1, idx)), (x,), precision="fp32")
+        self.assertEqual(report.fallback_ops, ["GatherElements"])
+        torch.testing.assert_close(y, torch.relu(torch.gather(x, 1, idx)), rtol=1e-4, atol=1e-4)
         with self.assertRaises(trnsim.TrnsimError) as cm:
-            tt.run(lambda t: torch.relu(torch.cumsum(t, 1)), (x,), fallback=False)
-        self.assertEqual(cm.exception.unlowered_op, "CumSum")
+            tt.run(lambda t: torch.relu(torch.gather(t, 1, idx)), (x,), fallback=False)
+        self.assertEqual(cm.exception.unlowered_op, "GatherElements")
 
     def test_fallback_report_agrees_with_the_cli(self):
         # The report of a run partly on the host: the ONNX node names, the link and
@@ -492,10 +502,11 @@ class OnChip(unittest.TestCase):
         torch.manual_seed(12)
         x = torch.randn(32, 64)
         w = torch.randn(64, 48)
-        _, r = tt.run(lambda t: torch.cumsum(t @ w, 1) @ w.T, (x,), precision="fp32",
+        idx = reversed_cols(32, 48)
+        _, r = tt.run(lambda t: torch.gather(t @ w, 1, idx) @ w.T, (x,), precision="fp32",
                       config="tiny")
-        self.assertEqual(r.fallback_ops, ["CumSum"])
-        self.assertEqual(r.fallback_nodes, [("CumSum", "/CumSum")])
+        self.assertEqual(r.fallback_ops, ["GatherElements"])
+        self.assertEqual(r.fallback_nodes, [("GatherElements", "/GatherElements")])
         self.assertGreater(r.link_ns, 0)
         self.assertEqual(r.link_bytes, 2 * 32 * 48 * 4)
         self.assertAlmostEqual(r.simulated_ns, r.device_ns + r.link_ns, delta=1e-6 * r.simulated_ns)
@@ -513,14 +524,15 @@ class OnChip(unittest.TestCase):
         for e, pct in cli.items():
             self.assertAlmostEqual(r.engine_active_pct[e], pct, delta=0.051, msg=e)
         self.assertIn("host fallback", str(r))
-        self.assertIn("CumSum '/CumSum'", str(r))
+        self.assertIn("GatherElements '/GatherElements'", str(r))
 
     def test_wholly_on_the_host(self):
         # Nothing on the device: the simulated time is the link time of the input down
         # and the output up, not zero; the device figures are all zero.
         x = torch.randn(16, 40)
-        _, r = tt.run(lambda t: torch.cumsum(t, 1), (x,), precision="fp32", config="tiny")
-        self.assertEqual(r.fallback_ops, ["CumSum"])
+        idx = reversed_cols(16, 40)
+        _, r = tt.run(lambda t: torch.gather(t, 1, idx), (x,), precision="fp32", config="tiny")
+        self.assertEqual(r.fallback_ops, ["GatherElements"])
         self.assertGreater(r.simulated_ns, 0)
         self.assertEqual(r.device_ns, 0)
         self.assertAlmostEqual(r.simulated_ns, r.link_ns, delta=1e-6 * r.link_ns)

@@ -1,6 +1,6 @@
 // `trnsim validate` and host fallback on the command line, with an ONNX model written
-// by Debian's python3-onnx (skipped when it is missing, outside CI): X @ W1 -> CumSum -> Relu
-// -> @ W2. CumSum does not lower, so it runs on the host between two device segments.
+// by Debian's python3-onnx (skipped when it is missing, outside CI): X @ W1 -> Shrink -> Relu
+// -> @ W2. Shrink does not lower, so it runs on the host between two device segments.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -30,36 +30,35 @@ d = sys.argv[1]
   return run_python(py + " " + dir.string());
 }
 
-PyRun write_cumsum_model(const std::filesystem::path& dir, std::string* path) {
-  return write_model(dir, "cumsum", R"(rng = np.random.default_rng(0)
+PyRun write_shrink_model(const std::filesystem::path& dir, std::string* path) {
+  return write_model(dir, "shrink", R"(rng = np.random.default_rng(0)
 inits = [nh.from_array((rng.standard_normal((96, 80)) * 0.1).astype(np.float32), 'W1'),
-         nh.from_array((rng.standard_normal((80, 40)) * 0.1).astype(np.float32), 'W2'),
-         nh.from_array(np.array(1, dtype=np.int64), 'ax')]
+         nh.from_array((rng.standard_normal((80, 40)) * 0.1).astype(np.float32), 'W2')]
 nodes = [helper.make_node('MatMul', ['x', 'W1'], ['h']),
-         helper.make_node('CumSum', ['h', 'ax'], ['c'], name='cumsum'),
+         helper.make_node('Shrink', ['h'], ['c'], name='shrink'),
          helper.make_node('Relu', ['c'], ['r']), helper.make_node('MatMul', ['r', 'W2'], ['y'])]
-g = helper.make_graph(nodes, 'cumsum_mlp',
+g = helper.make_graph(nodes, 'shrink_mlp',
                       [helper.make_tensor_value_info('x', TensorProto.FLOAT, [64, 96])],
                       [helper.make_tensor_value_info('y', TensorProto.FLOAT, [64, 40])], inits)
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/cumsum.onnx')
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d + '/shrink.onnx')
 )",
                      path);
 }
 
-TEST(CliFallback, RunsCumSumOnTheHostAndReportsIt) {
+TEST(CliFallback, RunsShrinkOnTheHostAndReportsIt) {
   const auto dir = temp_dir("cli_fallback");
   std::string model;
-  TRNSIM_REQUIRE_PYTHON(write_cumsum_model(dir, &model));
+  TRNSIM_REQUIRE_PYTHON(write_shrink_model(dir, &model));
   const std::string stats = (dir / "stats.json").string();
   CmdResult r =
       run_cmd(trnsim_bin() + " run " + model + " -c tiny --random-inputs --stats " + stats);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("host fallback: 1 node(s) on the host, 3 segments"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("fell back: CumSum 'cumsum'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fell back: Shrink 'shrink'"), std::string::npos) << r.out;
   std::stringstream js;
   js << std::ifstream(stats).rdbuf();
-  EXPECT_NE(js.str().find("\"op\": \"CumSum\""), std::string::npos);
+  EXPECT_NE(js.str().find("\"op\": \"Shrink\""), std::string::npos);
   const YAML::Node tree = YAML::Load(js.str());
   EXPECT_EQ(tree["host"]["link"]["bytes"].as<double>(), 40960);  // 2 x 64x80 fp32
   // The tree of a device run: the DMA figures the text report prints are there.
@@ -78,7 +77,7 @@ TEST(CliFallback, RunsCumSumOnTheHostAndReportsIt) {
   // --no-fallback: the lowering's clear refusal, exit 1.
   r = run_cmd(trnsim_bin() + " run " + model + " -c tiny --random-inputs --no-fallback");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("op type 'CumSum' cannot be lowered"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("op type 'Shrink' cannot be lowered"), std::string::npos) << r.out;
 }
 
 // keep_on_chip on the command line: X @ W1 -> Relu -> @ W2 all on the device. The
@@ -125,7 +124,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), d +
 TEST(CliValidate, PassesAndFailsByTolerance) {
   const auto dir = temp_dir("cli_validate");
   std::string model;
-  TRNSIM_REQUIRE_PYTHON(write_cumsum_model(dir, &model));
+  TRNSIM_REQUIRE_PYTHON(write_shrink_model(dir, &model));
   CmdResult r =
       run_cmd(trnsim_bin() + " validate " + model + " -c tiny --random-inputs --precision fp32");
   EXPECT_EQ(r.code, 0) << r.out;
@@ -161,7 +160,7 @@ TEST(CliValidate, PassesAndFailsByTolerance) {
 TEST(CliValidate, UncheckedChecksAndDropSyncWithFallback) {
   const auto dir = temp_dir("cli_validate_unchecked");
   std::string model;
-  TRNSIM_REQUIRE_PYTHON(write_cumsum_model(dir, &model));
+  TRNSIM_REQUIRE_PYTHON(write_shrink_model(dir, &model));
   // Without the suite's TRNSIM_CHECK, which turns the checks on whatever the flags.
   CmdResult r = run_cmd("env -u TRNSIM_CHECK " + trnsim_bin() + " validate " + model +
                         " -c tiny --random-inputs --precision fp32 --no-check-races --no-poison");

@@ -56,6 +56,14 @@ def _fallback_nodes(section):
             if isinstance(n, dict)]
 
 
+def _host_decisions(section):
+    """(ONNX op type, node name) of each If whose run-time condition the host read to
+    pick the branch that ran (the branch's ops are not host fallback)."""
+    nodes = section.get("decisions", []) if isinstance(section, dict) else []
+    return [(str(n.get("op", "")), str(n.get("node", ""))) for n in nodes
+            if isinstance(n, dict)]
+
+
 def _human_bytes(b):
     units = ("B", "KiB", "MiB", "GiB", "TiB")
     u = 0
@@ -81,7 +89,8 @@ class Report:
     mfu_dtype, hbm_read_bytes, hbm_write_bytes, hbm_gbps (HBM bytes moved / simulated
     time), mbu_pct, errors {output: {"max_abs", "max_rel"}} vs the reference,
     fallback_ops (ONNX op type of each node run on the host), fallback_nodes ((op type,
-    ONNX node name) pairs), link_ns / link_bytes (host<->device transfers, in
+    ONNX node name) pairs), host_decisions ((op type, node name) of each If whose
+    condition the host read, its chosen branch run as its own segments), link_ns / link_bytes (host<->device transfers, in
     simulated_ns), device_ns (the device segments' simulated time), host_compute_seconds
     (the host segments' interpreter wall clock: not simulated, not in simulated_ns),
     host_seconds (simulator host time), wall_seconds (the whole CLI call: compile +
@@ -126,6 +135,7 @@ class Report:
 
         self.fallback_ops = _fallback_ops(stats.get("fallback"))
         self.fallback_nodes = _fallback_nodes(stats.get("fallback"))
+        self.host_decisions = _host_decisions(stats.get("fallback"))
         host = stats.get("host") or {}
         link = host.get("link") or {}
         self.link_ns = float(link.get("time_ns", 0.0))
@@ -195,6 +205,9 @@ class Report:
                     f"compute {self.host_compute_seconds:.4f} s wall clock, not simulated")
         else:
             row("host fallback", "none")
+        if self.host_decisions:
+            row("host decisions", ", ".join(f"{op} '{node}'" for op, node in self.host_decisions)
+                + " (branch run on the device)")
         row("host time", f"{self.host_seconds:.3f} s simulating, {self.wall_seconds:.3f} s "
             "for the whole trnsim call")
         if self.trace:
