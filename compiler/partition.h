@@ -7,6 +7,7 @@
 // throw.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct Segment {
   bool on_device = true;
   ir::Graph graph;       // inputs: model inputs or values of earlier segments
   isa::Program program;  // device segments only
+  // The whole graph on the device (one segment): FLOPs, bytes, instruction origins.
+  std::shared_ptr<const ProgramRoofline> roofline;
 };
 
 struct PartitionedModel {
