@@ -98,6 +98,8 @@ Roofline make_roofline(const platform::platform_config& cfg, uint32_t cores,
   r.hbm_bps = cfg.hbm.bandwidth_bps;
   r.dma_bps = double(r.cores) * cfg.core.dma.engines * cfg.core.dma.bandwidth_bps;
   r.memory_bps = std::min(r.hbm_bps, r.dma_bps);
+  r.dma_engines = cfg.core.dma.engines;
+  r.dma_engine_bps = cfg.core.dma.bandwidth_bps;
   auto compute_ns = [&](const compiler::FlopsByDtype& f) {
     double ns = 0;
     for (int t = 0; t < isa::kNumDTypes; ++t)
@@ -191,13 +193,14 @@ void add_roofline_stats(stats::group& root, const Roofline& r) {
 
 std::string format_roofline(const Roofline& r) {
   if (!r.available) return "";
-  std::string s = "  roofline         " +
-                  std::string(r.cores == 1 ? "one core" : std::to_string(r.cores) + " cores") +
-                  ": compute " + fmt("%.1f TFLOP/s bf16", r.peak_bf16 / 1e12) +
-                  fmt(" (%.1f fp32)", r.peak_fp32 / 1e12) + ", memory " +
-                  fmt("%.0f GB/s", r.memory_bps / 1e9) + " = min(HBM " +
-                  fmt("%.0f GB/s per chip", r.hbm_bps / 1e9) + ", DMA " +
-                  fmt("%.0f GB/s", r.dma_bps / 1e9) + ")\n";
+  std::string s =
+      "  roofline         " +
+      std::string(r.cores == 1 ? "one core" : std::to_string(r.cores) + " cores") + ": compute " +
+      fmt("%.1f TFLOP/s bf16", r.peak_bf16 / 1e12) + fmt(" (%.1f fp32)", r.peak_fp32 / 1e12) +
+      ", memory " + fmt("%.0f GB/s", r.memory_bps / 1e9) + " = min(HBM " +
+      fmt("%.0f GB/s per chip", r.hbm_bps / 1e9) + ", " +
+      (r.cores == 1 ? "" : std::to_string(r.cores) + " x ") + std::to_string(r.dma_engines) +
+      " DMA engines x " + fmt("%.1f GB/s", r.dma_engine_bps / 1e9) + ")\n";
   char line[240];
   const char* head = "    %-20s %6s %10s %9s %11s %11s %7s  %s\n";
   std::snprintf(line, sizeof line, head, "op kind", "count", "GFLOP", "min MB", "roofline",

@@ -54,6 +54,8 @@ struct Roofline {
   double peak_bf16 = 0, peak_fp32 = 0;  // compute roofs [FLOP/s]
   double hbm_bps = 0, dma_bps = 0;      // the chip's HBM; the cores' DMA engines together
   double memory_bps = 0;                // min of the two: the memory roof
+  uint32_t dma_engines = 0;             // per core
+  double dma_engine_bps = 0;            // each
 };
 
 // Per kind (index of meta.kinds), the union of its instructions' intervals [ns],

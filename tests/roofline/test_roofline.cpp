@@ -4,6 +4,7 @@
 // One Device per test (SystemC elaborates once per process).
 #include <gtest/gtest.h>
 
+#include "compiler/ir/ops.h"
 #include "compiler/partition.h"
 #include "tests/e2e/lowering_check.h"
 
