@@ -219,9 +219,10 @@ class Report:
             for kind, k in self.roofline["kinds"].items():
                 if not k.get("simulated_ns"):
                     continue
-                row("", f"{kind:<14} x{k['count']:<4} roofline {_human_ns(k['roofline_ns']):>11}"
+                bound = k["bound"] if k["roofline_ns"] > 0 else "-"
+                row("", f"{kind:<18} x{k['count']:<4} roofline {_human_ns(k['roofline_ns']):>11}"
                     f"  simulated {_human_ns(k['simulated_ns']):>11}  "
-                    f"{k['efficiency_pct']:5.1f}%  {k['bound']}")
+                    f"{k['efficiency_pct']:5.1f}%  {bound}")
         if self.errors:
             width = max(len(n) for n in self.errors)
             first = True
