@@ -69,7 +69,7 @@ void run_graph_pipeline(ir::Graph& g, const CompileOnnxOptions& o, std::string* 
 }
 
 isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text,
-                      std::map<std::string, double>* stats) {
+                      std::map<std::string, double>* stats, ProgramRoofline* roofline) {
   tile::Kernel k = lower::lower_graph(g, o.target);
   codegen::CompileOptions co;
   co.dump_after = plan_dumps(o).tile;
@@ -78,6 +78,7 @@ isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::stri
   codegen::CompileResult r = codegen::compile(std::move(k), o.target, co);
   if (stats)
     for (const auto& [name, v] : r.stats) (*stats)[name] += v;
+  if (roofline) *roofline = analyse_roofline(g, r.kernel, r.program);
   return std::move(r.program);
 }
 

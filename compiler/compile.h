@@ -11,6 +11,7 @@
 #include "compiler/graph_passes/pass.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/ir/graph.h"
+#include "compiler/roofline.h"
 #include "compiler/target.h"
 #include "models/isa/program.h"
 
@@ -42,9 +43,11 @@ CompileOnnxResult compile_graph(ir::Graph g, const CompileOnnxOptions& o);
 // The two halves of compile_graph. Dumps go to o.dump, else are appended to
 // *dump_text (when given).
 void run_graph_pipeline(ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text);
-// What the tile passes report ("keep_on_chip.loads_forwarded", ...) is added to *stats.
+// What the tile passes report ("keep_on_chip.loads_forwarded", ...) is added to *stats;
+// *roofline gets the program's FLOPs, minimum bytes and instruction origins.
 isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text,
-                      std::map<std::string, double>* stats = nullptr);
+                      std::map<std::string, double>* stats = nullptr,
+                      ProgramRoofline* roofline = nullptr);
 CompileOnnxResult compile_onnx(const std::string& path, const CompileOnnxOptions& o);
 
 // The reference for a compiled model: the interpreter on the graph as imported (a

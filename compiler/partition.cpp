@@ -122,7 +122,9 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
   lower::annotate_int_ranges(g);
   try {
     Segment s;
-    s.program = generate(g, o, &m.dump_text, &m.stats);
+    auto roofline = std::make_shared<ProgramRoofline>();
+    s.program = generate(g, o, &m.dump_text, &m.stats, roofline.get());
+    s.roofline = std::move(roofline);
     s.graph = g.clone();
     m.segments.push_back(std::move(s));
     m.graph = std::move(g);

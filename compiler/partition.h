@@ -43,6 +43,8 @@ struct Segment {
   // segments on the device). on_device is false: code that knows no branches runs
   // the If in the interpreter.
   std::vector<Branch> branches;
+  // The whole graph on the device (one segment): FLOPs, bytes, instruction origins.
+  std::shared_ptr<const ProgramRoofline> roofline;
 };
 
 struct PartitionedModel {

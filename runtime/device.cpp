@@ -32,6 +32,11 @@ double pct(double part, double whole) {
   return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
+// Whether the run attributes time to the compiler's op kinds (one launch with them).
+bool attributes(const std::vector<Launch>& launches) {
+  return launches.size() == 1 && launches[0].roofline && !launches[0].roofline->instr_kind.empty();
+}
+
 void write_text_file(const std::string& path, const std::function<void(std::ostream&)>& body) {
   try {
     write_file(path, body);
@@ -302,9 +307,11 @@ void Device::Impl::load_queues(const std::vector<Launch>& launches,
                                const std::vector<uint64_t>& bases) {
   // Stats are per run: every counter starts at 0.
   chip->reset_stats();
-  const bool tracing = !opts.trace_path.empty() || !opts.vcd_path.empty();
+  // The roofline's attribution reads the instructions' intervals off a recorder.
+  const bool attribute = attributes(launches);
+  const bool tracing = !opts.trace_path.empty() || !opts.vcd_path.empty() || attribute;
   trace = tracing ? std::make_unique<trace::recorder>() : nullptr;
-  ctx.trace = opts.trace_path.empty() ? nullptr : trace.get();
+  ctx.trace = opts.trace_path.empty() && !attribute ? nullptr : trace.get();
   for (auto& c : chip->cores) c->sems.set_trace(opts.vcd_path.empty() ? nullptr : trace.get());
 
   for (size_t i = 0; i < launches.size(); ++i) {
@@ -507,6 +514,18 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   rep.cores = uint32_t(cores.size());
   I.add_totals(rep, flops);
   I.build_stats(rep, cores, flops);
+  if (launches.size() == 1) {
+    const Launch& l = launches[0];
+    platform::platform_config c = I.cfg;
+    c.core = I.cfg.core_of(l.core);
+    double busy = 0;
+    std::vector<double> kind_ns;
+    if (attributes(launches))
+      kind_ns = attribute_time(*l.roofline, *l.program, I.trace->intervals(), &busy);
+    rep.roofline = make_roofline(c, 1, l.roofline, *l.program, flops, rep.simulated_ns,
+                                 attributes(launches) ? &kind_ns : nullptr, busy);
+    add_roofline_stats(I.root, rep.roofline);
+  }
   rep.stats_json = I.root.to_json();
   rep.stats_text = I.root.to_text();
   if (!I.opts.trace_path.empty())

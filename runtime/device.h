@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "compiler/roofline.h"
 #include "models/isa/program.h"
 #include "platform/config.h"
+#include "runtime/roofline.h"
 #include "runtime/tensor.h"
 
 namespace trnsim::runtime {
@@ -23,6 +25,9 @@ struct Launch {
   const isa::Program* program = nullptr;
   std::map<std::string, HostTensor> inputs;  // by tensor name; dtype/shape checked
   uint32_t core = 0;
+  // The compiler's FLOPs, bytes and instruction origins of `program`, for the
+  // report's roofline (a run of one launch); null: the whole-program line only.
+  const compiler::ProgramRoofline* roofline = nullptr;
 };
 
 struct EngineStats {
@@ -74,6 +79,7 @@ struct RunReport {
   // report (both instructions, the address range, the missing edge).
   uint64_t races = 0, poisoned_reads = 0;
   std::string check_report;
+  Roofline roofline;       // one launch only (runtime/roofline.h)
   std::string stats_json;  // the stats tree: run figures, then the whole chip
   std::string stats_text;
 };

@@ -631,6 +631,7 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   const runtime::OnnxModel model = load_run_model(r, cfg, launch, reference);
   const isa::Program& prog = model.program;
   launch.program = &prog;
+  launch.roofline = model.roofline.get();
   fill_random_inputs(r, model, launch);
 
   const runtime::DeviceOptions opts = run_device_options(r);

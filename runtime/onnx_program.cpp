@@ -228,6 +228,7 @@ OnnxModel compile_onnx_graph(ir::Graph imported, const std::string& path,
   m.graph = std::make_shared<const ir::Graph>(pm.graph.clone());
   if (pm.segments.size() == 1 && pm.segments[0].on_device) {
     m.program = std::move(pm.segments[0].program);
+    m.roofline = pm.segments[0].roofline;
     return m;
   }
   // Several segments (or none: every output a constant or an input): the program

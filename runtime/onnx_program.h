@@ -65,6 +65,8 @@ struct OnnxModel {
   std::map<std::string, ir::ElemType> io_types;
   std::map<std::string, double> compile_stats;  // tile pass figures (compiler/partition.h)
   std::vector<ModelIo> inputs, outputs;         // in ONNX order
+  // One device program: what the report's roofline needs (compiler/roofline.h).
+  std::shared_ptr<const compiler::ProgramRoofline> roofline;
   // The ONNX type of a program input/output (fp32 when unknown).
   ir::ElemType type_of(const std::string& tensor) const;
 };

@@ -99,6 +99,7 @@ std::string format_report(const isa::Program& p, const platform::platform_config
     s += fmt(", %.1f GB/s", double(r.hbm_read_bytes + r.hbm_write_bytes) / secs / 1e9) +
          fmt(" (MBU %.1f%%)", r.hbm_mbu_pct);
   s += "\n";
+  s += format_roofline(r.roofline);
   s += "  host time        " + fmt("%.3f s", r.host_seconds);
   if (r.host_seconds > 0)
     s += fmt(" (%.0f instructions/s", double(r.instructions) / r.host_seconds) +

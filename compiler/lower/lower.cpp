@@ -128,9 +128,11 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
         tensor_name(v->name, used), hbm_shape(v), hbm_type(v),
         v->data->holds_floats() ? v->data->floats() : v->data->cast(ir::ElemType::fp32).floats());
   }
+  std::vector<std::pair<size_t, size_t>> node_ops;  // ops [first, end) each node emitted
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
     const std::string& op = n.op;
+    node_ops.emplace_back(c.b.kernel().ops.size(), 0);
     const bool known = std::binary_search(lowerable_ops().begin(), lowerable_ops().end(), op);
     if (!known) {
       // Ops the decompose graph pass rewrites: why this one was left.
@@ -182,6 +184,7 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
     } else {
       lower_elementwise(c, n);
     }
+    node_ops.back().second = c.b.kernel().ops.size();
   }
   // Graph outputs that no node computes. A constant (a Constant node, a folded
   // value, Dropout's mask) is copied into its output tensor. A graph input has no
@@ -195,7 +198,11 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
         v->data->holds_floats() ? v->data->floats() : v->data->cast(ir::ElemType::fp32).floats());
     c.b.dma(c.view(v), data);
   }
-  return c.b.finish();
+  tile::Kernel k = c.b.finish();
+  for (size_t i = 0; i < node_ops.size(); ++i)
+    for (size_t o = node_ops[i].first; o < node_ops[i].second && o < k.ops.size(); ++o)
+      k.ops[o].node = static_cast<int>(i);
+  return k;
 }
 
 }  // namespace trnsim::lower

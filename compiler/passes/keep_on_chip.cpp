@@ -350,6 +350,7 @@ Applied apply(const Kernel& k0, const Analysis& a, size_t n, bool trial) {
         c.ins.nsrc = 1;
         c.ref[kDst] = op.ref[kDst];
         c.engine_auto = true;
+        c.node = op.node;
       }
       c.id = first ? op.id : next_id++;
       first = false;

@@ -88,6 +88,9 @@ struct Op {
   int dma_queue = -1;
   bool dma_pinned = false;              // the kernel placed it (`dma.E.Q!`): not split or moved
   double est_start = -1, est_end = -1;  // schedule: estimated times [ns]
+  // lower_graph: index of the graph node whose lowering emitted it (-1: none); passes
+  // copy it to the ops they derive, so reports can tie instructions to graph ops.
+  int node = -1;
 };
 
 struct Kernel {

@@ -110,6 +110,15 @@ void recorder::semaphores_reset(const sc_core::sc_object* sems, const sc_core::s
   sems_.push_back({bank(sems), kReset, 0, at.value()});
 }
 
+std::vector<recorder::interval> recorder::intervals() const {
+  const uint64_t tick = ps_per_tick();
+  std::vector<interval> v;
+  v.reserve(slices_.size());
+  for (const slice_rec& s : slices_)
+    v.push_back({s.in, s.start * tick, (s.start + std::max(s.dur, s.done)) * tick});
+  return v;
+}
+
 void recorder::clear() {
   slices_.clear();
   sems_.clear();

@@ -46,6 +46,14 @@ class recorder {
                  const sc_core::sc_time& at);
   void semaphores_reset(const sc_core::sc_object* sems, const sc_core::sc_time& at);
 
+  // Every recorded slice as its instruction and the time it occupied its engine or
+  // queue, [start, start + max(held, done)), in picoseconds (reports attribute time).
+  struct interval {
+    const isa::Instruction* in;
+    uint64_t start_ps, end_ps;
+  };
+  std::vector<interval> intervals() const;
+
   void clear();  // forget the recorded slices and semaphore changes, keep the tracks
   size_t slice_count() const { return slices_.size(); }
   size_t track_count() const { return tracks_.size(); }

@@ -63,6 +63,27 @@ def _host_decisions(section):
     return [(str(n.get("op", "")), str(n.get("node", ""))) for n in nodes
             if isinstance(n, dict)]
 
+def _roofline(section):
+    """The stats tree's `roofline` section as plain dicts: "total" and "kinds" {op kind:
+    row}, each row with count (kinds), flops, min_bytes, compute_ns, memory_ns,
+    roofline_ns, simulated_ns, efficiency_pct and bound ("compute" | "memory"); plus the
+    roofs (peak_bf16_flops, peak_fp32_flops, memory_bandwidth_bps), busy_ns and
+    from_compiler. Empty when the run has no roofline."""
+    if not isinstance(section, dict) or "total" not in section:
+        return {}
+
+    def row(r):
+        out = {k: v for k, v in r.items() if isinstance(v, (int, float)) and k != "compute_bound"}
+        out["bound"] = "compute" if r.get("compute_bound") else "memory"
+        return out
+
+    out = {k: v for k, v in section.items() if isinstance(v, (int, float))}
+    out["from_compiler"] = bool(section.get("from_compiler"))
+    out["total"] = row(section["total"])
+    out["kinds"] = {k: row(v) for k, v in (section.get("kinds") or {}).items()
+                    if isinstance(v, dict)}
+    return out
+
 
 def _human_bytes(b):
     units = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -87,7 +108,10 @@ class Report:
     simulated_ns / simulated_us, instructions, engine_active_pct {engine: %} (the five
     compute engines and "dma"), flops, tflops (achieved matmul TFLOP/s), mfu_pct,
     mfu_dtype, hbm_read_bytes, hbm_write_bytes, hbm_gbps (HBM bytes moved / simulated
-    time), mbu_pct, errors {output: {"max_abs", "max_rel"}} vs the reference,
+    time), mbu_pct, roofline (dict: "total" and "kinds" {op kind: count, flops,
+    min_bytes, roofline_ns, simulated_ns, efficiency_pct, bound, ...}; see
+    runtime/roofline.h), roofline_ns / roofline_efficiency_pct / roofline_bound (the
+    whole program's), errors {output: {"max_abs", "max_rel"}} vs the reference,
     fallback_ops (ONNX op type of each node run on the host), fallback_nodes ((op type,
     ONNX node name) pairs), host_decisions ((op type, node name) of each If whose
     condition the host read, its chosen branch run as its own segments), link_ns / link_bytes (host<->device transfers, in
@@ -133,6 +157,12 @@ class Report:
         # bytes per ns == GB/s
         self.hbm_gbps = moved / self.simulated_ns if self.simulated_ns > 0 else 0.0
 
+        self.roofline = _roofline(stats.get("roofline"))
+        total = self.roofline.get("total", {})
+        self.roofline_ns = total.get("roofline_ns")
+        self.roofline_efficiency_pct = total.get("efficiency_pct")
+        self.roofline_bound = total.get("bound")
+
         self.fallback_ops = _fallback_ops(stats.get("fallback"))
         self.fallback_nodes = _fallback_nodes(stats.get("fallback"))
         self.host_decisions = _host_decisions(stats.get("fallback"))
@@ -160,7 +190,8 @@ class Report:
         """The headline figures as plain values (no raw stats tree)."""
         keys = ("model", "config", "precision", "simulated_ns", "instructions", "flops",
                 "tflops", "mfu_pct", "mfu_dtype", "engine_active_pct", "hbm_read_bytes",
-                "hbm_write_bytes", "hbm_gbps", "mbu_pct", "errors", "fallback_ops",
+                "hbm_write_bytes", "hbm_gbps", "mbu_pct", "roofline_ns",
+                "roofline_efficiency_pct", "roofline_bound", "roofline", "errors", "fallback_ops",
                 "fallback_nodes", "link_ns", "link_bytes", "device_ns",
                 "host_compute_seconds", "host_seconds", "wall_seconds", "compiled", "trace")
         return {k: getattr(self, k) for k in keys}
@@ -189,6 +220,18 @@ class Report:
         row("HBM", f"read {_human_bytes(self.hbm_read_bytes)}, write "
             f"{_human_bytes(self.hbm_write_bytes)}, {self.hbm_gbps:.1f} GB/s "
             f"(MBU {self.mbu_pct:.2f}%)")
+        if self.roofline:
+            t = self.roofline["total"]
+            row("roofline", f"{_human_ns(t['roofline_ns'])}, {t['bound']} bound, efficiency "
+                f"{t['efficiency_pct']:.1f}% ({t['flops'] / 1e9:.4g} GFLOP, "
+                f"{t['min_bytes'] / 1e6:.4g} MB min)")
+            for kind, k in self.roofline["kinds"].items():
+                if not k.get("simulated_ns"):
+                    continue
+                bound = k["bound"] if k["roofline_ns"] > 0 else "-"
+                row("", f"{kind:<18} x{k['count']:<4} roofline {_human_ns(k['roofline_ns']):>11}"
+                    f"  simulated {_human_ns(k['simulated_ns']):>11}  "
+                    f"{k['efficiency_pct']:5.1f}%  {bound}")
         if self.errors:
             width = max(len(n) for n in self.errors)
             first = True

@@ -34,6 +34,7 @@ METRICS = (["m.simulated_ns", "m.instructions", "m.cores", "m.flops", "m.tflops"
               "m.hbm.write_bytes", "m.hbm.bytes", "m.hbm.gbps", "m.hbm.mbu_pct",
               "m.arith_intensity", "m.sbuf.touched_bytes", "m.sbuf.high_water_bytes",
               "m.psum.touched_bytes", "m.psum.high_water_bytes",
+              "m.roofline.roofline_ns", "m.roofline.efficiency_pct", "m.roofline.compute_bound",
               "m.sim_host_seconds"])
 # Columns that legitimately differ between two runs of the same point.
 VOLATILE = ("host_seconds", "m.sim_host_seconds")
@@ -64,6 +65,9 @@ def metrics(tree):
     for mem in ("sbuf", "psum"):
         for k in ("touched_bytes", "high_water_bytes"):
             m[f"m.{mem}.{k}"] = g(mem, k)
+    # The whole program's roofline (runtime/roofline.h); compute_bound 1, memory 0.
+    for k in ("roofline_ns", "efficiency_pct", "compute_bound"):
+        m[f"m.roofline.{k}"] = g("roofline", "total", k)
     return m
 
 
