@@ -63,6 +63,7 @@ def _host_decisions(section):
     return [(str(n.get("op", "")), str(n.get("node", ""))) for n in nodes
             if isinstance(n, dict)]
 
+
 def _roofline(section):
     """The stats tree's `roofline` section as plain dicts: "total" and "kinds" {op kind:
     row}, each row with count (kinds), flops, min_bytes, compute_ns, memory_ns,
