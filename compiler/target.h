@@ -61,6 +61,9 @@ struct Target {
   double dma_bandwidth_bytes_per_ns;  // per engine
   double dma_fixed_ns;
   double dma_descriptor_ns;  // per contiguous run
+  // What the engines of a core share: their total rate and each descriptor's time of it.
+  double dma_core_bandwidth_bytes_per_ns;
+  double dma_core_descriptor_ns;
   // HBM bandwidth of the chip: with every DMA engine busy each gets at most
   // hbm / dma_engines (the cost model takes the lower of that and its own cap).
   double hbm_bandwidth_bytes_per_ns;
@@ -91,6 +94,8 @@ struct Target {
     dma_bandwidth_bytes_per_ns = core.dma.bandwidth_bps / 1e9;
     dma_fixed_ns = core.dma.fixed_cost_s * 1e9;
     dma_descriptor_ns = core.dma.descriptor_cost_s * 1e9;
+    dma_core_bandwidth_bytes_per_ns = core.dma.core_bandwidth_bps / 1e9;
+    dma_core_descriptor_ns = core.dma.core_descriptor_cost_s * 1e9;
     hbm_bandwidth_bytes_per_ns = hbm.bandwidth_bps / 1e9;
     const auto cost = [](const models::engine_params& p) {
       return EngineCost{p.clock_hz, p.min_ii_cycles, p.overhead_cycles};

@@ -111,8 +111,16 @@ tile::Kernel gemm(int64_t M, int64_t K, int64_t N, const GemmOptions& o) {
     std::vector<TileView> at;
     for (int64_t kt = 0; kt < KT; ++kt) at.push_back(b.tile(at_p, {128, width}, o.in));
     if (o.lhs_transposed) {
-      for (int64_t kt = 0; kt < KT; ++kt)
-        b.dma(at[kt], A({sl(kt * 128, kt * 128 + 128), sl(m0, m0 + width)}));
+      for (int64_t kt = 0; kt < KT; ++kt) {
+        // The program's first k-tile loads in halves of its m-tiles: the first
+        // matmuls wait for half the bytes, moved by twice the engines.
+        const int64_t parts = blk == 0 && kt == 0 && g % 2 == 0 ? 2 : 1;
+        for (int64_t h = 0; h < parts; ++h) {
+          const int64_t c0 = h * width / parts, c1 = (h + 1) * width / parts;
+          b.dma(at[kt]({all(), sl(c0, c1)}),
+                A({sl(kt * 128, kt * 128 + 128), sl(m0 + c0, m0 + c1)}));
+        }
+      }
     } else {
       // A rows [m, K] -> A^T blocks: a matmul against the identity (stationary = the
       // A block, K = its 128 rows) gives psum[k, j] = A[j, k]; four per PSUM bank,
@@ -136,6 +144,27 @@ tile::Kernel gemm(int64_t M, int64_t K, int64_t N, const GemmOptions& o) {
       const int64_t n0 = nc * TN;
       std::vector<TileView> acc;
       for (int64_t mt = 0; mt < g; ++mt) acc.push_back(b.tile(acc_p, {128, TN}, DType::fp32));
+      auto evacuate = [&](int64_t mt) {
+        TileView ot = b.tile(out_p, {128, TN}, o.out);
+        b.tensor_copy(ot, acc[mt]);
+        b.dma(C({sl(m0 + mt * 128, m0 + mt * 128 + 128), sl(n0, n0 + TN)}), ot);
+      };
+      // The program's last chunk runs m-tile by m-tile over all its k-tiles, so each
+      // result is evacuated and stored while the next m-tile multiplies: the tail is
+      // one tile's store, not the whole block's.
+      if (blk == nblocks - 1 && nc == NC - 1 && g > 1 && KT <= b_bufs) {
+        std::vector<TileView> bts;
+        for (int64_t kt = 0; kt < KT; ++kt) {
+          bts.push_back(b.tile(b_p, {128, TN}, o.in));
+          b.dma(bts.back(), B({sl(kt * 128, kt * 128 + 128), sl(n0, n0 + TN)}));
+        }
+        for (int64_t mt = 0; mt < g; ++mt) {
+          for (int64_t kt = 0; kt < KT; ++kt)
+            b.matmul(acc[mt], at[kt]({all(), sl(mt * 128, mt * 128 + 128)}), bts[kt], kt > 0);
+          evacuate(mt);
+        }
+        continue;
+      }
       // k outermost: the first matmuls of the block need one k-tile of each operand.
       for (int64_t kt = 0; kt < KT; ++kt) {
         TileView bt = b.tile(b_p, {128, TN}, o.in);
@@ -143,11 +172,7 @@ tile::Kernel gemm(int64_t M, int64_t K, int64_t N, const GemmOptions& o) {
         for (int64_t mt = 0; mt < g; ++mt)
           b.matmul(acc[mt], at[kt]({all(), sl(mt * 128, mt * 128 + 128)}), bt, kt > 0);
       }
-      for (int64_t mt = 0; mt < g; ++mt) {
-        TileView ot = b.tile(out_p, {128, TN}, o.out);
-        b.tensor_copy(ot, acc[mt]);
-        b.dma(C({sl(m0 + mt * 128, m0 + mt * 128 + 128), sl(n0, n0 + TN)}), ot);
-      }
+      for (int64_t mt = 0; mt < g; ++mt) evacuate(mt);
     }
   }
   return b.finish();

@@ -47,6 +47,10 @@ int acc_banks(const compiler::Target& t) {
   return static_cast<int>(t.psum_partition_bytes / t.psum_bank_bytes) - 2;
 }
 
+// A rows are staged for their transposes this many k-tiles at a time: a 2 KiB run per
+// partition in bf16, and SBUF left for a wider A^T block (fewer passes over B).
+constexpr int64_t kRowsChunk = 8;
+
 // SBUF bytes per partition of the blocked GEMM with `gm` m-tiles per block.
 // Buffers of the A^T and B pools: single k-tiles (`at`, `b`) and double-row pairs.
 struct BlockedBufs {
@@ -56,8 +60,8 @@ struct BlockedBufs {
 BlockedBufs blocked_bufs(const compiler::Target& t, const MatmulShape& s, bool more) {
   const KTiles k = k_tiles(t, s);
   return {k.singles + (more ? std::min<int64_t>(k.singles, 4) : 0),
-          std::min<int64_t>(2 * k.singles, 32),
-          k.pairs + (more ? std::min<int64_t>(k.pairs, 2) : 0), std::min<int64_t>(2 * k.pairs, 16)};
+          std::min<int64_t>(2 * k.singles, 16),
+          k.pairs + (more ? std::min<int64_t>(k.pairs, 2) : 0), std::min<int64_t>(2 * k.pairs, 8)};
 }
 
 uint64_t blocked_need(const compiler::Target& t, const MatmulShape& s, int64_t gm) {
@@ -67,7 +71,7 @@ uint64_t blocked_need(const compiler::Target& t, const MatmulShape& s, int64_t g
   const BlockedBufs b = blocked_bufs(t, s, MT > gm);
   return static_cast<uint64_t>((b.at + 2 * b.at2) * width) * es +
          static_cast<uint64_t>((b.b + 2 * b.b2) * s.chunk) * es +
-         2 * static_cast<uint64_t>(s.K) * es;
+         2 * static_cast<uint64_t>(std::min(s.K, kRowsChunk * t.k_tile())) * es;
 }
 
 // m-tiles per block: as many as PSUM accumulators and SBUF allow (0: none fits).
@@ -127,15 +131,22 @@ void blocked_gemm(Ctx& c, const BlockedPools& p, const MatmulShape& s, int gm,
       at.push_back(c.b.tile(p.at, {std::min(KP, s.K - kt * KP), width}, s.dt));
     for (int64_t mt = 0; mt < g; ++mt) {
       const int64_t a0 = m0 + mt * MP, am = std::min(MP, s.M - a0);
-      TileView rows = c.b.tile(p.rows, {am, s.K}, s.dt);
-      c.b.dma(rows, A({sl(a0, a0 + am), all()}));  // casts to the operand type
+      TileView rows;
+      int64_t r0k = 0;  // first column of `rows`
       for (int64_t k0 = 0; k0 < KT; k0 += 4) {
+        if (k0 % kRowsChunk == 0) {
+          r0k = k0 * KP;
+          const int64_t rw = std::min(kRowsChunk * KP, s.K - r0k);
+          rows = c.b.tile(p.rows, {am, rw}, s.dt);
+          c.b.dma(rows, A({sl(a0, a0 + am), sl(r0k, r0k + rw)}));  // casts to the operand type
+        }
         const int64_t nk = std::min<int64_t>(4, KT - k0);
         const int64_t kw = std::min(nk * KP, s.K - k0 * KP);
         TileView tp = c.b.tile(p.tp, {std::min(KP, kw), nk * MP}, DType::fp32);
         for (int64_t j = 0; j < nk; ++j) {
           const int64_t kk = (k0 + j) * KP, ks = std::min(KP, s.K - kk);
-          c.b.transpose(tp({sl(0, ks), sl(j * MP, j * MP + am)}), rows({all(), sl(kk, kk + ks)}));
+          c.b.transpose(tp({sl(0, ks), sl(j * MP, j * MP + am)}),
+                        rows({all(), sl(kk - r0k, kk - r0k + ks)}));
         }
         for (int64_t j = 0; j < nk; ++j) {
           const int64_t ks = std::min(KP, s.K - (k0 + j) * KP);

@@ -49,8 +49,12 @@ isa::AccessPattern take_part(const isa::AccessPattern& ap, uint32_t j, uint32_t 
 // target.dma_split_max_descriptor_share of the transfer (or as long as they were).
 bool runs_ok(const compiler::Target& t, const isa::AccessPattern& ap, uint32_t f) {
   const uint64_t es = isa::dtype_size(ap.dtype);
-  const double min_run_d = t.dma_descriptor_ns * t.dma_bandwidth_bytes_per_ns /
-                           std::max(1e-9, t.dma_split_max_descriptor_share);
+  // The engine's own descriptor cost and its share of the core's rate: when every
+  // engine is busy, the shared cost is what limits short runs.
+  const double share = std::max(1e-9, t.dma_split_max_descriptor_share);
+  const double min_run_d = std::max(t.dma_descriptor_ns * t.dma_bandwidth_bytes_per_ns,
+                                    t.dma_core_descriptor_ns * t.dma_core_bandwidth_bytes_per_ns) /
+                           share;
   const uint64_t min_run = static_cast<uint64_t>(min_run_d);
   if (!ap.free_contiguous()) {
     // Only the outermost dim shrinks; runs shrink too if it is the innermost one.

@@ -70,9 +70,14 @@ double op_cost_ns(const compiler::Target& t, const Op& op, isa::Engine e) {
     const double bytes = static_cast<double>(std::max(in.dst.bytes(), in.src[0].bytes()));
     const double desc =
         static_cast<double>(std::max(dma_descriptors(in.dst), dma_descriptors(in.src[0])));
-    const double bw = std::min(t.dma_bandwidth_bytes_per_ns,
-                               t.hbm_bandwidth_bytes_per_ns / std::max<uint32_t>(1, t.dma_engines));
-    return t.dma_fixed_ns + desc * t.dma_descriptor_ns + bytes / bw;
+    // With every engine busy each gets 1/engines of the chip's HBM and of the core's
+    // shared DMA rate, and each descriptor holds that rate for engines x its cost.
+    const double engines = std::max<uint32_t>(1, t.dma_engines);
+    const double bw =
+        std::min({t.dma_bandwidth_bytes_per_ns, t.hbm_bandwidth_bytes_per_ns / engines,
+                  t.dma_core_bandwidth_bytes_per_ns / engines});
+    const double desc_ns = std::max(t.dma_descriptor_ns, t.dma_core_descriptor_ns * engines);
+    return t.dma_fixed_ns + desc * desc_ns + bytes / bw;
   }
   const compiler::EngineCost& c = t.engine_cost(e);
   const double ii = c.min_ii_cycles;

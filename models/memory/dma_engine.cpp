@@ -268,7 +268,19 @@ sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern
 
   const uint64_t desc = std::max(descriptors(src), descriptors(dst));
   descriptors_ += desc;
-  return std::max({own_time(std::max(fast::bytes(src), fast::bytes(dst)), desc), rd, wr});
+  const uint64_t moved = std::max(fast::bytes(src), fast::bytes(dst));
+  activity& a = core_activity();
+  if (now() != a.batch_at) {  // a new instant: the earlier ones' work is queued
+    if (a.batch_work != sc_core::SC_ZERO_TIME)
+      a.shared_free = std::max(a.shared_free, a.batch_at) + a.batch_work;
+    a.batch_at = now();
+    a.batch_work = sc_core::SC_ZERO_TIME;
+  }
+  const sc_core::sc_time work = seconds_to_time(double(moved) / params_.core_bandwidth_bps +
+                                                double(desc) * params_.core_descriptor_cost_s);
+  a.batch_work += work;
+  const sc_core::sc_time shared_end = std::max(a.shared_free, now()) + work;
+  return std::max({own_time(moved, desc), rd, wr, shared_end - now()});
 }
 
 const std::vector<dma_engine*>& dma_engine::peers() {

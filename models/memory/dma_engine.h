@@ -19,6 +19,10 @@
 //   HBM  = fixed_cost + HBM latency + the channels' time (shared by every engine of
 //          the chip), SBUF = fixed_cost + the engine's SBUF port time, which for a
 //          DMA counts 32-bit words per partition (ap_extension::words).
+// The engines of a core share `core_bandwidth`: each share's bytes at that rate,
+// plus core_descriptor_cost per descriptor, queue after the work of the shares that
+// started at earlier instants, and the share ends no sooner; so busy engines move
+// at most that rate together.
 // A descriptor is one contiguous chunk on both sides (one per SBUF partition at
 // least), so small chunks are overhead-bound: with descriptor_cost = 256 B / cap a
 // 256 B chunk moves at half the cap and a 4 KiB chunk at 94 % of it.
@@ -204,6 +208,13 @@ class dma_engine : public sc_core::sc_module {
   struct activity {
     uint32_t moving = 0;
     sc_core::sc_time since, total;
+    // The core's shared rate (core_bandwidth): a share ends no sooner than its own
+    // work at that rate after the work of the shares that started before its
+    // instant (`shared_free`). Shares starting at one instant do not wait for each
+    // other, so the tie order of simultaneous starts (which differs between the
+    // scheduler and SystemC threads) changes nothing; their work (`batch_work`,
+    // summed exactly in time ticks) delays the later ones.
+    sc_core::sc_time shared_free, batch_at, batch_work;
   };
   activity activity_;
   activity& core_activity() { return peers().front()->activity_; }

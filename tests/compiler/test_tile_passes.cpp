@@ -38,6 +38,8 @@ compiler::Target test_target() {
   t.dma_bandwidth_bytes_per_ns = 10;
   t.dma_fixed_ns = 100;
   t.dma_descriptor_ns = 0;
+  t.dma_core_descriptor_ns = 0;
+  t.dma_core_bandwidth_bytes_per_ns = 1e6;
   t.hbm_bandwidth_bytes_per_ns = 1e6;  // never the limit here
   t.dma_split_min_bytes = 16 * 1024;
   t.dma_split_max = 8;
