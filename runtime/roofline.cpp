@@ -96,10 +96,13 @@ Roofline make_roofline(const platform::platform_config& cfg, uint32_t cores,
   r.peak_bf16 = peak_flops(cfg, isa::DType::bf16) * r.cores;
   r.peak_fp32 = peak_flops(cfg, isa::DType::fp32) * r.cores;
   r.hbm_bps = cfg.hbm.bandwidth_bps;
-  r.dma_bps = double(r.cores) * cfg.core.dma.engines * cfg.core.dma.bandwidth_bps;
+  // A core's engines move at most their summed rates and at most the rate they share.
+  r.dma_bps = double(r.cores) * std::min(cfg.core.dma.engines * cfg.core.dma.bandwidth_bps,
+                                         cfg.core.dma.core_bandwidth_bps);
   r.memory_bps = std::min(r.hbm_bps, r.dma_bps);
   r.dma_engines = cfg.core.dma.engines;
   r.dma_engine_bps = cfg.core.dma.bandwidth_bps;
+  r.dma_core_bps = cfg.core.dma.core_bandwidth_bps;
   auto compute_ns = [&](const compiler::FlopsByDtype& f) {
     double ns = 0;
     for (int t = 0; t < isa::kNumDTypes; ++t)
@@ -200,7 +203,8 @@ std::string format_roofline(const Roofline& r) {
       ", memory " + fmt("%.0f GB/s", r.memory_bps / 1e9) + " = min(HBM " +
       fmt("%.0f GB/s per chip", r.hbm_bps / 1e9) + ", " +
       (r.cores == 1 ? "" : std::to_string(r.cores) + " x ") + std::to_string(r.dma_engines) +
-      " DMA engines x " + fmt("%.1f GB/s", r.dma_engine_bps / 1e9) + ")\n";
+      " DMA engines x " + fmt("%.1f GB/s", r.dma_engine_bps / 1e9) + " or " +
+      fmt("%.1f GB/s", r.dma_core_bps / 1e9) + " shared" + ")\n";
   char line[240];
   const char* head = "    %-20s %6s %10s %9s %11s %11s %7s  %s\n";
   std::snprintf(line, sizeof line, head, "op kind", "count", "GFLOP", "min MB", "roofline",

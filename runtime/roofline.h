@@ -56,6 +56,7 @@ struct Roofline {
   double memory_bps = 0;                // min of the two: the memory roof
   uint32_t dma_engines = 0;             // per core
   double dma_engine_bps = 0;            // each
+  double dma_core_bps = 0;              // what a core's engines share
 };
 
 // Per kind (index of meta.kinds), the union of its instructions' intervals [ns],

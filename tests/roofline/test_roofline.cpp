@@ -13,7 +13,7 @@ namespace {
 
 // trn2 roofs of one core: bf16 2 x 128 x 128 PEs x 2.4 GHz = 78.6432 TFLOP/s, fp32
 // a quarter of it (fp32_slowdown 4) = 19.6608 TFLOP/s; memory min(HBM 2900 GB/s,
-// 16 DMA engines x 23 GB/s = 368 GB/s) = 368 GB/s.
+// 16 DMA engines x 23 GB/s = 368 GB/s, their shared 437.5 GB/s) = 368 GB/s.
 constexpr double kPeakBf16 = 78.6432e12, kPeakFp32 = 19.6608e12, kMemory = 368e9;
 
 // Y[M,N] = A[M,K] @ B[K,N], everything bf16; A an input, B a weight.
