@@ -381,7 +381,10 @@ void run(Kernel& k, PassContext& ctx) {
     }
     n = lo;
   }
-  Applied r = apply(k, a, n, false);
+  // The tensors (constant data: hundreds of MiB for a large model) move over rather
+  // than being copied: apply() reads none of them.
+  Applied r = apply(k, a, n, true);
+  r.k.tensors = std::move(k.tensors);
   k = std::move(r.k);
   ctx.stats["keep_on_chip.loads_forwarded"] += static_cast<double>(n);
   ctx.stats["keep_on_chip.loads_spilled"] += static_cast<double>(a.cands.size() - n);
