@@ -4,6 +4,7 @@
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/lower/lower.h"
 #include "compiler/passes/pass.h"
+#include "compiler/timings.h"
 
 namespace trnsim::compiler {
 
@@ -70,11 +71,15 @@ void run_graph_pipeline(ir::Graph& g, const CompileOnnxOptions& o, std::string* 
 
 isa::Program generate(const ir::Graph& g, const CompileOnnxOptions& o, std::string* dump_text,
                       std::map<std::string, double>* stats, ProgramRoofline* roofline) {
-  tile::Kernel k = lower::lower_graph(g, o.target);
+  tile::Kernel k = [&] {
+    timings::Scope t("lower");
+    return lower::lower_graph(g, o.target);
+  }();
   codegen::CompileOptions co;
   co.dump_after = plan_dumps(o).tile;
   co.dump = dump_fn(o, dump_text);
   if (!o.keep_on_chip) std::erase(co.passes, std::string(passes::keep_on_chip_pass().name));
+  co.keep_constant_data = false;  // only the program is kept
   codegen::CompileResult r = codegen::compile(std::move(k), o.target, co);
   if (stats)
     for (const auto& [name, v] : r.stats) (*stats)[name] += v;

@@ -7,6 +7,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/lower/int_range.h"
 #include "compiler/lower/lower.h"
+#include "compiler/timings.h"
 
 namespace trnsim::compiler {
 
@@ -119,12 +120,16 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
     if (n->origin.empty())
       n->origin = {{n->op, n->name.empty() && !n->outputs.empty() ? n->outputs[0]->name : n->name}};
   run_graph_pipeline(g, o, &m.dump_text);
-  lower::annotate_int_ranges(g);
+  {
+    timings::Scope t("annotate_int_ranges");
+    lower::annotate_int_ranges(g);
+  }
   try {
     Segment s;
     auto roofline = std::make_shared<ProgramRoofline>();
     s.program = generate(g, o, &m.dump_text, &m.stats, roofline.get());
     s.roofline = std::move(roofline);
+    timings::Scope t("graph.clone");
     s.graph = g.clone();
     m.segments.push_back(std::move(s));
     m.graph = std::move(g);

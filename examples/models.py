@@ -68,6 +68,136 @@ def transformer_block(batch=2, seq=64, d_model=128, heads=4, ff=512, seed=0):
     return model.eval(), (x,)
 
 
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight over the last axis (torch 1.x has no nn.RMSNorm)."""
+
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotary_tables(seq, head_dim, base=10000.0):
+    """cos and sin [seq, head_dim] of rotary position embeddings: pair i of a head's
+    halves turns by position * base^(-2i/head_dim)."""
+    inv = 1.0 / base ** (torch.arange(0, head_dim, 2).float() / head_dim)
+    ang = torch.outer(torch.arange(seq).float(), inv)
+    ang = torch.cat([ang, ang], dim=-1)
+    return ang.cos(), ang.sin()
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat([-x[..., h:], x[..., :h]], dim=-1)
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head self-attention with a causal mask; `rotary` applies rotary position
+    embeddings to q and k (Llama), `fused_qkv` projects q, k, v with one Linear (GPT-2)."""
+
+    def __init__(self, d, heads, seq, bias, rotary, fused_qkv):
+        super().__init__()
+        self.heads, self.head_dim = heads, d // heads
+        if fused_qkv:
+            self.qkv = nn.Linear(d, 3 * d, bias=bias)
+        else:
+            self.q = nn.Linear(d, d, bias=bias)
+            self.k = nn.Linear(d, d, bias=bias)
+            self.v = nn.Linear(d, d, bias=bias)
+        self.o = nn.Linear(d, d, bias=bias)
+        self.rotary = rotary
+        if rotary:
+            cos, sin = rotary_tables(seq, self.head_dim)
+            self.register_buffer("cos", cos, persistent=False)
+            self.register_buffer("sin", sin, persistent=False)
+        # Additive mask: 0 on and below the diagonal, a large negative above it.
+        mask = torch.full((seq, seq), -1e9).triu(1)
+        self.register_buffer("mask", mask, persistent=False)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        if hasattr(self, "qkv"):
+            q, k, v = self.qkv(x).split(d, dim=-1)
+        else:
+            q, k, v = self.q(x), self.k(x), self.v(x)
+        q, k, v = (t.reshape(b, s, self.heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
+        if self.rotary:
+            q = q * self.cos + rotate_half(q) * self.sin
+            k = k * self.cos + rotate_half(k) * self.sin
+        scores = q @ k.transpose(-2, -1) * self.head_dim ** -0.5 + self.mask
+        y = torch.softmax(scores, dim=-1) @ v
+        return self.o(y.transpose(1, 2).reshape(b, s, d))
+
+
+class LlamaLayer(nn.Module):
+    """A Llama decoder layer: pre-RMSNorm causal attention with rotary embeddings and a
+    pre-RMSNorm SwiGLU MLP, each with a residual; no biases."""
+
+    def __init__(self, seq, d, heads, ff, eps=1e-5):
+        super().__init__()
+        self.attn_norm = RMSNorm(d, eps)
+        self.attn = CausalSelfAttention(d, heads, seq, bias=False, rotary=True, fused_qkv=False)
+        self.mlp_norm = RMSNorm(d, eps)
+        self.gate = nn.Linear(d, ff, bias=False)
+        self.up = nn.Linear(d, ff, bias=False)
+        self.down = nn.Linear(ff, d, bias=False)
+
+    def forward(self, x):
+        x = x + self.attn(self.attn_norm(x))
+        h = self.mlp_norm(x)
+        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+def llama_layer(seq=2048, d=4096, heads=32, ff=11008, batch=1, seed=0):
+    """LlamaLayer (Llama-7B shapes by default) on x[batch, seq, d]."""
+    torch.manual_seed(seed)
+    model = LlamaLayer(seq, d, heads, ff)
+    for m in model.modules():
+        if isinstance(m, RMSNorm):
+            nn.init.uniform_(m.weight, 0.5, 1.5)
+    x = torch.randn(batch, seq, d)
+    return model.eval(), (x,)
+
+
+class Gpt2Block(nn.Module):
+    """A GPT-2 block: pre-LayerNorm causal attention (one fused q/k/v Linear) and a
+    pre-LayerNorm GELU (tanh) MLP, each with a residual."""
+
+    def __init__(self, seq, d, heads, ff):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = CausalSelfAttention(d, heads, seq, bias=True, rotary=False, fused_qkv=True)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, ff), nn.GELU(approximate="tanh"), nn.Linear(ff, d))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class Gpt2Stack(nn.Module):
+    """`layers` GPT-2 blocks and the final LayerNorm, on hidden states (no embeddings)."""
+
+    def __init__(self, layers, seq, d, heads, ff):
+        super().__init__()
+        self.blocks = nn.Sequential(*(Gpt2Block(seq, d, heads, ff) for _ in range(layers)))
+        self.ln_f = nn.LayerNorm(d)
+
+    def forward(self, x):
+        return self.ln_f(self.blocks(x))
+
+
+def gpt2_stack(layers=12, seq=512, d=768, heads=12, ff=3072, batch=1, seed=0):
+    """Gpt2Stack (GPT-2 small shapes by default) on x[batch, seq, d]."""
+    torch.manual_seed(seed)
+    model = Gpt2Stack(layers, seq, d, heads, ff)
+    x = torch.randn(batch, seq, d)
+    return model.eval(), (x,)
+
+
 EXAMPLES = OrderedDict((e.name, e) for e in (
     Example("mlp", "MLP 256-1024-1024-256 (GELU, ReLU), batch 128", mlp),
     Example("cnn", "CNN 2x(Conv3x3+BN+ReLU+MaxPool) + GlobalAvgPool + Linear, 8x3x32x32",

@@ -10,6 +10,7 @@
 //   trnsim sweep|plot|fuzz ARGS   (exec: python3 -m trnsim.sweep|plot|fuzz ARGS)
 // Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include "compiler/graph_passes/pass.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/lower/lower.h"
+#include "compiler/timings.h"
 #include "models/common/stats.h"
 #include "models/isa/assembler.h"
 #include "models/isa/binary.h"
@@ -705,7 +707,10 @@ const char* kCompileHelp =
     "  --no-keep-on-chip        every intermediate goes through HBM (no keep_on_chip\n"
     "                           pass: SBUF forwarding with spills)\n"
     "  --drop-sync N            sync mutation: remove semaphore wait N (0-based, in\n"
-    "                           disassembly order) from the program written\n";
+    "                           disassembly order) from the program written\n"
+    "  --timings                print the seconds of each compiler phase (import, every\n"
+    "                           graph and tile pass, verify, lower, codegen, encode,\n"
+    "                           write) and the total\n";
 
 int cmd_compile(std::vector<std::string> args) {
   std::string model, out, config = "trn2", precision = "bf16", core_type = "core", v;
@@ -719,6 +724,8 @@ int cmd_compile(std::vector<std::string> args) {
       return 0;
     } else if (args[i] == "--no-keep-on-chip") {
       keep_on_chip = false;
+    } else if (args[i] == "--timings") {
+      compiler::timings::enable(true);
     } else if (take_value(args, i, "--drop-sync", "", v)) {
       drop_sync = parse_index("--drop-sync", v);
     } else if (take_value(args, i, "--output", "-o", v)) {
@@ -752,6 +759,7 @@ int cmd_compile(std::vector<std::string> args) {
     throw UsageError("--core-type " + core_type + ": platform '" + cfg.name +
                      "' has no such core type (its types: " + cfg.core_type_names() + ")");
   cfg.core = cfg.core_type(type);
+  const auto t0 = std::chrono::steady_clock::now();
   runtime::OnnxModel m;
   if (runtime::is_tile_path(model)) {
     runtime::TileProgram t = runtime::compile_tile_file(model, cfg, print_after, std::cout);
@@ -770,10 +778,21 @@ int cmd_compile(std::vector<std::string> args) {
   if (out.size() >= 5 && out.substr(out.size() - 5) == ".tasm") {
     runtime::write_file(out, isa::disassemble(p));
   } else {
-    const auto bytes = isa::encode_binary(p);
-    runtime::write_file(out, std::string(bytes.begin(), bytes.end()));
+    const auto bytes = [&] {
+      compiler::timings::Scope t("encode");
+      return isa::encode_binary(p);
+    }();
+    compiler::timings::Scope t("write");
+    runtime::write_file(out, [&](std::ostream& f) {
+      f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    });
   }
   std::cout << "wrote " << out << "\n";
+  if (compiler::timings::enabled())
+    std::cout << compiler::timings::format()
+              << compiler::timings::format_line(
+                     "total",
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "compiler/compile.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/lower/lower.h"
+#include "compiler/timings.h"
 #include "models/isa/file_io.h"
 #include "runtime/target_from_config.h"
 
@@ -185,8 +186,12 @@ OnnxModel compile_onnx_model(const std::string& path, const platform::platform_c
                              const frontend::ImportOptions& import) {
   if (!graph_passes::parse_precision(precision))
     throw std::invalid_argument("--precision: '" + precision + "' is not one of bf16, fp32, fp8");
-  return compile_onnx_graph(frontend::import_onnx_file(path, import),  // its errors name the file
-                            path, cfg, precision, print_after, dumps, allow_fallback, keep_on_chip);
+  ir::Graph g = [&] {
+    compiler::timings::Scope t("import");
+    return frontend::import_onnx_file(path, import);  // its errors name the file
+  }();
+  return compile_onnx_graph(std::move(g), path, cfg, precision, print_after, dumps, allow_fallback,
+                            keep_on_chip);
 }
 
 OnnxModel compile_onnx_graph(ir::Graph imported, const std::string& path,
@@ -225,11 +230,16 @@ OnnxModel compile_onnx_graph(ir::Graph imported, const std::string& path,
   m.inputs = model_inputs(pm.graph);
   for (const ir::Value* v : pm.graph.outputs())
     m.outputs.push_back({v->name, names.at(v->name), v->type, v->is_graph_input});
-  m.graph = std::make_shared<const ir::Graph>(pm.graph.clone());
   if (pm.segments.size() == 1 && pm.segments[0].on_device) {
+    // pm ends here: its graph moves (a clone would copy every weight once more).
+    m.graph = std::make_shared<const ir::Graph>(std::move(pm.graph));
     m.program = std::move(pm.segments[0].program);
     m.roofline = pm.segments[0].roofline;
     return m;
+  }
+  {
+    compiler::timings::Scope t("graph.clone");
+    m.graph = std::make_shared<const ir::Graph>(pm.graph.clone());
   }
   // Several segments (or none: every output a constant or an input): the program
   // only declares the model's inputs and outputs (as the device holds them), so

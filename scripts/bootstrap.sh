@@ -18,6 +18,8 @@ PACKAGES=(
   python3-distributed python3-optuna
   # RTL co-simulation
   verilator
+  # scripts/bench_models.py: peak RSS of each trnsim process (GNU time)
+  time
 )
 
 missing=()

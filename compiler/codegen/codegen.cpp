@@ -2,13 +2,18 @@
 
 #include <map>
 
+#include "compiler/timings.h"
 #include "models/isa/validate.h"
 
 namespace trnsim::codegen {
 
 using tile::KernelError;
 
-isa::Program generate(const tile::Kernel& k, const compiler::Target& t) {
+namespace {
+
+// generate(); with `owned` (the same kernel as `k`), constant data moves from it
+// into the program instead of being copied.
+isa::Program generate_impl(const tile::Kernel& k, const compiler::Target& t, tile::Kernel* owned) {
   isa::Program p;
   p.name = k.name;
   p.num_semaphores = k.semaphores;
@@ -32,7 +37,10 @@ isa::Program generate(const tile::Kernel& k, const compiler::Target& t) {
         throw KernelError("kernel '" + k.name + "': constant '" + tt.name + "' has " +
                           std::to_string(tt.data.size()) + " bytes of data, needs " +
                           std::to_string(tt.bytes()));
-      p.constants[tt.name] = tt.data;
+      if (owned)
+        p.constants[tt.name] = std::move(owned->tensors[i].data);
+      else
+        p.constants[tt.name] = tt.data;
     }
   }
   for (const tile::Tile& tl : k.tiles)
@@ -71,15 +79,27 @@ isa::Program generate(const tile::Kernel& k, const compiler::Target& t) {
   return p;
 }
 
+}  // namespace
+
+isa::Program generate(const tile::Kernel& k, const compiler::Target& t) {
+  return generate_impl(k, t, nullptr);
+}
+
 CompileResult compile(tile::Kernel k, const compiler::Target& t, const CompileOptions& o) {
   passes::PassContext ctx;
   ctx.target = t;
   ctx.dump_after = o.dump_after;
   ctx.dump = o.dump;
-  tile::verify(k);
+  {
+    compiler::timings::Scope tv("tile.verify");
+    tile::verify(k);
+  }
   passes::run_passes(k, ctx, o.passes);
   CompileResult r;
-  r.program = generate(k, t);
+  {
+    compiler::timings::Scope tg("codegen");
+    r.program = o.keep_constant_data ? generate(k, t) : generate_impl(k, t, &k);
+  }
   r.kernel = std::move(k);
   r.stats = std::move(ctx.stats);
   return r;

@@ -26,6 +26,9 @@ struct CompileOptions {
   std::vector<std::string> passes = passes::default_pipeline();
   std::vector<std::string> dump_after;  // pass names, or "*"
   std::function<void(const std::string& pass, const std::string& text)> dump;
+  // false: constant data moves into the program, and CompileResult::kernel's
+  // constants are left without data (one copy of every weight fewer).
+  bool keep_constant_data = true;
 };
 
 struct CompileResult {

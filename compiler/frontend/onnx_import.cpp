@@ -1575,20 +1575,33 @@ ir::Graph import_onnx_model(const onnx::ModelProto& model, const std::string& la
   return Importer(model, label, opts).run();
 }
 
-ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& label,
-                            const ImportOptions& opts) {
-  onnx::ModelProto m;
+namespace {
+
+void parse_model(const std::string& bytes, const std::string& label, onnx::ModelProto& m) {
   if (!m.ParseFromString(bytes))
     throw ir::CompileError(label + ": not a valid ONNX model (protobuf parse failed)");
   if (!m.has_graph()) throw ir::CompileError(label + ": not a valid ONNX model (no graph)");
+}
+
+}  // namespace
+
+ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& label,
+                            const ImportOptions& opts) {
+  onnx::ModelProto m;
+  parse_model(bytes, label, m);
   return import_onnx_model(m, label, opts);
 }
 
 ir::Graph import_onnx_file(const std::string& path, const ImportOptions& opts) {
-  std::string bytes;
-  if (const std::string why = isa::read_file(path, bytes); !why.empty())
-    throw ir::CompileError(path + ": cannot open file: " + why);
-  return import_onnx_bytes(bytes, path, opts);
+  onnx::ModelProto m;
+  {
+    // The file's bytes go once parsed: the weights are not held three times over.
+    std::string bytes;
+    if (const std::string why = isa::read_file(path, bytes); !why.empty())
+      throw ir::CompileError(path + ": cannot open file: " + why);
+    parse_model(bytes, path, m);
+  }
+  return import_onnx_model(m, path, opts);
 }
 
 }  // namespace trnsim::frontend

@@ -89,10 +89,11 @@ void run(ir::Graph& g, PassContext& ctx) {
     fused->origin.clear();  // the group's, in graph order
     for (const Node* n : group) fused->merge_origin(*n);
     replace_value(g, out, fused->outputs[0], true);
+    uses.added(fused);
+    uses.replaced(out, fused->outputs[0]);
     consumed.insert(group.begin(), group.end());
     bump(ctx, kPass, "fused");
     bump(ctx, kPass, "ops", static_cast<double>(group.size()));
-    uses.refresh();
   }
   g.erase_dead_nodes();
 }

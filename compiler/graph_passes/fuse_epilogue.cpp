@@ -89,11 +89,12 @@ void run(ir::Graph& g, PassContext& ctx) {
     fused->origin = anchor->origin;
     for (const Node* n : chain) fused->merge_origin(*n);
     replace_value(g, cur, fused->outputs[0], true);
+    uses.added(fused);
+    uses.replaced(cur, fused->outputs[0]);
     consumed.insert(anchor);
     consumed.insert(chain.begin(), chain.end());
     bump(ctx, kPass, "fused");
     bump(ctx, kPass, "epilogue_ops", static_cast<double>(chain.size()));
-    uses.refresh();
   }
   g.erase_dead_nodes();
 }

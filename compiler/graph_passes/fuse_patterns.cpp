@@ -72,7 +72,7 @@ class PatternFuser {
                 attempt([&](Match& t) { return gelu(n, t); }) ||
                 attempt([&](Match& t) { return silu(n, t); }) ||
                 attempt([&](Match& t) { return hard_swish(n, t); });
-      if (found && commit(n, m)) uses_.refresh();
+      if (found) commit(n, m);  // updates uses_
     }
     g_.erase_dead_nodes();
   }
@@ -110,6 +110,8 @@ class PatternFuser {
     }
     for (const Node* n : m.nodes) f->merge_origin(*n);
     replace_value(g_, out, f->outputs[0], true);
+    uses_.added(f);
+    uses_.replaced(out, f->outputs[0]);
     consumed_.insert(inside.begin(), inside.end());
     bump(ctx_, kPass, m.short_name);
     return true;

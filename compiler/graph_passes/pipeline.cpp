@@ -3,6 +3,7 @@
 
 #include "compiler/graph_passes/pass.h"
 #include "compiler/ir/error.h"
+#include "compiler/timings.h"
 
 namespace trnsim::graph_passes {
 
@@ -64,7 +65,11 @@ void run_passes(ir::Graph& g, PassContext& ctx, const std::vector<std::string>& 
   for (const PassInfo* p : passes) {
     const std::string prefix = "graph pass '" + std::string(p->name) + "': ";
     try {
-      p->run(g, ctx);
+      {
+        compiler::timings::Scope t("graph." + std::string(p->name));
+        p->run(g, ctx);
+      }
+      compiler::timings::Scope t("graph.verify");
       g.verify();
     } catch (const ir::UnsupportedError& e) {
       throw ir::UnsupportedError(prefix + e.what());

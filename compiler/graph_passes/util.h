@@ -14,11 +14,19 @@
 
 namespace trnsim::graph_passes {
 
-// Who reads each value, computed once; call refresh() after editing the graph.
+// Who reads each value, computed once; call refresh() after editing the graph, or
+// for the two edits the fusion passes make per rewrite, the O(edit) updates below
+// (a full refresh per rewrite is quadratic in the graph: an unrolled LSTM). The
+// order of a value's readers is unspecified.
 class Uses {
  public:
   explicit Uses(const ir::Graph& g) : g_(g) { refresh(); }
   void refresh();
+  // `n` was added to the graph: it reads its inputs.
+  void added(const ir::Node* n);
+  // Every read of `old` (node inputs, graph outputs) now reads `repl`
+  // (replace_value / Graph::replace_all_uses).
+  void replaced(const ir::Value* old, const ir::Value* repl);
   const std::vector<std::pair<ir::Node*, int>>& of(const ir::Value* v) const;
   bool is_output(const ir::Value* v) const { return outputs_.count(v) != 0; }
   // Read by exactly one input slot of one node and not a graph output.

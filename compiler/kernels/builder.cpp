@@ -412,7 +412,7 @@ TileView Builder::tile(PoolRef pool, const std::vector<int64_t>& shape, isa::DTy
   if (pool.id < 0 || pool.id >= static_cast<int>(k_.pools.size())) fail("tile: unknown pool");
   const tile::Pool& p = k_.pools[pool.id];
   const std::string n = name.empty() ? p.name + "." + std::to_string(pool_tiles_[pool.id]) : name;
-  if (k_.find_tile(n) >= 0) fail("tile '" + n + "' declared twice");
+  if (tile_names_.count(n)) fail("tile '" + n + "' declared twice");
   if (shape.empty() || shape[0] < 1 || shape[0] > partitions_)
     fail("tile '" + n + "' " + shape_str(shape) + ": the first dim is the partition count (1.." +
          std::to_string(partitions_) + ")");
@@ -425,6 +425,7 @@ TileView Builder::tile(PoolRef pool, const std::vector<int64_t>& shape, isa::DTy
   tt.shape = shape;
   tt.dtype = t;
   tt.slot = pool_tiles_[pool.id]++ % p.bufs;
+  tile_names_.insert(n);
   k_.tiles.push_back(tt);
   TileView v;
   v.b_ = this;
@@ -912,6 +913,7 @@ void Builder::splice(const tile::Kernel& sub, const std::map<int, HbmView>& bind
     t.name = prefix + st.name;
     t.pool = pool_map.at(st.pool);
     t.addr = -1;
+    tile_names_.insert(t.name);
     k_.tiles.push_back(t);
     ++pool_tiles_[t.pool];
   }
@@ -936,6 +938,7 @@ tile::Kernel Builder::finish() {
   k_ = tile::Kernel{};
   k_.name = out.name;
   pool_tiles_.clear();
+  tile_names_.clear();
   return out;
 }
 

@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "compiler/tile/ir.h"
@@ -220,6 +221,9 @@ class Builder {
   uint64_t hbm_bytes_ = 0;
   int64_t partitions_ = 128;
   std::vector<uint32_t> pool_tiles_;  // tiles allocated per pool so far
+  // The names in k_.tiles: a large model declares tens of thousands of tiles, and
+  // a linear search per declaration made lowering quadratic.
+  std::unordered_set<std::string> tile_names_;
 };
 
 }  // namespace trnsim::kernels

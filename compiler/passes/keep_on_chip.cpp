@@ -61,6 +61,17 @@ void stream(const isa::AccessPattern& ap, std::vector<Elem>& out) {
   }
 }
 
+// log2 of the element size (1, 2 or 4 bytes): the element index of a byte offset,
+// which the analysis computes per element, is a shift rather than a division.
+int elem_shift(isa::DType t) {
+  const size_t es = isa::dtype_size(t);
+  int sh = 0;
+  while ((size_t{1} << sh) < es) ++sh;
+  if ((size_t{1} << sh) != es)
+    throw tile::KernelError("keep_on_chip: element size not a power of 2");
+  return sh;
+}
+
 // Per element of a tracked HBM tensor: the op that last wrote it and, when that op
 // copied it from an SBUF tile without a cast, where in the tile it came from.
 struct Owner {
@@ -237,13 +248,13 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
     for (const Operand& o : hbm_reads) {
       auto& own = owners[o.ref];
       if (own.empty()) own.resize(k.tensors[o.ref].elems());
-      const int64_t es = static_cast<int64_t>(isa::dtype_size(o.ap->dtype));
+      const int sh = elem_shift(o.ap->dtype);
       stream(*o.ap, els);
       src.resize(els.size());
       std::set<int> stores;
       int prev = -1;
       for (size_t e = 0; e < els.size(); ++e) {
-        src[e] = own[static_cast<size_t>(els[e].byte / es)];
+        src[e] = own[static_cast<size_t>(els[e].byte) >> sh];
         if (src[e].op >= 0 && src[e].op != prev) stores.insert(prev = src[e].op);
       }
       a.readers.push_back({pos, {stores.begin(), stores.end()}});
@@ -252,9 +263,17 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
       if (op.ins.op != isa::Opcode::dma_copy || op.ins.dst.space != isa::MemSpace::sbuf ||
           op.ins.dst.elems() != els.size() || stores.empty())
         continue;
+      // Runs of elements share their store and tile: each pair is tested once.
       bool ok = true;
-      for (const Owner& s : src)
-        if (s.tile < 0 || written_between(s.tile, s.op, pos)) ok = false;
+      int last_tile = -2, last_op = -2;
+      for (const Owner& s : src) {
+        if (s.tile == last_tile && s.op == last_op) continue;
+        last_tile = s.tile, last_op = s.op;
+        if (s.tile < 0 || written_between(s.tile, s.op, pos)) {
+          ok = false;
+          break;
+        }
+      }
       Candidate c;
       c.load = pos;
       c.first_store = *stores.begin();
@@ -263,14 +282,14 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
     for (const Operand& o : hbm_writes) {
       auto& own = owners[o.ref];
       if (own.empty()) own.resize(k.tensors[o.ref].elems());
-      const int64_t es = static_cast<int64_t>(isa::dtype_size(o.ap->dtype));
+      const int sh = elem_shift(o.ap->dtype);
       stream(*o.ap, els);
       const isa::AccessPattern& s = op.ins.src[0];
       const bool from_tile = op.ins.op == isa::Opcode::dma_copy && s.space == isa::MemSpace::sbuf &&
                              s.dtype == o.ap->dtype && s.elems() == els.size();
       if (from_tile) stream(s, tel);
       for (size_t e = 0; e < els.size(); ++e) {
-        Owner& w = own[static_cast<size_t>(els[e].byte / es)];
+        Owner& w = own[static_cast<size_t>(els[e].byte) >> sh];
         w.op = pos;
         w.tile = from_tile ? op.ref[kSrc0] : -1;
         if (from_tile) w.part = tel[e].part, w.byte = static_cast<uint32_t>(tel[e].byte);
@@ -382,7 +401,10 @@ void run(Kernel& k, PassContext& ctx) {
     }
     n = lo;
   }
-  Applied r = apply(k, a, n, false);
+  // The tensors (constant data: hundreds of MiB for a large model) move over rather
+  // than being copied: apply() reads none of them.
+  Applied r = apply(k, a, n, true);
+  r.k.tensors = std::move(k.tensors);
   k = std::move(r.k);
   ctx.stats["keep_on_chip.loads_forwarded"] += static_cast<double>(n);
   ctx.stats["keep_on_chip.loads_spilled"] += static_cast<double>(a.cands.size() - n);

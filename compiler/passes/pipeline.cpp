@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "compiler/timings.h"
+
 namespace trnsim::passes {
 
 using tile::Kernel;
@@ -36,7 +38,11 @@ void run_passes(Kernel& k, PassContext& ctx, const std::vector<std::string>& nam
   for (const std::string& n : names) {
     const PassInfo& p = find_pass(n);
     try {
-      p.run(k, ctx);
+      {
+        compiler::timings::Scope t("tile." + n);
+        p.run(k, ctx);
+      }
+      compiler::timings::Scope t("tile.verify");
       verify(k);
     } catch (const KernelError& e) {
       throw KernelError(std::string(p.name) + ": " + e.what());

@@ -297,7 +297,22 @@ constexpr size_t kMinInstr = 81;
 }  // namespace
 
 std::vector<uint8_t> encode_binary(const Program& p) {
+  // The queues first, into their own buffer, so that the whole size is known and
+  // the output (mostly constant bytes) is allocated once rather than regrown.
+  Writer tail;
+  tail.count(p.queues.size());
+  for (const auto& q : p.queues) {
+    tail.u8(static_cast<uint8_t>(q.engine));
+    tail.le(q.dma_engine);
+    tail.le(q.dma_queue);
+    tail.count(q.instrs.size());
+    for (const auto& in : q.instrs) tail.instr(in);
+  }
+  size_t head = 64 + p.name.size();
+  for (const auto& t : p.tensors) head += 64 + t.name.size() + 8 * t.shape.size();
+  for (const auto& [name, bytes] : p.constants) head += 16 + name.size() + bytes.size();
   Writer w;
+  w.out.reserve(head + tail.out.size());
   w.out.insert(w.out.end(), std::begin(kMagic), std::end(kMagic));
   w.le(kBinaryVersion);
   w.str(p.name);
@@ -317,14 +332,7 @@ std::vector<uint8_t> encode_binary(const Program& p) {
     w.count(bytes.size());
     w.out.insert(w.out.end(), bytes.begin(), bytes.end());
   }
-  w.count(p.queues.size());
-  for (const auto& q : p.queues) {
-    w.u8(static_cast<uint8_t>(q.engine));
-    w.le(q.dma_engine);
-    w.le(q.dma_queue);
-    w.count(q.instrs.size());
-    for (const auto& in : q.instrs) w.instr(in);
-  }
+  w.out.insert(w.out.end(), tail.out.begin(), tail.out.end());
   return std::move(w.out);
 }
 

@@ -100,6 +100,34 @@ TEST(KernelsBuilder, ClearErrors) {
             std::string::npos);
 }
 
+// Tile names are unique within a kernel (the builder indexes them): a name given
+// twice is refused, a refused declaration takes no name, and a finished kernel's
+// names are free again for the next one.
+TEST(KernelsBuilder, TileNamesAreUnique) {
+  Builder b("names");
+  auto p = b.pool("sb", MemSpace::sbuf, 2);
+  b.tile(p, {128, 8}, DType::fp32, "a");
+  EXPECT_NE(err([&] {
+              b.tile(p, {128, 8}, DType::fp32, "a");
+            }).find("tile 'a' declared twice"),
+            std::string::npos);
+  EXPECT_NE(err([&] {
+              b.tile(p, {129, 8}, DType::fp32, "b");
+            }).find("the first dim is"),
+            std::string::npos);
+  b.tile(p, {128, 8}, DType::fp32, "b");  // the refused "b" took no name
+  // An automatic name ("sb.N") that a named tile already took is refused too.
+  b.tile(p, {128, 8}, DType::fp32, "sb.3");
+  EXPECT_NE(err([&] {
+              b.tile(p, {128, 8}, DType::fp32);
+            }).find("tile 'sb.3' declared twice"),
+            std::string::npos);
+  b.finish();
+  auto q = b.pool("sb", MemSpace::sbuf, 1);
+  b.tile(q, {128, 8}, DType::fp32, "a");
+  EXPECT_EQ(b.kernel().tiles.size(), 1u);
+}
+
 // A tensor larger than the target's HBM, or than 64-bit byte offsets can address, is
 // refused where it is declared (strides and offsets are products of its dims).
 TEST(KernelsBuilder, TensorsMustFitHbm) {

@@ -1,0 +1,220 @@
+#!/usr/bin/python3
+"""Model benchmark: how long trnsim takes to compile and simulate whole models, and
+how much host memory it needs. For each model: build it (torch.nn, fixed seeds),
+export it to ONNX with trnsim.torch's export path, `trnsim compile` it (with
+--timings: seconds per compiler pass), then `trnsim run` the program timing-only
+(--no-functional) and functionally (--random-inputs). Prints per model: compile
+seconds, the two simulate seconds, each trnsim process's peak RSS, the simulated
+latency, MFU and the tensor engine's and DMA's active %.
+
+usage: scripts/bench_models.py [MODEL[:key=value,...]]... [-c CONFIG] [--precision P]
+                               [--no-functional] [--passes] [--json FILE] [--bin PATH]
+MODEL: llama_layer, gpt2_12, vit_b16, resnet50 (default: all); key=value overrides the
+builder's argument, e.g. llama_layer:seq=512 or gpt2_12:layers=2. Models that need the
+host (fallback) are reported as such: a compiled program holds device code only.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+TIME = "/usr/bin/time"  # GNU time (Debian package "time")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+
+
+def _llama(**kw):
+    from examples.models import llama_layer
+    return llama_layer(**kw)
+
+
+def _gpt2(**kw):
+    from examples.models import gpt2_stack
+    return gpt2_stack(**kw)
+
+
+def _vit(batch=1, seed=0):
+    import torch
+    import torchvision
+    torch.manual_seed(seed)
+    return torchvision.models.vit_b_16().eval(), (torch.randn(batch, 3, 224, 224),)
+
+
+def _resnet(batch=8, seed=0):
+    import torch
+    import torchvision
+    torch.manual_seed(seed)
+    return torchvision.models.resnet50().eval(), (torch.randn(batch, 3, 224, 224),)
+
+
+MODELS = {
+    "llama_layer": (_llama, "Llama layer: seq 2048, d 4096, 32 heads, SwiGLU ff 11008, batch 1"),
+    "gpt2_12": (_gpt2, "GPT-2 small: 12 blocks, seq 512, d 768, 12 heads, ff 3072, batch 1"),
+    "vit_b16": (_vit, "torchvision ViT-B/16, 224x224, batch 1"),
+    "resnet50": (_resnet, "torchvision ResNet-50, 224x224, batch 8"),
+}
+
+
+def parse_spec(spec):
+    """'name:k=v,k2=v2' -> (name, {k: int-or-float-or-str})."""
+    name, _, rest = spec.partition(":")
+    if name not in MODELS:
+        raise SystemExit(f"bench_models: unknown model '{name}' (models: {', '.join(MODELS)})")
+    kw = {}
+    for item in filter(None, rest.split(",")):
+        k, eq, v = item.partition("=")
+        if not eq:
+            raise SystemExit(f"bench_models: '{item}' in '{spec}' is not key=value")
+        for conv in (int, float, str):
+            try:
+                kw[k] = conv(v)
+                break
+            except ValueError:
+                pass
+    return name, kw
+
+
+def run_child(cmd):
+    """Runs cmd; returns (stdout, stderr, returncode, wall seconds, peak RSS MiB). The
+    RSS is measured by GNU time, which forks the command from its own small process:
+    a child forked or spawned from this Python process would inherit torch's
+    high-water mark (the kernel carries it over exec)."""
+    with tempfile.NamedTemporaryFile("r") as tf, tempfile.TemporaryFile("w+") as fo, \
+            tempfile.TemporaryFile("w+") as fe:
+        t0 = time.monotonic()
+        rc = subprocess.call([TIME, "-f", "%M", "-o", tf.name] + cmd, stdout=fo, stderr=fe)
+        wall = time.monotonic() - t0
+        fo.seek(0)
+        fe.seek(0)
+        rss = tf.read().strip().splitlines()
+        kib = float(rss[-1]) if rss and rss[-1].isdigit() else float("nan")
+        return fo.read(), fe.read(), rc, wall, kib / 1024.0
+
+
+def parse_run(text):
+    """Simulated latency (ms), MFU %, tensor engine active %, DMA active %, host s."""
+    r = {}
+    m = re.search(r"simulated time\s+([\d.]+) (ns|us|ms)", text)
+    if m:
+        r["latency_ms"] = float(m.group(1)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0}[m.group(2)]
+    m = re.search(r"MFU ([\d.]+)%", text)
+    if m:
+        r["mfu_pct"] = float(m.group(1))
+    m = re.search(r"matmul\s+([\d.e+]+) GFLOP", text)
+    if m:
+        r["gflop"] = float(m.group(1))
+    for engine, key in (("tensor", "te_active_pct"), ("dma", "dma_active_pct")):
+        m = re.search(r"^\s+" + engine + r"\s+\d+\s+[\d.]+ \w+\s+([\d.]+)%", text, re.M)
+        if m:
+            r[key] = float(m.group(1))
+    m = re.search(r"host time\s+([\d.]+) s", text)
+    if m:
+        r["sim_host_s"] = float(m.group(1))
+    return r
+
+
+def parse_timings(text):
+    """`trnsim compile --timings` lines 'timing PHASE SECONDS' -> {phase: seconds}."""
+    return {m.group(1): float(m.group(2))
+            for m in re.finditer(r"^timing\s+(\S+)\s+([\d.]+)", text, re.M)}
+
+
+def bench(name, kw, a, work):
+    import trnsim.torch as tt
+    build, _ = MODELS[name]
+    res = {"model": name, "args": kw, "config": a.config, "precision": a.precision}
+    t0 = time.monotonic()
+    module, inputs = build(**kw)
+    onnx_path = os.path.join(work, name + ".onnx")
+    names = [f"input_{i}" for i in range(len(inputs))]
+    tt._export(tt._exportable(module, len(inputs)), inputs, onnx_path, names, ["output"])
+    del module
+    res["export_s"] = round(time.monotonic() - t0, 2)
+    prog = os.path.join(work, name + ".tbin")
+    cmd = [a.bin, "compile", onnx_path, "-o", prog, "-c", a.config, "--precision", a.precision]
+    if a.timings:
+        cmd.append("--timings")
+    out, err, rc, wall, rss = run_child(cmd)
+    if rc != 0:
+        res["error"] = "compile: " + (err.strip().splitlines() or ["exit %d" % rc])[-1][:200]
+        return res
+    res.update(compile_s=round(wall, 2), compile_rss_mib=round(rss))
+    m = re.search(r"program: (\d+) instructions", out)
+    if m:
+        res["instructions"] = int(m.group(1))
+    if a.timings:
+        res["passes"] = parse_timings(out + err)
+    modes = [("timing", ["--no-functional"])]
+    if a.functional:
+        modes.append(("functional", ["--random-inputs"]))
+    for mode, flags in modes:
+        out, err, rc, wall, rss = run_child([a.bin, "run", prog, "-c", a.config] + flags)
+        if rc != 0:
+            res["error"] = f"run ({mode}): " + (err.strip().splitlines() or [f"exit {rc}"])[-1][:200]
+            return res
+        r = parse_run(out)
+        res[mode] = dict(wall_s=round(wall, 2), rss_mib=round(rss), **r)
+    return res
+
+
+def show(res, passes):
+    print(f"== {res['model']} {res['args'] or ''} on {res['config']} ({res['precision']})")
+    if "compile_s" in res:
+        print(f"  compile          {res['compile_s']:.2f} s, peak RSS {res['compile_rss_mib']} MiB"
+              f", {res.get('instructions', '?')} instructions (export {res['export_s']} s)")
+    if passes and res.get("passes"):
+        for k, v in sorted(res["passes"].items(), key=lambda kv: -kv[1]):
+            print(f"    {k:<28} {v:8.3f} s")
+    for mode in ("timing", "functional"):
+        r = res.get(mode)
+        if not r:
+            continue
+        print(f"  simulate {mode:<10} {r['wall_s']:.2f} s (simulation {r.get('sim_host_s', 0):.2f} s)"
+              f", peak RSS {r['rss_mib']} MiB")
+    r = res.get("timing")
+    if r:
+        print(f"  simulated        {r.get('latency_ms', 0):.3f} ms, MFU {r.get('mfu_pct', 0):.1f}%"
+              f", TE active {r.get('te_active_pct', 0):.1f}%"
+              f", DMA active {r.get('dma_active_pct', 0):.1f}%")
+    if "error" in res:
+        print(f"  error: {res['error']}")
+    sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("models", nargs="*", default=list(MODELS),
+                    help="MODEL[:key=value,...] (default: all)")
+    ap.add_argument("-c", "--config", default="trn2")
+    ap.add_argument("--precision", default="bf16")
+    ap.add_argument("--no-functional", dest="functional", action="store_false",
+                    help="skip the functional simulation (timing-only run only)")
+    ap.add_argument("--no-timings", dest="timings", action="store_false",
+                    help="do not pass --timings to trnsim compile (an older binary)")
+    ap.add_argument("--passes", action="store_true", help="print the per-pass compile seconds")
+    ap.add_argument("--json", help="write the results as JSON")
+    ap.add_argument("--bin", default=os.environ.get(
+        "TRNSIM_BIN", os.path.join(ROOT, "build", "runtime", "trnsim")))
+    a = ap.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-models-") as work:
+        for spec in a.models:
+            name, kw = parse_spec(spec)
+            res = bench(name, kw, a, work)
+            show(res, a.passes)
+            results.append(res)
+            for f in os.listdir(work):
+                os.remove(os.path.join(work, f))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 1 if any("error" in r for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""The benchmark models of examples/models.py (llama_layer, gpt2_stack) at small shapes
+against eager PyTorch, every op on the chip; and scripts/bench_models.py end to end
+on them (compile with --timings, timing-only and functional runs, figures parsed).
+
+Tolerances, error = max |trnsim - eager| / max |eager|: fp32 1e-4 (another summation
+order, fp32-accurate transcendentals), bf16 3e-2 (matmul operands rounded to bf16, as
+in test_torch_models.py for one block). Exits 77 when numpy or torch is missing (fails
+under CI=true).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+
+from skip_unless import missing_modules, require  # noqa: E402
+
+NEEDED = ("numpy", "torch")
+if __name__ == "__main__":
+    require(NEEDED)
+
+MISSING = missing_modules(NEEDED)
+if not MISSING:
+    import torch
+    import trnsim.torch as tt
+    from examples.models import gpt2_stack, llama_layer
+
+LLAMA = dict(seq=32, d=128, heads=4, ff=256)
+GPT2 = dict(layers=2, seq=24, d=64, heads=4, ff=128)
+
+
+def rel_err(got, want):
+    return float((got - want).abs().max() / want.abs().max().clamp_min(1e-12))
+
+
+class Models(unittest.TestCase):
+    def check(self, build, kw):
+        module, inputs = build(**kw)
+        with torch.no_grad():
+            want = module(*inputs)
+        for p, tol in (("fp32", 1e-4), ("bf16", 3e-2)):
+            with self.subTest(precision=p):
+                out, rep = tt.run(module, inputs, precision=p, fallback=False)
+                self.assertEqual(rep.fallback_ops, [])
+                self.assertLess(rel_err(out, want), tol)
+
+    def test_llama_layer(self):
+        self.check(llama_layer, LLAMA)
+
+    def test_gpt2_stack(self):
+        self.check(gpt2_stack, GPT2)
+
+    def test_causal(self):
+        # The last position's output depends on earlier ones, the first one's not on later.
+        module, (x,) = llama_layer(**LLAMA)
+        y = x.clone()
+        y[0, -1] += 1.0
+        with torch.no_grad():
+            a, b = module(x), module(y)
+        self.assertTrue(torch.equal(a[0, :-1], b[0, :-1]))
+        self.assertFalse(torch.equal(a[0, -1], b[0, -1]))
+
+
+class Bench(unittest.TestCase):
+    def test_script(self):
+        spec = lambda name, kw: name + ":" + ",".join(f"{k}={v}" for k, v in kw.items())
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "bench.json")
+            r = subprocess.run(
+                [sys.executable, os.path.join(ROOT, "scripts", "bench_models.py"),
+                 spec("llama_layer", LLAMA), spec("gpt2_12", GPT2), "--passes", "--json", out],
+                capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(out) as f:
+                res = json.load(f)
+        self.assertEqual([x["model"] for x in res], ["llama_layer", "gpt2_12"])
+        self.assertEqual(res[1]["args"], GPT2)
+        for x in res:
+            self.assertNotIn("error", x)
+            self.assertGreater(x["instructions"], 0)
+            self.assertGreater(x["compile_rss_mib"], 0)
+            for phase in ("import", "lower", "tile.schedule", "tile.insert_sync", "codegen",
+                          "total"):
+                self.assertIn(phase, x["passes"])
+            for mode in ("timing", "functional"):
+                self.assertGreater(x[mode]["latency_ms"], 0)
+                self.assertGreater(x[mode]["te_active_pct"], 0)
+                self.assertGreater(x[mode]["dma_active_pct"], 0)
+                self.assertIn("mfu_pct", x[mode])
+            # Timing-only and functional runs simulate the same time.
+            self.assertEqual(x["timing"]["latency_ms"], x["functional"]["latency_ms"])
+        self.assertIn("tile.keep_on_chip", r.stdout)
+
+    def test_unknown_model(self):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_models.py"),
+                            "bert"], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("unknown model 'bert'", r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
