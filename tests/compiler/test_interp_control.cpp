@@ -472,14 +472,17 @@ TEST(InterpControl, TextPrintsBodiesAndRefusesToParseThem) {
   }
 }
 
-TEST(InterpControl, PartitionRunsIfOnTheHost) {
+// The If is a host decision (its condition read on the host), not a fallback; its
+// segment is the host's, with both bodies kept.
+TEST(InterpControl, PartitionDecidesIfOnTheHost) {
   compiler::CompileOnnxOptions o;
   o.precision = graph_passes::Precision::fp32;
   o.print_after = {"*"};
   compiler::PartitionedModel m = compiler::compile_partitioned(if_graph(), o, true);
-  bool if_on_host = false;
-  for (const auto& f : m.fallback) if_on_host = if_on_host || f.op == "If";
-  EXPECT_TRUE(if_on_host);
+  bool if_decided = false;
+  for (const auto& f : m.decisions) if_decided = if_decided || f.op == "If";
+  EXPECT_TRUE(if_decided);
+  for (const auto& f : m.fallback) EXPECT_NE(f.op, "If");
   int host_ifs = 0;
   for (const auto& s : m.segments) {
     s.graph.verify();

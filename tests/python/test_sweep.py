@@ -579,6 +579,15 @@ class CompileIdentity(unittest.TestCase):
             # Keys that cannot change alone on tiny (the RTL matmul block) from tiny_rtl.
             rtl = str(REPO / "configs" / "tiny_rtl.yaml")
             rtl_points, uncovered = _covering_points(Resolver(REAL_BIN, rtl), uncovered)
+            # The torus keys change only together: tiny's 4 chips as a 2 x 2 torus, each
+            # chip with 2 links per dimension.
+            torus = {"network.torus_x": "2", "network.torus_y": "2",
+                     "network.links_per_chip": "4"}
+            self.assertNotEqual(resolver.resolve(
+                {k: resolver.schema.parse(k, v) for k, v in torus.items()}),
+                resolver.resolve({}))
+            points.append(torus)
+            uncovered = [k for k in uncovered if k not in torus]
             self.assertEqual(uncovered, [], "keys with no other valid value to try")
             key, compiles, wrong = self.check_plan(
                 d / "tiny", d / "small.onnx", "tiny", [{"hbm.latency": "100ns"}] + points)
