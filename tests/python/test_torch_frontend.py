@@ -357,6 +357,9 @@ class Errors(unittest.TestCase):
                            "lowered to the chip yet; lowerable: Abs").unlowered_op, "Slice")
         self.assertEqual(e("lowering: node '/c/Conv' (op trn.MatMulEpilogue): epilogue anchor "
                            "'Conv' is not lowered (only MatMul(%0, %1))").unlowered_op, "Conv")
+        self.assertEqual(e("lowering: node 'n_CumSum_9' (op CumSum): the CumSum axis holds "
+                           "8192 elements: rows that long do not stay resident in SBUF "
+                           "(at most 3072)").unlowered_op, "CumSum")
         self.assertIsNone(e("x.onnx: cannot open file").unlowered_op)
 
 

@@ -263,8 +263,9 @@ class Gradients(unittest.TestCase):
         self.check("padding")
 
     def test_host_fallback(self):
+        # CumSum, and the flips of its backward (Slice, step -1) over the same long axis.
         report = self.check("cumsum")
-        self.assertEqual(set(report.fallback_ops), {"CumSum"})
+        self.assertEqual(set(report.fallback_ops), {"CumSum", "Slice"})
 
 
 @unittest.skipIf(MISSING, f"missing {MISSING}")
@@ -372,12 +373,15 @@ class Training(unittest.TestCase):
             loss = loss_fn(eager(batch[0]), batch[1])
             loss.backward()
             opt_eager.step()
-            self.assertAlmostEqual(result.losses[s], loss.item(), delta=1e-5)
+            # The loss sums 8192-long prefix sums (about 600): fp32 rounding of the
+            # summation order, relative.
+            self.assertAlmostEqual(result.losses[s], loss.item(), delta=1e-5 * abs(loss.item()))
         rep = result.report
-        self.assertEqual(rep["fallback_ops"], ["CumSum"])
+        self.assertEqual(rep["fallback_ops"], ["CumSum", "Slice"])
         self.assertEqual(rep["compiled"], "per step (host fallback)")
         self.assertEqual(rep["phase_fallback_ops"], {"forward": ["CumSum"],
-                                                     "backward": ["CumSum"]})
+                                                     "backward": ["Slice", "CumSum",
+                                                                  "Slice"]})
 
     def test_adam_l2(self):
         # Adam's weight decay is an L2 term added to the gradient (AdamW's decays the

@@ -30,8 +30,9 @@ class TrnsimError(RuntimeError):
 
     @property
     def unlowered_op(self):
-        """The op type named when the compiler cannot lower a node to the chip, else None."""
-        if "lowering:" not in self.message or "lowered" not in self.message:
+        """The op type named when the compiler cannot lower a node to the chip (an op
+        type it lacks, or a shape or attribute it refuses), else None."""
+        if "lowering:" not in self.message:
             return None
         for pat in (r"op type '([^']+)' cannot be lowered", r"anchor '([^']+)' is not lowered",
                     r"\(op ([^)]+)\)"):
