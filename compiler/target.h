@@ -131,6 +131,12 @@ struct Target {
   // ... and never cut a contiguous run (one descriptor each) so short that the
   // descriptor cost exceeds this fraction of its transfer time.
   double dma_split_max_descriptor_share = 0.25;
+  // ... nor so short that a descriptor takes more than this fraction of the run's time
+  // at the core's shared rate. Looser than the engine's: more pieces shorten a
+  // transfer the next op waits for (a softmax tile: 0.25 -> 530 us, 0.5 -> 345 us, 1
+  // -> 252 us on trn2), fewer descriptors help a DMA-bound stream (the trn1 GEMM:
+  // 7.17, 7.00, 8.34 ms).
+  double dma_split_max_shared_descriptor_share = 0.5;
   // The next matmul's issue overhead hides under the running multiply (background
   // weight load), so back-to-back matmuls cost max(N, min_ii) each.
   bool tensor_pipelined = true;

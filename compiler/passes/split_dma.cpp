@@ -8,9 +8,10 @@
 // partition-start rule), then, if pieces are still large, each row group into
 // equal parts of the outermost free dim when both sides start with a free dim of
 // the same size, as long as contiguous runs stay long enough for their descriptor
-// cost (target.dma_split_max_descriptor_share). At most target.dma_split_max pieces
-// of at least dma_split_min_bytes. The first piece keeps the op's id, the others get new ids
-// and follow it in the list.
+// cost on the engine and at the core's shared rate
+// (target.dma_split_max_descriptor_share, dma_split_max_shared_descriptor_share). At most
+// target.dma_split_max pieces of at least dma_split_min_bytes. The first piece keeps the op's id,
+// the others get new ids and follow it in the list.
 #include <algorithm>
 
 #include "compiler/passes/pass.h"
@@ -51,10 +52,10 @@ bool runs_ok(const compiler::Target& t, const isa::AccessPattern& ap, uint32_t f
   const uint64_t es = isa::dtype_size(ap.dtype);
   // The engine's own descriptor cost and its share of the core's rate: when every
   // engine is busy, the shared cost is what limits short runs.
-  const double share = std::max(1e-9, t.dma_split_max_descriptor_share);
-  const double min_run_d = std::max(t.dma_descriptor_ns * t.dma_bandwidth_bytes_per_ns,
-                                    t.dma_core_descriptor_ns * t.dma_core_bandwidth_bytes_per_ns) /
-                           share;
+  const double min_run_d = std::max(t.dma_descriptor_ns * t.dma_bandwidth_bytes_per_ns /
+                                        std::max(1e-9, t.dma_split_max_descriptor_share),
+                                    t.dma_core_descriptor_ns * t.dma_core_bandwidth_bytes_per_ns /
+                                        std::max(1e-9, t.dma_split_max_shared_descriptor_share));
   const uint64_t min_run = static_cast<uint64_t>(min_run_d);
   if (!ap.free_contiguous()) {
     // Only the outermost dim shrinks; runs shrink too if it is the innermost one.

@@ -21,6 +21,8 @@ KNOBS = [
     ("core.dma.queue_depth", {"trn1": "3", "trn2": "3"}),
     ("core.dma.bandwidth", {"trn1": "21GB/s", "trn2": "29GB/s"}),
     ("core.dma.descriptor_cost", {"trn1": "10ns", "trn2": "10ns"}),
+    ("core.dma.core_bandwidth", {"trn1": "150GB/s", "trn2": "330GB/s"}),
+    ("core.dma.core_descriptor_cost", {"trn1": "2.3ns", "trn2": "2.3ns"}),
     ("hbm.bandwidth", {"trn1": "615GB/s", "trn2": "2.2TB/s"}),
     ("core.tensor.clock", {"trn1": "2.1GHz", "trn2": "1.8GHz"}),
     ("core.vector.clock", {"trn1": "840MHz", "trn2": "720MHz"}),
