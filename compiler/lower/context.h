@@ -74,6 +74,19 @@ void lower_movement(Ctx& c, const ir::Node& n);
 // Transpose (movement.cpp): a strided DMA, or tensor-engine block transposes when
 // the innermost axis moves.
 void lower_transpose(Ctx& c, const ir::Node& n);
+// The tensor-engine transpose of lower_transpose for other lowerings: xb [A, L] with
+// contiguous rows into yb, y indexed like x (yb[a, l] is y[l, a]), both fp32 tiles
+// on chip; the pools are made once per node.
+struct TePools {
+  kernels::PoolRef x, y, psum;
+  int64_t cols = 0;  // L columns per load
+};
+TePools te_transpose_pools(Ctx& c);
+void te_transpose(Ctx& c, const TePools& tp, const kernels::HbmView& xb, const kernels::HbmView& yb,
+                  int64_t A, int64_t L);
+// Below this many elements a permutation that moves the innermost axis stays one
+// strided DMA (see movement.cpp).
+int64_t te_transpose_min_elems();
 bool is_movement(const std::string& op);
 const std::vector<std::string>& movement_ops();
 

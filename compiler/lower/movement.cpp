@@ -514,6 +514,66 @@ constexpr int64_t kTeTransposeMinElems = 4096;
 
 }  // namespace
 
+int64_t te_transpose_min_elems() {
+  return kTeTransposeMinElems;
+}
+
+TePools te_transpose_pools(Ctx& c) {
+  const std::string pfx = pool_prefix(c);
+  TePools p;
+  p.x = c.b.pool(pfx + ".tx", isa::MemSpace::sbuf, 3);
+  p.y = c.b.pool(pfx + ".ty", isa::MemSpace::sbuf, 3);
+  p.psum = c.b.pool(pfx + ".tp", isa::MemSpace::psum, 4);
+  // L columns per load: up to 16 P (1 MiB fp32 per 128 rows, which amortises the
+  // DMA fixed costs), within a sixth of a partition (x and y, 3 buffers each).
+  const int64_t P = c.target.partitions;
+  p.cols = std::clamp<int64_t>(
+      static_cast<int64_t>(c.target.sbuf_partition_bytes / (6 * 4)) / P * P, P, 16 * P);
+  return p;
+}
+
+void te_transpose(Ctx& c, const TePools& tp, const HbmView& xb, const HbmView& yb, int64_t A,
+                  int64_t L) {
+  const int64_t P = c.target.partitions, kCols = tp.cols;
+  for (int64_t a0 = 0; a0 < A; a0 += P) {
+    const int64_t pa = std::min<int64_t>(P, A - a0);
+    for (int64_t l0 = 0; l0 < L; l0 += kCols) {
+      const int64_t lw = std::min(kCols, L - l0);
+      TileView xt = c.b.tile(tp.x, {pa, lw}, DType::fp32);
+      c.b.dma(xt, xb({sl(a0, a0 + pa), sl(l0, l0 + lw)}));
+      // Full P-column blocks: transposed 4 at a time into one PSUM bank
+      // [P, 4, pa], copied out into one SBUF tile [P, full, pa], stored at
+      // once; a last partial block [pl, pa] goes on its own.
+      const int64_t full = lw / P, tail = lw % P;
+      if (full > 0) {
+        TileView yt = c.b.tile(tp.y, {P, full, pa}, DType::fp32);
+        for (int64_t j0 = 0; j0 < full; j0 += 4) {
+          const int64_t nj = std::min<int64_t>(4, full - j0);
+          TileView pt = c.b.tile(tp.psum, {P, nj, pa}, DType::fp32);
+          for (int64_t j = 0; j < nj; ++j)
+            c.b.transpose(pt({all(), kernels::at(j), all()}),
+                          xt({all(), sl((j0 + j) * P, (j0 + j + 1) * P)}));
+          c.b.tensor_copy(yt({all(), sl(j0, j0 + nj), all()}), pt);
+        }
+        // Output rows l0 + j*P + p, columns a0..a0+pa: [p, j, a].
+        c.b.dma(yb({sl(a0, a0 + pa), sl(l0, l0 + full * P)})
+                    .permute({1, 0})
+                    .reshape({full, P, pa})
+                    .permute({1, 0, 2}),
+                yt);
+      }
+      if (tail > 0) {
+        const int64_t t0 = full * P;
+        TileView pt = c.b.tile(tp.psum, {tail, pa}, DType::fp32);
+        c.b.transpose(pt, xt({all(), sl(t0, lw)}));
+        TileView yt = c.b.tile(tp.y, {tail, pa}, DType::fp32);
+        c.b.tensor_copy(yt, pt);
+        c.b.dma(yb({sl(a0, a0 + pa), sl(l0 + t0, l0 + lw)}).permute({1, 0}), yt);
+      }
+    }
+  }
+}
+
 // Transpose. When the innermost axis stays innermost the permutation is a strided
 // DMA with contiguous runs. When it moves, a DMA would go element by element, so
 // the tensor engine transposes instead: for every index of the other axes (the
@@ -557,15 +617,7 @@ void lower_transpose(Ctx& c, const ir::Node& n) {
     for (int k = 0; k < nb; ++k) B *= xs[order[k]];
     const int64_t A = xs[a], L = xs[rank - 1];
 
-    const std::string pfx = pool_prefix(c);
-    const kernels::PoolRef xp = c.b.pool(pfx + ".tx", isa::MemSpace::sbuf, 3);
-    const kernels::PoolRef yp = c.b.pool(pfx + ".ty", isa::MemSpace::sbuf, 3);
-    const kernels::PoolRef pp = c.b.pool(pfx + ".tp", isa::MemSpace::psum, 4);
-    // L columns per load: up to 16 P (1 MiB fp32 per 128 rows, which amortises the
-    // DMA fixed costs), within a sixth of a partition (x and y, 3 buffers each).
-    const int64_t P = c.target.partitions;
-    const int64_t kCols = std::clamp<int64_t>(
-        static_cast<int64_t>(c.target.sbuf_partition_bytes / (6 * 4)) / P * P, P, 16 * P);
+    const TePools tp = te_transpose_pools(c);
     for (int64_t b = 0; b < B; ++b) {
       // The batch index, outermost batch axis first.
       HbmView xb = X, yb = Y;
@@ -582,43 +634,7 @@ void lower_transpose(Ctx& c, const ir::Node& n) {
           yb = yb({kernels::at(idx[k])});
         }
       }
-      for (int64_t a0 = 0; a0 < A; a0 += P) {
-        const int64_t pa = std::min<int64_t>(P, A - a0);
-        for (int64_t l0 = 0; l0 < L; l0 += kCols) {
-          const int64_t lw = std::min(kCols, L - l0);
-          TileView xt = c.b.tile(xp, {pa, lw}, DType::fp32);
-          c.b.dma(xt, xb({sl(a0, a0 + pa), sl(l0, l0 + lw)}));
-          // Full P-column blocks: transposed 4 at a time into one PSUM bank
-          // [P, 4, pa], copied out into one SBUF tile [P, full, pa], stored at
-          // once; a last partial block [pl, pa] goes on its own.
-          const int64_t full = lw / P, tail = lw % P;
-          if (full > 0) {
-            TileView yt = c.b.tile(yp, {P, full, pa}, DType::fp32);
-            for (int64_t j0 = 0; j0 < full; j0 += 4) {
-              const int64_t nj = std::min<int64_t>(4, full - j0);
-              TileView pt = c.b.tile(pp, {P, nj, pa}, DType::fp32);
-              for (int64_t j = 0; j < nj; ++j)
-                c.b.transpose(pt({all(), kernels::at(j), all()}),
-                              xt({all(), sl((j0 + j) * P, (j0 + j + 1) * P)}));
-              c.b.tensor_copy(yt({all(), sl(j0, j0 + nj), all()}), pt);
-            }
-            // Output rows l0 + j*P + p, columns a0..a0+pa: [p, j, a].
-            c.b.dma(yb({sl(a0, a0 + pa), sl(l0, l0 + full * P)})
-                        .permute({1, 0})
-                        .reshape({full, P, pa})
-                        .permute({1, 0, 2}),
-                    yt);
-          }
-          if (tail > 0) {
-            const int64_t t0 = full * P;
-            TileView pt = c.b.tile(pp, {tail, pa}, DType::fp32);
-            c.b.transpose(pt, xt({all(), sl(t0, lw)}));
-            TileView yt = c.b.tile(yp, {tail, pa}, DType::fp32);
-            c.b.tensor_copy(yt, pt);
-            c.b.dma(yb({sl(a0, a0 + pa), sl(l0 + t0, l0 + lw)}).permute({1, 0}), yt);
-          }
-        }
-      }
+      te_transpose(c, tp, xb, yb, A, L);
     }
   } catch (const tile::KernelError& e) {
     unsupported(n, std::string("the transpose views do not map onto access patterns: ") + e.what());

@@ -6,10 +6,14 @@
 // and the reduced axes each merge into one strided dim, that view is read (and the
 // result written) by strided DMAs; otherwise a strided HBM -> HBM DMA first puts
 // the reduced axes last in a scratch tensor (and another puts a normalised result
-// back). Rows longer than a chunk that fits SBUF are processed in column chunks:
+// back). A reduction over leading axes (of at least te_transpose_min_elems) is
+// transposed into that scratch by the tensor engine instead, since its [R, C] view
+// has partition stride 1: one DMA descriptor per element. Rows longer than a chunk
+// that fits SBUF are processed in column chunks:
 // pass 1 gathers the row statistics (running max and rescaled sum of exps, bn_stats,
 // partial sums), pass 2 reloads the chunks and normalises.
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -227,12 +231,23 @@ void Rowwise::plan_views() {
   const HbmView xfull = c_.view(xv_).reshape(xs_);
   std::vector<int64_t> pshape;
   for (int k : perm_) pshape.push_back(xs_[k]);
-  try {
-    X_ = xfull.permute(perm_).reshape({R_, C_});
-  } catch (const tile::KernelError&) {
-    const HbmView t = c_.b.scratch(pfx_ + ".xT", pshape, DType::fp32);
-    c_.b.dma(t, xfull.permute(perm_));
-    X_ = t.reshape({R_, C_});
+  // A reduction over leading axes (a batch sum, a bias gradient): read as [R, C] the
+  // view would move one element per DMA descriptor, so the tensor engine transposes
+  // x [C, R] into a scratch [R, C] of contiguous rows first.
+  if (reduce_ && R_ > 1 && C_ > 1 && red[0] && !red[rank - 1] &&
+      std::is_sorted(red.begin(), red.end(), std::greater<bool>()) &&
+      R_ * C_ >= te_transpose_min_elems()) {
+    const HbmView t = c_.b.scratch(pfx_ + ".xT", {R_, C_}, DType::fp32);
+    te_transpose(c_, te_transpose_pools(c_), xfull.reshape({C_, R_}), t.permute({1, 0}), C_, R_);
+    X_ = t;
+  } else {
+    try {
+      X_ = xfull.permute(perm_).reshape({R_, C_});
+    } catch (const tile::KernelError&) {
+      const HbmView t = c_.b.scratch(pfx_ + ".xT", pshape, DType::fp32);
+      c_.b.dma(t, xfull.permute(perm_));
+      X_ = t.reshape({R_, C_});
+    }
   }
   if (reduce_) {
     Y_ = c_.view(yv_).reshape({R_, 1});  // kept axes keep their order, with or without keepdims

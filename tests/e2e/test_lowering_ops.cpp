@@ -338,6 +338,40 @@ TEST(LoweringOps, ReduceAnyAxesFp32) {
   check_ops(std::move(g), ck);
 }
 
+// Reductions over leading axes (a linear layer's bias gradient sums over the batch)
+// go through tensor-engine transposes: read directly as [kept, reduced] rows, every
+// element would be a DMA descriptor of its own (partition stride 1).
+TEST(LoweringOps, ReduceOverLeadingAxesTransposesOnTheTensorEngine) {
+  auto graph = [] {
+    Graph g;
+    Value* x = g.add_input("x", {ElemType::fp32, {4, 64, 96}});
+    auto red = [&](const char* op, std::vector<int64_t> axes, int64_t keep) {
+      g.add_output(node(g, op, {x}, {{"axes", Attribute(axes)}, {"keepdims", Attribute(keep)}}));
+    };
+    red("ReduceSum", {0, 1}, 0);
+    red("ReduceMean", {0}, 1);
+    red("ReduceMax", {0, 1}, 1);
+    return g;
+  };
+  Check ck;
+  ck.atol = 1e-5;  // sums of +-1 values cancel
+  check_ops(graph(), ck);
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::fp32;
+  o.target = runtime::target_from_config(platform::load_config("tiny"));
+  const compiler::CompileOnnxResult r = compiler::compile_graph(graph(), o);
+  int transposes = 0, element_loads = 0;
+  for (const isa::Queue& q : r.program.queues)
+    for (const isa::Instruction& in : q.instrs) {
+      transposes += in.op == isa::Opcode::transpose;
+      if (in.op == isa::Opcode::dma_copy && in.src[0].space == isa::MemSpace::hbm &&
+          in.src[0].partition_count > 1 && in.src[0].partition_stride == 1)
+        ++element_loads;
+    }
+  EXPECT_GT(transposes, 0);
+  EXPECT_EQ(element_loads, 0);
+}
+
 TEST(LoweringOps, ReduceVariantsFp32) {
   Graph g;
   Value* x = g.add_input("x", {ElemType::fp32, {6, 45, 35}});
