@@ -193,8 +193,7 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
   net::topology_params tp;
   tp.net = cfg.network;
   tp.cores_per_chip = cfg.cores;
-  tp.dma_bps =
-      std::min(cfg.core.dma.engines * cfg.core.dma.bandwidth_bps, cfg.core.dma.core_bandwidth_bps);
+  tp.dma_bps = cfg.core.dma.core_rate_bps();
   tp.per_chip = per_chip;
   tp.ranks = ranks ? ranks : per_chip * cfg.network.chips;
   const uint64_t esize = isa::dtype_size(dt);

@@ -96,9 +96,7 @@ Roofline make_roofline(const platform::platform_config& cfg, uint32_t cores,
   r.peak_bf16 = peak_flops(cfg, isa::DType::bf16) * r.cores;
   r.peak_fp32 = peak_flops(cfg, isa::DType::fp32) * r.cores;
   r.hbm_bps = cfg.hbm.bandwidth_bps;
-  // A core's engines move at most their summed rates and at most the rate they share.
-  r.dma_bps = double(r.cores) * std::min(cfg.core.dma.engines * cfg.core.dma.bandwidth_bps,
-                                         cfg.core.dma.core_bandwidth_bps);
+  r.dma_bps = double(r.cores) * cfg.core.dma.core_rate_bps();
   r.memory_bps = std::min(r.hbm_bps, r.dma_bps);
   r.dma_engines = cfg.core.dma.engines;
   r.dma_engine_bps = cfg.core.dma.bandwidth_bps;

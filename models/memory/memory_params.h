@@ -3,6 +3,7 @@
 // docs/hardware.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "models/common/params.h"
@@ -142,6 +143,12 @@ struct hbm_params {
 
 struct dma_params {
   TRNSIM_DMA_PARAMS(TRNSIM_PARAM_FIELD)
+
+  // The most a core's engines move together: their summed rates, capped by the rate
+  // they share.
+  double core_rate_bps() const {
+    return std::min(double(engines) * bandwidth_bps, core_bandwidth_bps);
+  }
 };
 
 }  // namespace trnsim::models
