@@ -20,6 +20,7 @@
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/graph_passes/pass.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/ir/ops.h"
 #include "platform/config.h"
 #include "runtime/device.h"
 #include "runtime/target_from_config.h"
@@ -150,6 +151,30 @@ inline void check_graph(ir::Graph g, Precision p, double rtol, double atol,
     for (size_t i = 0; i < e.size(); i += 97)
       EXPECT_NEAR(e[i], f[i], loose + loose * std::fabs(f[i])) << name << "[" << i << "]";
   }
+}
+
+// Compiles one node of `op` over input X (fp32, shape s) for tiny, checks the node was
+// lowered as itself (not rewritten), runs it and compares its output with `want`.
+inline void check_single_node(const std::string& op, const ir::Shape& s,
+                              std::map<std::string, ir::Attribute> attrs,
+                              const std::vector<float>& x, const std::vector<float>& want,
+                              double rtol) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::fp32;
+  o.target = runtime::target_from_config(cfg);
+  ir::Graph g;
+  ir::Value* xv = g.add_input("X", {ElemType::fp32, s});
+  ir::Node* nd = ir::make_node(g, op, {xv}, std::move(attrs), "node");
+  g.add_output(nd->outputs[0]);
+  const std::string name = nd->outputs[0]->name;
+  compiler::CompileOnnxResult r = compiler::compile_graph(std::move(g), o);
+  bool lowered = false;
+  for (const auto& np : r.graph.nodes()) lowered |= np->op == op;
+  EXPECT_TRUE(lowered) << op << " was rewritten, not lowered";
+  const auto got = run_on_tiny(cfg, r.program, {{"X", Tensor::from_floats(s, x)}});
+  ASSERT_TRUE(got.count(name));
+  expect_close(op, got.at(name).to_float(), want, rtol, 1e-6);
 }
 
 // Runs a torch export script (`body` defines the module m and its input x) writing

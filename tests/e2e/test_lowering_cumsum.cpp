@@ -14,28 +14,6 @@
 namespace trnsim::e2e {
 namespace {
 
-// Compiles one node over input X (fp32, shape s), runs it and compares with `want`.
-void check_one(const std::string& op, const ir::Shape& s,
-               std::map<std::string, ir::Attribute> attrs, const std::vector<float>& x,
-               const std::vector<float>& want, double rtol) {
-  const platform::platform_config cfg = platform::load_config("tiny");
-  compiler::CompileOnnxOptions o;
-  o.precision = Precision::fp32;
-  o.target = runtime::target_from_config(cfg);
-  ir::Graph g;
-  ir::Value* xv = g.add_input("X", {ElemType::fp32, s});
-  ir::Node* nd = ir::make_node(g, op, {xv}, std::move(attrs), "node");
-  g.add_output(nd->outputs[0]);
-  const std::string name = nd->outputs[0]->name;
-  compiler::CompileOnnxResult r = compiler::compile_graph(std::move(g), o);
-  bool lowered = false;
-  for (const auto& np : r.graph.nodes()) lowered |= np->op == op;
-  EXPECT_TRUE(lowered) << op << " was rewritten, not lowered";
-  const auto got = run_on_tiny(cfg, r.program, {{"X", Tensor::from_floats(s, x)}});
-  ASSERT_TRUE(got.count(name));
-  expect_close(op, got.at(name).to_float(), want, rtol, 1e-6);
-}
-
 // CumSum by its definition: y[.., j, ..] = sum of x[.., i, ..] over i <= j (i < j
 // exclusive; i >= j / i > j reverse).
 std::vector<float> cumsum_ref(const std::vector<float>& x, const ir::Shape& s, int64_t axis,
@@ -61,11 +39,11 @@ std::vector<float> cumsum_ref(const std::vector<float>& x, const ir::Shape& s, i
 void check_cumsum(const ir::Shape& s, int64_t axis, bool exclusive, bool reverse) {
   const std::vector<float> x = random_tensor(s, 11).floats();
   const int64_t rank = static_cast<int64_t>(s.size());
-  check_one("CumSum", s,
-            {{"axis", ir::Attribute(axis)},
-             {"exclusive", ir::Attribute(int64_t{exclusive})},
-             {"reverse", ir::Attribute(int64_t{reverse})}},
-            x, cumsum_ref(x, s, axis < 0 ? axis + rank : axis, exclusive, reverse), 1e-5);
+  check_single_node("CumSum", s,
+                    {{"axis", ir::Attribute(axis)},
+                     {"exclusive", ir::Attribute(int64_t{exclusive})},
+                     {"reverse", ir::Attribute(int64_t{reverse})}},
+                    x, cumsum_ref(x, s, axis < 0 ? axis + rank : axis, exclusive, reverse), 1e-5);
 }
 
 // 150 rows (two row tiles), 13 columns (steps 1, 2, 4, 8).

@@ -14,28 +14,6 @@
 namespace trnsim::e2e {
 namespace {
 
-// Compiles one node over input X (fp32, shape s), runs it and compares with `want`.
-void check_one(const std::string& op, const ir::Shape& s,
-               std::map<std::string, ir::Attribute> attrs, const std::vector<float>& x,
-               const std::vector<float>& want, double rtol) {
-  const platform::platform_config cfg = platform::load_config("tiny");
-  compiler::CompileOnnxOptions o;
-  o.precision = Precision::fp32;
-  o.target = runtime::target_from_config(cfg);
-  ir::Graph g;
-  ir::Value* xv = g.add_input("X", {ElemType::fp32, s});
-  ir::Node* nd = ir::make_node(g, op, {xv}, std::move(attrs), "node");
-  g.add_output(nd->outputs[0]);
-  const std::string name = nd->outputs[0]->name;
-  compiler::CompileOnnxResult r = compiler::compile_graph(std::move(g), o);
-  bool lowered = false;
-  for (const auto& np : r.graph.nodes()) lowered |= np->op == op;
-  EXPECT_TRUE(lowered) << op << " was rewritten, not lowered";
-  const auto got = run_on_tiny(cfg, r.program, {{"X", Tensor::from_floats(s, x)}});
-  ASSERT_TRUE(got.count(name));
-  expect_close(op, got.at(name).to_float(), want, rtol, 1e-6);
-}
-
 // Trilu by its definition: element (i, j) of each matrix kept where j - i >= k
 // (upper) or j - i <= k (lower), else 0 (not x * 0: an inf there gives 0).
 void check_trilu(const ir::Shape& s, int64_t k, bool upper) {
@@ -47,8 +25,8 @@ void check_trilu(const ir::Shape& s, int64_t k, bool upper) {
     const int64_t j = static_cast<int64_t>(e) % N, i = static_cast<int64_t>(e) / N % M;
     want[e] = (upper ? j - i >= k : j - i <= k) ? x[e] : 0.0f;
   }
-  check_one("Trilu", s, {{"k", ir::Attribute(k)}, {"upper", ir::Attribute(int64_t{upper})}}, x,
-            want, 0);
+  check_single_node("Trilu", s, {{"k", ir::Attribute(k)}, {"upper", ir::Attribute(int64_t{upper})}},
+                    x, want, 0);
 }
 
 TEST(LoweringTrilu, UpperOfABatch) {
