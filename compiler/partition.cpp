@@ -135,7 +135,11 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
     m.graph = std::move(g);
     return m;
   } catch (const ir::UnsupportedError&) {
-    if (!allow_fallback) throw;
+    // Without fallback an If may still be decided on the host (it reads the
+    // condition, computes nothing) when everything else lowers: checked below.
+    bool has_if = false;
+    for (const auto& nd : g.nodes()) has_if = has_if || nd->op == "If";
+    if (!allow_fallback && !has_if) throw;
   }
   // Node by node: runs of nodes that lower become device segments.
   const size_t n = g.num_nodes();
@@ -172,6 +176,12 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
       m.segments.push_back(std::move(s));
     }
     i = j;
+  }
+  if (!allow_fallback && !m.fallback.empty()) {
+    const FallbackNode& f = m.fallback.front();
+    throw ir::UnsupportedError(f.reason.find(f.node) != std::string::npos
+                                   ? f.reason
+                                   : "node '" + f.node + "' (op " + f.op + "): " + f.reason);
   }
   m.graph = std::move(g);
   return m;

@@ -60,7 +60,10 @@ struct PartitionedModel {
 
 // Runs the graph pipeline, then compiles the whole graph as one device segment when
 // it lowers; otherwise (and only when `allow_fallback`) partitions it. Without
-// fallback, a refusal throws ir::UnsupportedError as compile_graph does.
+// fallback, a refusal throws ir::UnsupportedError as compile_graph does, except for
+// If nodes with a run-time condition: those are still host decisions when every
+// other node, and every node of their branches, lowers (nothing computes on the
+// host; the host only reads the condition).
 PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o, bool allow_fallback);
 
 // The nodes [begin, end) of `g` (in node order) as a graph of their own: values

@@ -326,7 +326,8 @@ void build_stats(const platform::platform_config& cfg, const compiler::Partition
     if (!s.branch.empty())
       j << ", \"branch\": \"" << s.branch
         << "\", \"branch_device_segments\": " << s.branch_device_segments
-        << ", \"branch_host_segments\": " << s.branch_host_segments;
+        << ", \"branch_host_segments\": " << s.branch_host_segments
+        << ", \"branch_assumed\": " << (s.branch_assumed ? "true" : "false");
     j << "}";
   }
   // If nodes decided on the host: not host compute, so not in "nodes".
@@ -358,8 +359,8 @@ namespace {
 template <typename LinkNs>
 void run_decision(Device& dev, const platform::platform_config& cfg, const compiler::Segment& s,
                   interp::TensorMap& values, std::set<std::string>& on_host,
-                  std::set<std::string>& on_device, uint32_t core, SegmentResult& sr,
-                  FallbackResult& r, const LinkNs& link_ns) {
+                  std::set<std::string>& on_device, std::set<std::string>& unknown, uint32_t core,
+                  SegmentResult& sr, FallbackResult& r, const LinkNs& link_ns) {
   const ir::Node& n = *s.graph.nodes().at(0);
   auto cross = [&](const ir::Value* v, bool to_device) {
     std::set<std::string>& here = to_device ? on_device : on_host;
@@ -379,16 +380,21 @@ void run_decision(Device& dev, const platform::platform_config& cfg, const compi
   };
   cross(n.inputs.at(0), false);
   const bool cond = value(n.inputs[0]).at(0) != 0;
+  sr.branch_assumed = unknown.count(n.inputs[0]->name) != 0;
   const compiler::Branch& b = s.branches.at(cond ? 0 : 1);
   interp::TensorMap feed;
+  std::set<std::string> branch_unknown;
   for (size_t k = 0; k < b.inputs.size() && k + 1 < n.inputs.size(); ++k) {
     cross(n.inputs[k + 1], true);
     feed[b.inputs[k]] = value(n.inputs[k + 1]);
+    if (unknown.count(n.inputs[k + 1]->name)) branch_unknown.insert(b.inputs[k]);
   }
-  FallbackResult br = run_partitioned(dev, cfg, *b.model, feed, core);
+  FallbackResult br = run_partitioned(dev, cfg, *b.model, feed, core, branch_unknown);
   for (size_t k = 0; k < b.outputs.size() && k < n.outputs.size(); ++k) {
     values[n.outputs[k]->name] = br.outputs.at(b.outputs[k]);
     on_device.insert(n.outputs[k]->name);
+    if (sr.branch_assumed || br.unknown_outputs.count(b.outputs[k]))
+      unknown.insert(n.outputs[k]->name);
   }
   sr.branch = b.name;
   for (const SegmentResult& x : br.segments)
@@ -419,9 +425,10 @@ void run_decision(Device& dev, const platform::platform_config& cfg, const compi
 
 FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg,
                                const compiler::PartitionedModel& m, const interp::TensorMap& inputs,
-                               uint32_t core) {
+                               uint32_t core, const std::set<std::string>& unknown_inputs) {
   FallbackResult r;
   interp::TensorMap values = inputs;
+  std::set<std::string> unknown = unknown_inputs;  // placeholder values (see SegmentResult)
   // Where each value is: model inputs start in HBM, as in a plain device run.
   std::set<std::string> on_host, on_device;
   for (const auto& [name, t] : inputs) on_device.insert(name);
@@ -451,7 +458,7 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
       feed[v->name] = it->second;
     }
     if (!s.branches.empty()) {
-      run_decision(dev, cfg, s, values, on_host, on_device, core, sr, r, link_ns);
+      run_decision(dev, cfg, s, values, on_host, on_device, unknown, core, sr, r, link_ns);
     } else if (s.on_device) {
       const std::map<std::string, std::string> io = lower::io_tensor_names(s.graph);
       Launch l{&s.program, {}, core};
@@ -471,15 +478,20 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
         values[v->name] =
             outs.empty() ? ir::Tensor(v->type) : from_device(outs.at(io.at(v->name)), v->type);
         on_device.insert(v->name);
+        if (outs.empty()) unknown.insert(v->name);
       }
     } else {
       const auto t0 = std::chrono::steady_clock::now();
       interp::TensorMap out = interp::run(s.graph, feed);
       sr.host_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      bool from_unknown = false;
+      for (const ir::Value* v : s.graph.inputs())
+        from_unknown = from_unknown || unknown.count(v->name);
       for (auto& [name, t] : out) {
         values[name] = std::move(t);
         on_host.insert(name);
+        if (from_unknown) unknown.insert(name);
       }
     }
     r.transfer_ns += sr.transfer_ns;
@@ -493,6 +505,7 @@ FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg
   // Outputs computed only on the host end in HBM too, as a device run's do.
   for (const ir::Value* v : m.graph.outputs()) {
     auto it = values.find(v->name);
+    if (it != values.end() && unknown.count(v->name)) r.unknown_outputs.insert(v->name);
     if (it != values.end())
       r.outputs[v->name] = it->second;
     else if (v->is_constant && v->has_data())
@@ -589,6 +602,9 @@ std::string format_fallback(const compiler::PartitionedModel& m, const FallbackR
                     "  segment %zu  host    %3zu nodes  %12.6f s wall clock (not simulated)", k,
                     s.nodes, s.host_seconds);
     o << line;
+    if (s.branch_assumed)
+      o << " [assumed: the condition is a device result, which a timing-only run does not "
+           "compute]";
     if (s.upload_bytes || s.download_bytes) {
       std::snprintf(line, sizeof line, "  (link: %llu B up, %llu B down, %.3f us)",
                     static_cast<unsigned long long>(s.upload_bytes),

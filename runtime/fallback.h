@@ -11,6 +11,7 @@
 // deterministic.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct SegmentResult {
   std::string branch;
   size_t branch_device_segments = 0, branch_host_segments = 0;
   uint64_t branch_upload_bytes = 0, branch_download_bytes = 0;  // the branch run's link
+  // A timing-only run computes no data on the device: when the condition came from
+  // such a value, its zero picked the branch (else_branch), an assumption the
+  // report states.
+  bool branch_assumed = false;
 };
 
 struct FallbackResult {
@@ -52,6 +57,8 @@ struct FallbackResult {
   // where nothing ran on the device), a "host" group of the host and link figures,
   // and "fallback": the nodes that ran on the host and the segments.
   std::string stats_json, stats_text;
+  // Outputs whose values are placeholders (a timing-only run's device results).
+  std::set<std::string> unknown_outputs;
 };
 
 // A value as the device holds it for program tensor `d` (integers and bools as
@@ -59,10 +66,11 @@ struct FallbackResult {
 HostTensor to_device(const ir::Tensor& t, const isa::TensorDecl& d);
 ir::Tensor from_device(const HostTensor& h, const ir::TensorType& type);
 
-// `inputs` by model input name. Device segments run on `core` of `dev`.
+// `inputs` by model input name. Device segments run on `core` of `dev`. `unknown`:
+// inputs whose values are placeholders (a timing-only run's device results).
 FallbackResult run_partitioned(Device& dev, const platform::platform_config& cfg,
                                const compiler::PartitionedModel& m, const interp::TensorMap& inputs,
-                               uint32_t core = 0);
+                               uint32_t core = 0, const std::set<std::string>& unknown = {});
 
 // The command line's view of a fallback run: `launch` binds the model's inputs by
 // program tensor name (runtime/onnx_program.h's declaration-only program). The

@@ -34,9 +34,22 @@ constexpr int64_t kMaxOpset = 17;
 // this many iterations the graph would grow without bound, so it is refused.
 constexpr int64_t kMaxUnrolledIterations = 4096;
 
+// ONNX ops on sequence and optional values, resolved at import (see onnx_import.h).
+const std::set<std::string>& sequence_onnx_ops() {
+  static const std::set<std::string> s{
+      "SequenceConstruct", "SequenceEmpty",  "SequenceInsert",     "SequenceErase",
+      "SequenceAt",        "SequenceLength", "SequenceMap",        "ConcatFromSequence",
+      "SplitToSequence",   "Optional",       "OptionalHasElement", "OptionalGetElement"};
+  return s;
+}
+
 // ONNX op types converted by the front end beyond the IR's own op set.
 const std::set<std::string>& extra_onnx_ops() {
-  static const std::set<std::string> s{"Constant", "Dropout", "CastLike", "Scatter", "Upsample"};
+  static const std::set<std::string> s = [] {
+    std::set<std::string> r{"Constant", "Dropout", "CastLike", "Scatter", "Upsample"};
+    r.insert(sequence_onnx_ops().begin(), sequence_onnx_ops().end());
+    return r;
+  }();
   return s;
 }
 
@@ -47,6 +60,22 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 class Importer {
+  // A sequence or optional value, resolved at import (see "sequence and optional
+  // values" below).
+  struct Composite {
+    bool optional = false;    // an optional (else a sequence)
+    bool present = true;      // optional: holds an element
+    bool of_sequence = true;  // optional: the element is a sequence (else items[0])
+    std::vector<Value*> items;
+    std::optional<ElemType> elem;  // the tensors' type, when known
+  };
+  using CompPtr = std::shared_ptr<const Composite>;
+  // A body's input or output: a tensor value or a sequence/optional.
+  struct Slot {
+    Value* v = nullptr;
+    CompPtr c;
+  };
+
  public:
   Importer(const onnx::ModelProto& m, std::string label, const ImportOptions& opts)
       : model_(m), label_(std::move(label)), opts_(opts) {}
@@ -90,6 +119,10 @@ class Importer {
                                (inputs.empty() ? std::string("none") : inputs));
     for (const auto& in : gp.input()) {
       if (env_.count(in.name())) continue;  // an initializer (IR v3 lists them as inputs)
+      if (is_sequence_like(in.type())) {
+        add_sequence_input(in);
+        continue;
+      }
       add_graph_input(in);
     }
     for (int k = 0; k < gp.node_size(); ++k) {
@@ -187,8 +220,51 @@ class Importer {
     return r + "]";
   }
 
+  // A sequence/optional graph input: its tensors become graph inputs
+  // (sequence_item_name()), with the structure the caller gives.
+  void add_sequence_input(const onnx::ValueInfoProto& in) {
+    const std::string what = label_ + ": input '" + in.name() + "'";
+    if (in.type().has_map_type())
+      throw ir::UnsupportedError(what + ": map types are not supported");
+    auto it = opts_.sequence_inputs.find(in.name());
+    if (it == opts_.sequence_inputs.end())
+      throw ir::UnsupportedError(
+          what + " is a " + (in.type().has_optional_type() ? "optional" : "sequence") +
+          " value: sequences and optionals are resolved at import, so its structure (length, "
+          "tensor types) must be given (ImportOptions::sequence_inputs in C++)");
+    const SequenceInput& si = it->second;
+    if (si.optional != in.type().has_optional_type())
+      throw ir::CompileError(
+          what + " is declared " + (in.type().has_optional_type() ? "optional" : "a sequence") +
+          ", the structure given is " + (si.optional ? "optional" : "a sequence"));
+    if (si.optional && !si.of_sequence && si.present && si.items.size() != 1)
+      throw ir::CompileError(what + ": an optional tensor holds one tensor, " +
+                             std::to_string(si.items.size()) + " given");
+    auto c = std::make_shared<Composite>();
+    c->optional = si.optional;
+    c->present = si.present;
+    c->of_sequence = si.of_sequence;
+    for (size_t k = 0; k < si.items.size() && (si.present || !si.optional); ++k) {
+      const std::string name = sequence_item_name(
+          in.name(), si.optional && !si.of_sequence ? -1 : static_cast<int64_t>(k));
+      c->items.push_back(g_.add_input(fresh(name), si.items[k]));
+      c->elem = si.items[k].elem;
+    }
+    bind_comp(in.name(), c);
+  }
+
   void add_graph_output(const onnx::ValueInfoProto& o) {
     const std::string what = label_ + ": output '" + o.name() + "'";
+    if (CompPtr c = comp_resolve(o.name())) {
+      // One output per tensor, through Identity so each has its own name.
+      for (size_t k = 0; k < c->items.size(); ++k) {
+        Value* v = c->items[k];
+        const std::string name = sequence_item_name(
+            o.name(), c->optional && !c->of_sequence ? -1 : static_cast<int64_t>(k));
+        g_.add_output(g_.add_node("Identity", {v}, {{fresh(name), v->type}})->outputs[0]);
+      }
+      return;
+    }
     auto it = env_.find(o.name());
     if (it == env_.end()) throw ir::CompileError(what + " is not produced by any node");
     Value* v = it->second;
@@ -266,6 +342,9 @@ class Importer {
     auto it = env_.find(node_->input(k));
     if (it == env_.end()) {
       if (Value* v = capture(node_->input(k))) return v;
+      if (comp_resolve(node_->input(k)))
+        unsupported("input '" + node_->input(k) +
+                    "' is a sequence or optional value; this op takes tensors");
       fail("input '" + node_->input(k) +
            "' is not defined before this node (graph not topologically sorted?)");
     }
@@ -461,11 +540,6 @@ class Importer {
     const std::string& op = node_->op_type();
     const std::string& dom = node_->domain();
     const auto& ops = supported_onnx_ops();
-    if ((dom.empty() || dom == "ai.onnx") &&
-        (op.rfind("Sequence", 0) == 0 || op.rfind("Optional", 0) == 0 || op == "SplitToSequence" ||
-         op == "ConcatFromSequence"))
-      throw ir::UnsupportedError(label_ + ": " + node_label() +
-                                 ": sequence types are not supported (nor optional)");
     if (dom == kTileKernelDomain) return conv_tile_kernel();
     if ((!dom.empty() && dom != "ai.onnx") || !std::binary_search(ops.begin(), ops.end(), op))
       throw ir::UnsupportedError(label_ + ": node '" + node_who() + "' has unsupported op type '" +
@@ -476,8 +550,10 @@ class Importer {
     if (node_->output_size() == 0) fail("has no outputs");
     for (const auto& a : node_->attribute())
       if ((a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) &&
-          op != "If" && op != "Loop" && op != "Scan")
-        unsupported("subgraph attributes are only supported on If, Loop and Scan");
+          op != "If" && op != "Loop" && op != "Scan" && op != "SequenceMap")
+        unsupported("subgraph attributes are only supported on If, Loop, Scan and SequenceMap");
+    if (sequence_onnx_ops().count(op)) return conv_sequence_op();
+    if (op == "Identity" && comp_in(0)) return bind_comp(node_->output(0), comp_in(0));
 
     static const std::unordered_map<std::string, void (Importer::*)()> special{
         {"Constant", &Importer::conv_constant},
@@ -618,7 +694,7 @@ class Importer {
   float scalar_input(int k, const std::string& what) {
     const Tensor& t = cin(k, what);
     if (t.numel() != 1) fail(what + " must hold one element, got " + t.type().str());
-    if (t.holds_floats()) return t.floats()[0];
+    if (t.holds_floats()) return static_cast<float>(t.at(0));
     int64_t v = t.ints()[0];
     float f = static_cast<float>(v);
     if (static_cast<double>(f) != static_cast<double>(v) || std::fabs(f) >= 9.2e18f)
@@ -1255,9 +1331,9 @@ class Importer {
 
   // Import body `gp`: its formal inputs are typed `types` (subgraph mode) or bound to
   // `values` (inline mode). Returns the body's output values.
-  std::vector<Value*> import_body(const onnx::GraphProto& gp,
-                                  const std::vector<ir::TensorType>& types,
-                                  const std::vector<Value*>& values = {}) {
+  std::vector<Slot> import_body(const onnx::GraphProto& gp,
+                                const std::vector<ir::TensorType>& types,
+                                const std::vector<Slot>& values = {}) {
     if (gp.input_size() != static_cast<int>(inline_ ? values.size() : types.size()))
       fail_model("body '" + gp.name() + "' declares " + std::to_string(gp.input_size()) +
                  " inputs, the op passes " +
@@ -1266,13 +1342,17 @@ class Importer {
     note_uses(gp);
     for (int k = 0; k < gp.input_size(); ++k) {
       const auto& in = gp.input(k);
-      if (is_sequence_like(in.type()))
-        throw ir::UnsupportedError(label_ + ": body input '" + in.name() +
-                                   "': sequence types are not supported");
       if (inline_) {
-        bind(in.name(), values[k]);
+        if (values[k].c)
+          bind_comp(in.name(), values[k].c);
+        else
+          bind(in.name(), values[k].v);
         continue;
       }
+      if (is_sequence_like(in.type()))
+        throw ir::UnsupportedError(label_ + ": body input '" + in.name() +
+                                   "': sequence and optional values are only supported in "
+                                   "bodies resolved at import (unrolled or inlined)");
       if (in.type().has_tensor_type() && in.type().tensor_type().elem_type() != 0) {
         auto et = elem_type_from_onnx(in.type().tensor_type().elem_type());
         if (et && *et != types[k].elem)
@@ -1294,19 +1374,24 @@ class Importer {
       convert_node();
     }
     node_ = nullptr;
-    std::vector<Value*> outs;
+    std::vector<Slot> outs;
     for (const auto& o : gp.output()) {
+      if (CompPtr c = inline_ ? comp_resolve(o.name()) : nullptr) {
+        outs.push_back({nullptr, c});
+        continue;
+      }
       if (is_sequence_like(o.type()))
         throw ir::UnsupportedError(label_ + ": body output '" + o.name() +
-                                   "': sequence types are not supported");
+                                   "': sequence and optional values are only supported in "
+                                   "bodies resolved at import (unrolled or inlined)");
       Value* v = resolve(o.name());
       if (!v)
         throw ir::CompileError(label_ + ": body output '" + o.name() +
                                "' is not produced by any node");
-      outs.push_back(v);
+      outs.push_back({v, nullptr});
     }
     if (!inline_) {
-      for (Value* v : outs) g_.add_output(v);
+      for (const Slot& o : outs) g_.add_output(o.v);
       g_.erase_dead_nodes();
     }
     return outs;
@@ -1319,10 +1404,14 @@ class Importer {
   }
 
   // Bind the node's outputs to `vals` (through Identity, which folds constants).
-  void bind_outputs(const std::vector<Value*>& vals) {
-    for (size_t k = 0; k < vals.size() && static_cast<int>(k) < node_->output_size(); ++k)
-      if (!node_->output(k).empty())
-        bind(node_->output(k), emit("Identity", {vals[k]}, {}, {fresh(node_->output(k))})[0]);
+  void bind_outputs(const std::vector<Slot>& vals) {
+    for (size_t k = 0; k < vals.size() && static_cast<int>(k) < node_->output_size(); ++k) {
+      if (node_->output(k).empty()) continue;
+      if (vals[k].c)
+        bind_comp(node_->output(k), vals[k].c);
+      else
+        bind(node_->output(k), emit("Identity", {vals[k].v}, {}, {fresh(node_->output(k))})[0]);
+    }
   }
 
   // If: a constant condition inlines its branch (the other is not imported, so it
@@ -1339,6 +1428,10 @@ class Importer {
       bind_outputs(sub.import_body(c ? tp : ep, {}, {}));
       return;
     }
+    if (touches_composites(tp) || touches_composites(ep))
+      cin(0,
+          "condition; the branches make or read sequence or optional values, which are "
+          "resolved at import");
     auto tg = std::make_shared<ir::Graph>();
     auto eg = std::make_shared<ir::Graph>();
     Importer ts(*this, *tg, "then_branch", false);
@@ -1365,9 +1458,14 @@ class Importer {
     const onnx::GraphProto& bp = graph_attr("body");
     Value* trip = in(0);
     Value* cond = in(1);
-    std::vector<Value*> carried;
-    for (int k = 2; k < node_->input_size(); ++k) carried.push_back(req(k));
-    const size_t N = carried.size();
+    std::vector<Slot> slots;
+    bool composite = touches_composites(bp);
+    for (int k = 2; k < node_->input_size(); ++k) {
+      CompPtr c = comp_in(k);
+      composite = composite || c;
+      slots.push_back(c ? Slot{nullptr, c} : Slot{req(k), nullptr});
+    }
+    const size_t N = slots.size();
     if (static_cast<size_t>(bp.output_size()) < 1 + N)
       fail("body '" + bp.name() + "' has fewer outputs than the condition and " +
            std::to_string(N) + " carried values");
@@ -1378,18 +1476,20 @@ class Importer {
       cin(0, "trip count");
       if (cond) cin(1, "loop condition");
     }
+    // Sequences and optionals are resolved at import: such a loop is unrolled.
+    if (composite) return unroll_loop(bp, trip, cond, slots, K);
     std::vector<ir::TensorType> types{{ElemType::int64, {}}, {ElemType::boolean, {}}};
-    for (Value* v : carried) types.push_back(v->type);
+    for (const Slot& v : slots) types.push_back(v.v->type);
     auto bg = std::make_shared<ir::Graph>();
     Importer body(*this, *bg, "body", false);
     try {
       body.import_body(bp, types);
     } catch (const NeedsConstantError& e) {
       if (knows(e.value())) throw;  // an outer value: the caller may specialise it
-      return unroll_loop(bp, trip, cond, carried, K);
+      return unroll_loop(bp, trip, cond, slots, K);
     }
     std::vector<Value*> ins{trip, cond};
-    ins.insert(ins.end(), carried.begin(), carried.end());
+    for (const Slot& v : slots) ins.push_back(v.v);
     std::vector<Value*> caps = capture_values(body);
     ins.insert(ins.end(), caps.begin(), caps.end());
     emit_bound("Loop", ins,
@@ -1397,7 +1497,7 @@ class Importer {
                 {"num_captures", Attribute(static_cast<int64_t>(caps.size()))}});
   }
 
-  void unroll_loop(const onnx::GraphProto& bp, Value* trip, Value* cond, std::vector<Value*> cur,
+  void unroll_loop(const onnx::GraphProto& bp, Value* trip, Value* cond, std::vector<Slot> cur,
                    size_t K) {
     if (!trip)
       unsupported(
@@ -1418,12 +1518,17 @@ class Importer {
     std::vector<std::vector<Value*>> rows(K);
     for (int64_t i = 0; go && i < count; ++i) {
       const std::string tag = "@" + std::to_string(i);
-      std::vector<Value*> vals{
-          g_.add_constant(helper_name(bp.input(0).name() + tag), Tensor::scalar_int(i)), c};
+      std::vector<Slot> vals{
+          {g_.add_constant(helper_name(bp.input(0).name() + tag), Tensor::scalar_int(i)), nullptr},
+          {c, nullptr}};
       vals.insert(vals.end(), cur.begin(), cur.end());
       Importer it(*this, g_, "body (iteration " + std::to_string(i) + ")", true, tag);
-      std::vector<Value*> outs = it.import_body(bp, {}, vals);
-      c = outs[0];
+      std::vector<Slot> outs = it.import_body(bp, {}, vals);
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (outs[k].c && (k == 0 || k > cur.size()))
+          unsupported("body output " + std::to_string(k) +
+                      " is a sequence or optional value where the op takes a tensor");
+      c = outs[0].v;
       if (!c->has_data() || c->type.numel() != 1)
         unsupported(
             "the body needs a per-iteration value as a constant (it is unrolled), but "
@@ -1431,7 +1536,7 @@ class Importer {
             c->name + "' is computed at run time");
       go = c->data->at(0) != 0;
       for (size_t k = 0; k < cur.size(); ++k) cur[k] = outs[1 + k];
-      for (size_t j = 0; j < K; ++j) rows[j].push_back(outs[1 + cur.size() + j]);
+      for (size_t j = 0; j < K; ++j) rows[j].push_back(outs[1 + cur.size() + j].v);
     }
     bind_outputs(cur);
     for (size_t j = 0; j < K; ++j) {
@@ -1516,6 +1621,253 @@ class Importer {
                   {fresh(node_->output(k))})[0]);
   }
 
+  // --- sequence and optional values -------------------------------------------
+  // Resolved at import (the IR has static types): a sequence is the list of its
+  // tensor values, an optional holds a tensor, a sequence or nothing. Positions,
+  // lengths and presence are compile-time facts; ops that need a run-time one
+  // (a position computed from a graph input) ask for it as a constant.
+  CompPtr comp_resolve(const std::string& name) const {
+    if (auto it = comps_.find(name); it != comps_.end()) return it->second;
+    if (env_.count(name) || !parent_) return nullptr;
+    CompPtr c = parent_->comp_resolve(name);
+    if (c && !inline_)
+      throw ir::UnsupportedError(label_ + ": sequence or optional value '" + name +
+                                 "' is read in a body that is not resolved at import");
+    return c;
+  }
+  CompPtr comp_in(int k) const { return has_in(k) ? comp_resolve(node_->input(k)) : nullptr; }
+  void bind_comp(const std::string& onnx_name, CompPtr c) {
+    if (onnx_name.empty()) return;
+    if (env_.count(onnx_name) || comps_.count(onnx_name))
+      fail_model("value '" + onnx_name + "' is defined twice");
+    comps_[onnx_name] = std::move(c);
+    onnx_names_.insert(onnx_name);
+  }
+  // Whether a body makes or reads sequence/optional values (then it is inlined or
+  // unrolled at import rather than imported as a subgraph).
+  bool touches_composites(const onnx::GraphProto& gp) const {
+    for (const auto& i : gp.input())
+      if (is_sequence_like(i.type())) return true;
+    for (const auto& o : gp.output())
+      if (is_sequence_like(o.type())) return true;
+    for (const auto& n : gp.node()) {
+      if ((n.domain().empty() || n.domain() == "ai.onnx") && sequence_onnx_ops().count(n.op_type()))
+        return true;
+      for (const auto& i : n.input())
+        if (!i.empty() && comps_visible(i)) return true;
+      for (const auto& a : n.attribute()) {
+        if (a.has_g() && touches_composites(a.g())) return true;
+        for (const auto& g : a.graphs())
+          if (touches_composites(g)) return true;
+      }
+    }
+    return false;
+  }
+  bool comps_visible(const std::string& name) const {
+    return comps_.count(name) || (!env_.count(name) && parent_ && parent_->comps_visible(name));
+  }
+  const Composite& seq_in(int k) const {
+    CompPtr c = comp_in(k);
+    if (!c || c->optional)
+      fail("input " + std::to_string(k) + " ('" + (has_in(k) ? node_->input(k) : "") +
+           "') must be a sequence");
+    return *c;
+  }
+  // A position input (one integer) into a sequence of n tensors: [-n, n-1], or
+  // [-n, n] to insert.
+  int64_t position(int k, int64_t n, bool insert) const {
+    const Tensor& t = cin(k, "position");
+    if (t.holds_floats() || t.numel() != 1)
+      fail("position must hold one integer, got " + t.type().str());
+    const int64_t p = t.ints()[0];
+    if (p < -n || p > (insert ? n : n - 1))
+      fail("position " + std::to_string(p) + " is out of range for a sequence of " +
+           std::to_string(n) + " tensors");
+    return p < 0 ? p + n : p;
+  }
+  void bind_tensor_out(Value* v) {
+    bind(node_->output(0), emit("Identity", {v}, {}, {fresh(node_->output(0))})[0]);
+  }
+  void check_elem(const Composite& c, const Value* v) const {
+    if (c.elem && *c.elem != v->elem())
+      fail("tensor '" + v->name + "' is " + v->type.str() + ", the sequence holds " +
+           std::string(ir::elem_type_name(*c.elem)));
+  }
+
+  void conv_sequence_op() {
+    const std::string& op = node_->op_type();
+    const std::string& out = node_->output(0);
+    auto made = std::make_shared<Composite>();
+    if (op == "SequenceConstruct") {
+      if (node_->input_size() == 0) fail("needs at least one tensor");
+      for (int k = 0; k < node_->input_size(); ++k) {
+        Value* v = req(k);
+        check_elem(*made, v);
+        made->elem = v->elem();
+        made->items.push_back(v);
+      }
+    } else if (op == "SequenceEmpty") {
+      const int dt = static_cast<int>(ai("dtype", onnx::TensorProto::FLOAT));
+      made->elem = elem_type_from_onnx(dt);
+      if (!made->elem) unsupported("dtype " + onnx_type_name(dt) + " is not supported");
+    } else if (op == "SequenceInsert") {
+      *made = seq_in(0);
+      Value* v = req(1);
+      check_elem(*made, v);
+      const int64_t n = static_cast<int64_t>(made->items.size());
+      const int64_t p = has_in(2) ? position(2, n, true) : n;
+      made->items.insert(made->items.begin() + p, v);
+      made->elem = v->elem();
+    } else if (op == "SequenceErase") {
+      *made = seq_in(0);
+      const int64_t n = static_cast<int64_t>(made->items.size());
+      if (n == 0) fail("erases from an empty sequence");
+      const int64_t p = has_in(1) ? position(1, n, false) : n - 1;
+      made->items.erase(made->items.begin() + p);
+    } else if (op == "SequenceAt") {
+      const Composite& c = seq_in(0);
+      return bind_tensor_out(c.items[position(1, static_cast<int64_t>(c.items.size()), false)]);
+    } else if (op == "SequenceLength") {
+      const int64_t n = static_cast<int64_t>(seq_in(0).items.size());
+      return bind(out, g_.add_constant(fresh(out), Tensor::scalar_int(n)));
+    } else if (op == "ConcatFromSequence") {
+      const Composite& c = seq_in(0);
+      if (!has_attr("axis")) fail("attribute 'axis' is required");
+      if (c.items.empty()) fail("concatenates an empty sequence (its shape is unknown)");
+      const int64_t axis = ai("axis", 0);
+      std::vector<Value*> parts = c.items;
+      if (ai("new_axis", 0) != 0)
+        for (Value*& v : parts)
+          v = emit("Unsqueeze", {v}, {{"axes", Attribute(std::vector<int64_t>{axis})}},
+                   {helper_name(v->name + "/item")})[0];
+      return emit_bound("Concat", parts, {{"axis", Attribute(axis)}});
+    } else if (op == "SplitToSequence") {
+      conv_split_to_sequence(*made);
+    } else if (op == "SequenceMap") {
+      return conv_sequence_map();
+    } else if (op == "Optional") {
+      made->optional = true;
+      if (has_in(0)) {
+        if (CompPtr c = comp_in(0)) {
+          if (c->optional) unsupported("an optional of an optional is not supported");
+          made->items = c->items;
+          made->elem = c->elem;
+        } else {
+          made->of_sequence = false;
+          made->items = {req(0)};
+          made->elem = req(0)->elem();
+        }
+      } else {
+        const auto* a = attr("type");
+        if (!a || !a->has_tp()) fail("needs an input or the attribute 'type'");
+        made->present = false;
+        const onnx::TypeProto* t = &a->tp();
+        made->of_sequence = t->has_sequence_type();
+        if (made->of_sequence) t = &t->sequence_type().elem_type();
+        if (!t->has_tensor_type()) unsupported("'type' must be a tensor or a sequence of tensors");
+        made->elem = elem_type_from_onnx(t->tensor_type().elem_type());
+      }
+    } else if (op == "OptionalHasElement") {
+      CompPtr c = comp_in(0);
+      const bool present = has_in(0) && (!c || !c->optional || c->present);
+      return bind(out, g_.add_constant(fresh(out), bool_scalar(present)));
+    } else if (op == "OptionalGetElement") {
+      CompPtr c = comp_in(0);
+      if (!c) return bind_tensor_out(req(0));  // a tensor is its own element
+      if (c->optional && !c->present) fail("the optional '" + node_->input(0) + "' is empty");
+      if (c->optional && !c->of_sequence) return bind_tensor_out(c->items[0]);
+      *made = *c;
+      made->optional = false;
+      made->present = true;
+      made->of_sequence = true;
+    }
+    bind_comp(out, made);
+  }
+
+  // SplitToSequence: Split (sizes from `split`, else pieces of 1, squeezed unless
+  // keepdims) into the tensors of a sequence.
+  void conv_split_to_sequence(Composite& made) {
+    Value* x = req(0);
+    int64_t axis = ai("axis", 0);
+    if (axis < 0) axis += x->rank();
+    if (axis < 0 || axis >= x->rank())
+      fail("axis " + std::to_string(ai("axis", 0)) + " is out of range for " + x->type.str());
+    const int64_t D = x->shape()[axis];
+    std::vector<int64_t> sizes;
+    bool squeeze = false;
+    if (has_in(1)) {
+      const Tensor& t = cin(1, "split");
+      if (t.holds_floats()) fail("split must be integers, got " + t.type().str());
+      if (t.rank() == 0) {
+        const int64_t chunk = t.ints()[0];
+        if (chunk <= 0) fail("split " + std::to_string(chunk) + " must be positive");
+        for (int64_t done = 0; done < D; done += chunk) sizes.push_back(std::min(chunk, D - done));
+      } else {
+        sizes = t.ints();
+        int64_t sum = 0;
+        for (int64_t v : sizes) {
+          if (v < 0) fail("split sizes must not be negative");
+          sum += v;
+        }
+        if (sum != D)
+          fail("split sizes sum to " + std::to_string(sum) + ", the axis has " + std::to_string(D));
+      }
+    } else {
+      sizes.assign(static_cast<size_t>(D), 1);
+      squeeze = ai("keepdims", 1) == 0;
+    }
+    made.elem = x->elem();
+    if (sizes.empty()) return;
+    std::vector<std::string> names;
+    for (size_t k = 0; k < sizes.size(); ++k)
+      names.push_back(helper_name(node_->output(0) + "/" + std::to_string(k)));
+    std::vector<Value*> parts =
+        sizes.size() == 1
+            ? std::vector<Value*>{emit("Identity", {x}, {}, {names[0]})[0]}
+            : emit("Split", {x}, {{"axis", Attribute(axis)}, {"split", Attribute(sizes)}}, names);
+    for (Value*& v : parts)
+      if (squeeze)
+        v = emit("Squeeze", {v}, {{"axes", Attribute(std::vector<int64_t>{axis})}},
+                 {helper_name(v->name + "/squeezed")})[0];
+    made.items = parts;
+  }
+
+  // SequenceMap: the body inlined once per position; sequence inputs pass their
+  // tensor at that position, tensor inputs pass themselves.
+  void conv_sequence_map() {
+    const onnx::GraphProto& bp = graph_attr("body");
+    const Composite& first = seq_in(0);
+    const size_t n = first.items.size();
+    std::vector<CompPtr> ins;
+    for (int k = 0; k < node_->input_size(); ++k) {
+      CompPtr c = comp_in(k);
+      if (c && c->optional) unsupported("optional inputs are not supported");
+      if (c && c->items.size() != n)
+        fail("input " + std::to_string(k) + " holds " + std::to_string(c->items.size()) +
+             " tensors, input 0 holds " + std::to_string(n));
+      ins.push_back(c);
+    }
+    std::vector<std::shared_ptr<Composite>> outs;
+    for (int k = 0; k < node_->output_size(); ++k) outs.push_back(std::make_shared<Composite>());
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<Slot> vals;
+      for (int k = 0; k < node_->input_size(); ++k)
+        vals.push_back({ins[k] ? ins[k]->items[i] : req(k), nullptr});
+      const std::string tag = "@" + std::to_string(i);
+      Importer it(*this, g_, "body (position " + std::to_string(i) + ")", true, tag);
+      std::vector<Slot> res = it.import_body(bp, {}, vals);
+      if (res.size() != outs.size())
+        fail("body '" + bp.name() + "' has " + std::to_string(res.size()) + " outputs, the op " +
+             std::to_string(outs.size()));
+      for (size_t k = 0; k < res.size(); ++k) {
+        if (res[k].c) unsupported("body outputs must be tensors");
+        outs[k]->items.push_back(res[k].v);
+        outs[k]->elem = res[k].v->elem();
+      }
+    }
+    for (size_t k = 0; k < outs.size(); ++k) bind_comp(node_->output(static_cast<int>(k)), outs[k]);
+  }
+
   // --- user kernels (trnsim.kernels domain) ---------------------------------
   // A kernel traced at export (trnsim.kernels' torch operators): op type = the
   // kernel's name, attributes tir / inputs / outputs as on trn.TileKernel
@@ -1551,6 +1903,8 @@ class Importer {
   bool inline_ = false;
   std::string suffix_;
   mutable std::vector<std::pair<std::string, Value*>> captures_;
+  // ONNX name -> sequence/optional value of this scope.
+  std::unordered_map<std::string, CompPtr> comps_;
   std::unordered_set<std::string> used_;  // every name some node or output reads
   const onnx::NodeProto* node_ = nullptr;
   int node_index_ = 0;
@@ -1568,6 +1922,10 @@ const std::vector<std::string>& supported_onnx_ops() {
     return std::vector<std::string>(s.begin(), s.end());
   }();
   return ops;
+}
+
+std::string sequence_item_name(const std::string& name, int64_t k) {
+  return k < 0 ? name : name + "[" + std::to_string(k) + "]";
 }
 
 ir::Graph import_onnx_model(const onnx::ModelProto& model, const std::string& label,

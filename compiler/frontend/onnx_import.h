@@ -13,6 +13,12 @@
 //     Softmax -> Reshape + Softmax + Reshape, Dropout -> Identity, ...), typed by
 //     static shape inference, and folded when its inputs are constant, so torch's
 //     Shape -> Gather -> Concat -> Reshape chains resolve;
+//   - sequence and optional values (SequenceConstruct/Insert/At/..., Optional,
+//     Optional{Has,Get}Element, If/Loop carrying them) are resolved at import into
+//     their tensors: positions, lengths and presence must be known at compile time
+//     (a Loop carrying one is unrolled; an If making one needs a constant
+//     condition). A sequence or optional graph output becomes one output per
+//     tensor (sequence_item_name());
 //   - nodes that feed no output are dropped; the graph is verified.
 // Values keep their ONNX names, so graph inputs and outputs are found by name.
 //
@@ -36,6 +42,23 @@ class ModelProto;
 
 namespace trnsim::frontend {
 
+// The structure of a sequence or optional graph input (ImportOptions::
+// sequence_inputs). The IR has static types, so sequences and optionals are
+// resolved at import: a sequence is the list of its tensors, an optional holds a
+// tensor, a sequence or nothing, all known at compile time. Each tensor in such an
+// input becomes a graph input of its own, named by sequence_item_name().
+struct SequenceInput {
+  bool optional = false;              // an ONNX optional (else a sequence)
+  bool present = true;                // optional: holds an element
+  bool of_sequence = true;            // optional: its element is a sequence (else one tensor)
+  std::vector<ir::TensorType> items;  // the tensors, in order
+};
+
+// IR name of item k of sequence/optional value `name` (a graph input or output):
+// "name[k]" for a sequence's k-th tensor (also inside an optional), `name` itself
+// for an optional's tensor (k = -1).
+std::string sequence_item_name(const std::string& name, int64_t k);
+
 struct ImportOptions {
   // Concrete shapes for graph inputs (by name). Needed for inputs with symbolic or
   // unknown dims; for others the shape must match the declared one.
@@ -44,6 +67,9 @@ struct ImportOptions {
   // shape-like parameter (Reshape shape, Slice starts, Clip bounds, ...) as an
   // input. The tensor must match the input's declared type.
   std::map<std::string, ir::Tensor> constant_inputs;
+  // Sequence and optional graph inputs (by name): their structure (see
+  // SequenceInput). Such an input with no entry here is refused.
+  std::map<std::string, SequenceInput> sequence_inputs;
 };
 
 // Refusal because a value the compiler needs at compile time (a shape, axes, a

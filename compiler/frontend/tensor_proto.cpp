@@ -1,5 +1,6 @@
 #include "compiler/frontend/tensor_proto.h"
 
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
@@ -39,6 +40,8 @@ std::optional<ElemType> elem_type_from_onnx(int dt) {
       return ElemType::uint8;
     case TP::BOOL:
       return ElemType::boolean;
+    case TP::DOUBLE:
+      return ElemType::fp64;
     default:
       return std::nullopt;
   }
@@ -68,6 +71,8 @@ int elem_type_to_onnx(ElemType t) {
       return TP::UINT8;
     case ElemType::boolean:
       return TP::BOOL;
+    case ElemType::fp64:
+      return TP::DOUBLE;
     default:
       throw ir::UnsupportedError("element type " + std::string(ir::elem_type_name(t)) +
                                  " has no ONNX equivalent");
@@ -80,7 +85,8 @@ std::string onnx_type_name(int dt) {
 }
 
 std::string supported_onnx_types() {
-  return "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, UINT32, UINT16, UINT8, BOOL";
+  return "FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, UINT32, UINT16, UINT8, "
+         "BOOL";
 }
 
 namespace {
@@ -124,6 +130,11 @@ ir::Tensor tensor_from_proto(const TP& p, const std::string& what) {
       if (raw) return ir::Tensor::from_floats(shape, raw_values<float>(rd, n, what));
       check_count(p.float_data_size(), n, what, "float_data");
       return ir::Tensor::from_floats(shape, {p.float_data().begin(), p.float_data().end()});
+    }
+    case TP::DOUBLE: {
+      if (raw) return ir::Tensor::from_doubles(shape, raw_values<double>(rd, n, what));
+      check_count(p.double_data_size(), n, what, "double_data");
+      return ir::Tensor::from_doubles(shape, {p.double_data().begin(), p.double_data().end()});
     }
     case TP::FLOAT16:
     case TP::BFLOAT16: {
@@ -198,6 +209,9 @@ void tensor_to_proto(const ir::Tensor& t, TP& p) {
     case ElemType::fp32:
       put(t.floats().data(), n * 4);
       break;
+    case ElemType::fp64:
+      put(t.doubles().data(), n * 8);
+      break;
     case ElemType::fp16:
     case ElemType::bf16:
       for (float f : t.floats()) {
@@ -249,6 +263,49 @@ void write_tensor_pb(const ir::Tensor& t, const std::string& path, const std::st
   p.set_name(name);
   std::ofstream f(path, std::ios::binary);
   if (!f || !p.SerializeToOstream(&f)) throw ir::CompileError(path + ": cannot write file");
+}
+
+namespace {
+
+std::vector<ir::Tensor> sequence_tensors(const onnx::SequenceProto& q, const std::string& what) {
+  if (q.elem_type() != onnx::SequenceProto::TENSOR && q.tensor_values_size() == 0 &&
+      q.elem_type() != onnx::SequenceProto::UNDEFINED)
+    throw ir::UnsupportedError(what + ": only sequences of tensors are supported");
+  std::vector<ir::Tensor> r;
+  for (int k = 0; k < q.tensor_values_size(); ++k)
+    r.push_back(tensor_from_proto(q.tensor_values(k), what + ": tensor " + std::to_string(k)));
+  return r;
+}
+
+}  // namespace
+
+SequenceData read_sequence_pb(const std::string& path, bool optional) {
+  std::string bytes;
+  if (const std::string why = isa::read_file(path, bytes); !why.empty())
+    throw ir::CompileError(path + ": cannot open file: " + why);
+  SequenceData d;
+  d.optional = optional;
+  if (!optional) {
+    onnx::SequenceProto q;
+    if (!q.ParseFromString(bytes))
+      throw ir::CompileError(path + ": not a serialized ONNX SequenceProto");
+    d.tensors = sequence_tensors(q, path);
+    return d;
+  }
+  onnx::OptionalProto o;
+  if (!o.ParseFromString(bytes))
+    throw ir::CompileError(path + ": not a serialized ONNX OptionalProto");
+  d.of_sequence = o.elem_type() == onnx::OptionalProto::SEQUENCE || o.has_sequence_value();
+  d.present = o.has_tensor_value() || o.has_sequence_value();
+  if (o.has_tensor_value())
+    d.tensors.push_back(tensor_from_proto(o.tensor_value(), path));
+  else if (o.has_sequence_value())
+    d.tensors = sequence_tensors(o.sequence_value(), path);
+  else if (o.elem_type() != onnx::OptionalProto::UNDEFINED &&
+           o.elem_type() != onnx::OptionalProto::TENSOR &&
+           o.elem_type() != onnx::OptionalProto::SEQUENCE)
+    throw ir::UnsupportedError(path + ": only optional tensors and sequences are supported");
+  return d;
 }
 
 }  // namespace trnsim::frontend

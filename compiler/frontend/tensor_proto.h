@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/ir/tensor.h"
 
@@ -14,7 +15,7 @@ class TensorProto;
 namespace trnsim::frontend {
 
 // The IR element type of an ONNX TensorProto.DataType code, or nullopt for types
-// the compiler does not handle (double, uint64, string, complex).
+// the compiler does not handle (uint64, string, complex).
 std::optional<ir::ElemType> elem_type_from_onnx(int data_type);
 int elem_type_to_onnx(ir::ElemType t);
 // "FLOAT", "DOUBLE", ... for messages.
@@ -32,5 +33,17 @@ void tensor_to_proto(const ir::Tensor& t, onnx::TensorProto& p);
 // tensor's name field.
 ir::Tensor read_tensor_pb(const std::string& path, std::string* name = nullptr);
 void write_tensor_pb(const ir::Tensor& t, const std::string& path, const std::string& name = "");
+
+// A sequence or optional value of the ONNX test data (a SequenceProto or an
+// OptionalProto): its tensors, in order.
+struct SequenceData {
+  bool optional = false;    // an OptionalProto (else a SequenceProto)
+  bool present = true;      // optional: holds an element
+  bool of_sequence = true;  // optional: the element is a sequence (else one tensor)
+  std::vector<ir::Tensor> tensors;
+};
+// Read a file holding one serialized SequenceProto (`optional` false) or
+// OptionalProto; only tensors (and sequences of them) are supported.
+SequenceData read_sequence_pb(const std::string& path, bool optional);
 
 }  // namespace trnsim::frontend

@@ -121,7 +121,9 @@ TensorMap run(const ir::Graph& g, const TensorMap& inputs, const RunOptions& opt
       ir::ElemType dt = *ir::compute_dtype(n);
       rounded.reserve(2);
       for (size_t i = 0; i < 2 && i < ins.size(); ++i) {
-        if (!ins[i] || !ins[i]->holds_floats() || dt == ir::ElemType::fp32) continue;
+        if (!ins[i] || !ins[i]->holds_floats() || ins[i]->holds_doubles() ||
+            dt == ir::ElemType::fp32)
+          continue;
         rounded.push_back(*ins[i]);
         for (float& f : rounded.back().floats()) f = isa::round_to(*ir::to_isa(dt), f);
         ins[i] = &rounded.back();

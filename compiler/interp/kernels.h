@@ -41,12 +41,15 @@ void register_control(KernelMap& m);  // If, Loop, Scan (kernels_control.cpp)
   throw ir::CompileError(msg);
 }
 
-// Calls f(std::vector<T>& out_data, const std::vector<T>& in_data) with T = float
-// or int64_t according to the storage kind (both tensors must share it).
+// Calls f(std::vector<T>& out_data, const std::vector<T>& in_data) with T = float,
+// double (fp64) or int64_t according to the storage kind (both tensors must share it).
 template <typename F>
 void with_storage(const Tensor& in, Tensor& out, F&& f) {
-  if (in.holds_floats() != out.holds_floats()) kfail("internal: storage kinds differ");
-  if (in.holds_floats())
+  if (in.holds_floats() != out.holds_floats() || in.holds_doubles() != out.holds_doubles())
+    kfail("internal: storage kinds differ");
+  if (in.holds_doubles())
+    f(out.doubles(), in.doubles());
+  else if (in.holds_floats())
     f(out.floats(), in.floats());
   else
     f(out.ints(), in.ints());

@@ -69,16 +69,27 @@ void where(const Tensor& c, const std::vector<T>& x, const Shape& sx, const std:
                         });
 }
 
-float fmax_nan(float a, float b) {
-  return (std::isnan(a) || std::isnan(b)) ? NAN : (a > b ? a : b);
+template <typename T>
+T fmax_nan(T a, T b) {
+  return (std::isnan(a) || std::isnan(b)) ? T(NAN) : (a > b ? a : b);
 }
-float fmin_nan(float a, float b) {
-  return (std::isnan(a) || std::isnan(b)) ? NAN : (a < b ? a : b);
+template <typename T>
+T fmin_nan(T a, T b) {
+  return (std::isnan(a) || std::isnan(b)) ? T(NAN) : (a < b ? a : b);
+}
+double dadd(double a, double b) {
+  return a + b;
 }
 
 void unary_float(KernelMap& m, const std::string& op, std::function<FloatFn(const Node&)> make) {
   m[op] = [make](const Node& n, const Ins& in, Outs& out) {
     FloatFn f = make(n);
+    if (in[0]->holds_doubles()) {  // fp64: the double function, kept in double
+      const auto& x = in[0]->doubles();
+      auto& y = out[0].doubles();
+      for (size_t k = 0; k < x.size(); ++k) y[k] = f(x[k]);
+      return;
+    }
     const auto& x = in[0]->floats();
     auto& y = out[0].floats();
     for (size_t k = 0; k < x.size(); ++k) y[k] = static_cast<float>(f(x[k]));
@@ -92,7 +103,11 @@ void unary_float(KernelMap& m, const std::string& op, FloatFn f) {
 void unary_numeric(KernelMap& m, const std::string& op, std::function<double(double)> ff,
                    std::function<int64_t(int64_t)> fi) {
   m[op] = [ff, fi](const Node&, const Ins& in, Outs& out) {
-    if (in[0]->holds_floats()) {
+    if (in[0]->holds_doubles()) {
+      const auto& x = in[0]->doubles();
+      auto& y = out[0].doubles();
+      for (size_t k = 0; k < x.size(); ++k) y[k] = ff(x[k]);
+    } else if (in[0]->holds_floats()) {
       const auto& x = in[0]->floats();
       auto& y = out[0].floats();
       for (size_t k = 0; k < x.size(); ++k) y[k] = static_cast<float>(ff(x[k]));
@@ -104,13 +119,18 @@ void unary_numeric(KernelMap& m, const std::string& op, std::function<double(dou
   };
 }
 
-// Broadcasting binary op on a float function and an integer function.
+// Broadcasting binary op on a float function, an integer function and (for fp64)
+// a double function.
 void binary(KernelMap& m, const std::string& op, std::function<float(float, float)> ff,
-            std::function<int64_t(int64_t, int64_t)> fi) {
-  m[op] = [ff, fi](const Node&, const Ins& in, Outs& out) {
+            std::function<int64_t(int64_t, int64_t)> fi,
+            std::function<double(double, double)> fd = nullptr) {
+  m[op] = [ff, fi, fd](const Node&, const Ins& in, Outs& out) {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
-    if (a.holds_floats())
+    if (a.holds_doubles() && fd)
+      broadcast2(a.doubles(), a.shape(), b.doubles(), b.shape(), out[0].doubles(), out[0].shape(),
+                 fd);
+    else if (a.holds_floats())
       broadcast2(a.floats(), a.shape(), b.floats(), b.shape(), out[0].floats(), out[0].shape(), ff);
     else
       broadcast2(a.ints(), a.shape(), b.ints(), b.shape(), out[0].ints(), out[0].shape(), fi);
@@ -119,12 +139,27 @@ void binary(KernelMap& m, const std::string& op, std::function<float(float, floa
 
 // Variadic broadcasting op: folds the inputs left to right into the output.
 void variadic(KernelMap& m, const std::string& op, std::function<float(float, float)> ff,
-              std::function<int64_t(int64_t, int64_t)> fi, bool mean = false) {
-  m[op] = [ff, fi, mean](const Node&, const Ins& in, Outs& out) {
+              std::function<int64_t(int64_t, int64_t)> fi, std::function<double(double, double)> fd,
+              bool mean = false) {
+  m[op] = [ff, fi, fd, mean](const Node&, const Ins& in, Outs& out) {
     Tensor& o = out[0];
     const Shape& so = o.shape();
     // Start with input 0 broadcast to the output shape.
-    if (o.holds_floats()) {
+    if (o.holds_doubles()) {
+      auto& od = o.doubles();
+      const auto& a = in[0]->doubles();
+      for_each_broadcast<1>(
+          so, {&in[0]->shape()},
+          [&](int64_t k, const std::array<int64_t, 1>& off) { od[k] = a[off[0]]; });
+      for (size_t i = 1; i < in.size(); ++i) {
+        const auto& b = in[i]->doubles();
+        for_each_broadcast<1>(
+            so, {&in[i]->shape()},
+            [&](int64_t k, const std::array<int64_t, 1>& off) { od[k] = fd(od[k], b[off[0]]); });
+      }
+      if (mean)
+        for (auto& v : od) v /= static_cast<double>(in.size());
+    } else if (o.holds_floats()) {
       auto& od = o.floats();
       const auto& a = in[0]->floats();
       for_each_broadcast<1>(
@@ -162,7 +197,10 @@ void compare(KernelMap& m, const std::string& op, Cmp cmp) {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     auto& o = out[0].ints();
-    if (a.holds_floats())
+    if (a.holds_doubles())
+      broadcast2(a.doubles(), a.shape(), b.doubles(), b.shape(), o, out[0].shape(),
+                 [&](double x, double y) -> int64_t { return cmp(x, y); });
+    else if (a.holds_floats())
       broadcast2(a.floats(), a.shape(), b.floats(), b.shape(), o, out[0].shape(),
                  [&](float x, float y) -> int64_t { return cmp(x, y); });
     else
@@ -269,9 +307,8 @@ void register_elementwise(KernelMap& m) {
     for (size_t k = 0; k < x.size(); ++k) y[k] = !x[k];
   };
   m["IsNaN"] = [](const Node&, const Ins& in, Outs& out) {
-    const auto& x = in[0]->floats();
     auto& y = out[0].ints();
-    for (size_t k = 0; k < x.size(); ++k) y[k] = std::isnan(x[k]);
+    for (int64_t k = 0; k < in[0]->numel(); ++k) y[k] = std::isnan(in[0]->at(k));
   };
   m["IsInf"] = [](const Node& n, const Ins& in, Outs& out) {
     bool neg = n.attr_int("detect_negative") != 0, pos = n.attr_int("detect_positive") != 0;
@@ -282,18 +319,24 @@ void register_elementwise(KernelMap& m) {
 
   // --- binary / variadic ---------------------------------------------------
   binary(
-      m, "Add", [](float a, float b) { return a + b; }, wadd);
+      m, "Add", [](float a, float b) { return a + b; }, wadd, dadd);
   binary(
-      m, "Sub", [](float a, float b) { return a - b; }, wsub);
+      m, "Sub", [](float a, float b) { return a - b; }, wsub,
+      [](double a, double b) { return a - b; });
   binary(
-      m, "Mul", [](float a, float b) { return a * b; }, wmul);
+      m, "Mul", [](float a, float b) { return a * b; }, wmul,
+      [](double a, double b) { return a * b; });
   binary(
-      m, "Div", [](float a, float b) { return a / b; }, idiv);
+      m, "Div", [](float a, float b) { return a / b; }, idiv,
+      [](double a, double b) { return a / b; });
   m["Mod"] = [](const Node& n, const Ins& in, Outs& out) {
     bool c_fmod = n.attr_int("fmod") != 0;
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
-    if (a.holds_floats())
+    if (a.holds_doubles())
+      broadcast2(a.doubles(), a.shape(), b.doubles(), b.shape(), out[0].doubles(), out[0].shape(),
+                 [&](double x, double y) { return c_fmod ? std::fmod(x, y) : fmod_py(x, y); });
+    else if (a.holds_floats())
       broadcast2(a.floats(), a.shape(), b.floats(), b.shape(), out[0].floats(), out[0].shape(),
                  [&](float x, float y) {
                    return static_cast<float>(c_fmod ? std::fmod(x, y) : fmod_py(x, y));
@@ -306,7 +349,19 @@ void register_elementwise(KernelMap& m) {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     const Shape& so = out[0].shape();
-    if (a.holds_floats()) {
+    if (a.holds_doubles() || b.holds_doubles()) {
+      // fp64 base or exponent: every operand read exactly through double.
+      for_each_broadcast<2>(
+          so, {&a.shape(), &b.shape()}, [&](int64_t k, const std::array<int64_t, 2>& off) {
+            const double r = std::pow(a.at(off[0]), b.at(off[1]));
+            if (out[0].holds_doubles())
+              out[0].doubles()[k] = r;
+            else if (out[0].holds_floats())
+              out[0].floats()[k] = static_cast<float>(r);
+            else
+              out[0].ints()[k] = std::isfinite(r) ? static_cast<int64_t>(r) : int64_t{0};
+          });
+    } else if (a.holds_floats()) {
       auto& o = out[0].floats();
       if (b.holds_floats())
         broadcast2(a.floats(), a.shape(), b.floats(), b.shape(), o, so, [](float x, float y) {
@@ -331,12 +386,16 @@ void register_elementwise(KernelMap& m) {
     broadcast2(in[0]->floats(), in[0]->shape(), in[1]->floats(), in[1]->shape(), out[0].floats(),
                out[0].shape(), [](float x, float s) { return x < 0 ? x * s : x; });
   };
-  variadic(m, "Max", fmax_nan, [](int64_t a, int64_t b) { return std::max(a, b); });
-  variadic(m, "Min", fmin_nan, [](int64_t a, int64_t b) { return std::min(a, b); });
   variadic(
-      m, "Sum", [](float a, float b) { return a + b; }, wadd);
+      m, "Max", fmax_nan<float>, [](int64_t a, int64_t b) { return std::max(a, b); },
+      fmax_nan<double>);
   variadic(
-      m, "Mean", [](float a, float b) { return a + b; }, wadd, true);
+      m, "Min", fmin_nan<float>, [](int64_t a, int64_t b) { return std::min(a, b); },
+      fmin_nan<double>);
+  variadic(
+      m, "Sum", [](float a, float b) { return a + b; }, wadd, dadd);
+  variadic(
+      m, "Mean", [](float a, float b) { return a + b; }, wadd, dadd, true);
 
   compare(m, "Equal", [](auto a, auto b) { return a == b; });
   compare(m, "Less", [](auto a, auto b) { return a < b; });
@@ -351,7 +410,9 @@ void register_elementwise(KernelMap& m) {
     const Tensor& c = *in[0];
     const Tensor& x = *in[1];
     const Tensor& y = *in[2];
-    if (x.holds_floats())
+    if (x.holds_doubles())
+      where(c, x.doubles(), x.shape(), y.doubles(), y.shape(), out[0].doubles(), out[0].shape());
+    else if (x.holds_floats())
       where(c, x.floats(), x.shape(), y.floats(), y.shape(), out[0].floats(), out[0].shape());
     else
       where(c, x.ints(), x.shape(), y.ints(), y.shape(), out[0].ints(), out[0].shape());

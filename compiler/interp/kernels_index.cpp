@@ -275,13 +275,17 @@ void einsum(const Node& n, const Ins& in, Outs& out) {
   const bool fl = out[0].holds_floats();
   for (int64_t o = 0; o < outer; ++o) {
     if (fl) {
+      // fp32 accumulates in double; fp64 reads and stores double (at() reads both).
       double acc = 0;
       for (int64_t j = 0; j < inner; ++j, step()) {
         double p = 1;
-        for (size_t k = 0; k < ni; ++k) p *= in[k]->floats()[off[k]];
+        for (size_t k = 0; k < ni; ++k) p *= in[k]->at(off[k]);
         acc += p;
       }
-      out[0].floats()[o] = static_cast<float>(acc);
+      if (out[0].holds_doubles())
+        out[0].doubles()[o] = acc;
+      else
+        out[0].floats()[o] = static_cast<float>(acc);
     } else {
       uint64_t acc = 0;  // wraps, as integer arithmetic in the other kernels
       for (int64_t j = 0; j < inner; ++j, step()) {
@@ -513,7 +517,9 @@ void eye_like(const Node& n, const Ins&, Outs& out) {
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t j = i + k;
     if (j < 0 || j >= cols) continue;
-    if (out[0].holds_floats())
+    if (out[0].holds_doubles())
+      out[0].doubles()[i * cols + j] = 1.0;
+    else if (out[0].holds_floats())
       out[0].floats()[i * cols + j] = 1.0f;
     else
       out[0].ints()[i * cols + j] = 1;

@@ -43,6 +43,15 @@ void gemm_int(int64_t M, int64_t N, int64_t K, const int64_t* A, const int64_t* 
     }
 }
 
+// C += A[M,K] * B[K,N] in double (fp64 MatMul: a plain loop, exact order).
+void gemm_double(int64_t M, int64_t N, int64_t K, const double* A, const double* B, double* C) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      const double av = A[i * K + k];
+      for (int64_t j = 0; j < N; ++j) C[i * N + j] += av * B[k * N + j];
+    }
+}
+
 void matmul(const Node&, const Ins& in, Outs& out) {
   Shape a = in[0]->shape(), b = in[1]->shape();
   if (a.size() == 1) a.insert(a.begin(), 1);
@@ -58,7 +67,10 @@ void matmul(const Node&, const Ins& in, Outs& out) {
   });
   Tensor& o = out[0];
   for (size_t bi = 0; bi < offa.size(); ++bi) {
-    if (o.holds_floats())
+    if (o.holds_doubles())
+      gemm_double(M, N, K, in[0]->doubles().data() + offa[bi] * M * K,
+                  in[1]->doubles().data() + offb[bi] * K * N, o.doubles().data() + bi * M * N);
+    else if (o.holds_floats())
       gemm_accumulate(M, N, K, in[0]->floats().data() + offa[bi] * M * K, K,
                       in[1]->floats().data() + offb[bi] * K * N, N, o.floats().data() + bi * M * N,
                       N);

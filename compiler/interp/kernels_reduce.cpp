@@ -70,7 +70,9 @@ void reduce(const Node& n, const Ins& in, Outs& out) {
         // -inf also for an empty set.
         a = std::isinf(mx[o]) ? (std::isnan(a) ? a : mx[o]) : std::log(a) + mx[o];
     }
-    if (out[0].holds_floats()) {
+    if (out[0].holds_doubles()) {
+      out[0].doubles() = std::move(acc);
+    } else if (out[0].holds_floats()) {
       auto& y = out[0].floats();
       for (int64_t o = 0; o < nout; ++o) y[o] = static_cast<float>(acc[o]);
     } else {
@@ -149,7 +151,11 @@ void cumsum(const Node& n, const Ins& in, Outs& out) {
       for (int64_t j = 0; j < D; ++j) {
         const int64_t d = rev ? D - 1 - j : j;
         const int64_t idx = o * D * I + d * I + i;
-        if (x.holds_floats()) {
+        if (x.holds_doubles()) {
+          if (!excl) facc += x.doubles()[idx];
+          out[0].doubles()[idx] = facc;
+          if (excl) facc += x.doubles()[idx];
+        } else if (x.holds_floats()) {
           if (!excl) facc += x.floats()[idx];
           out[0].floats()[idx] = static_cast<float>(facc);
           if (excl) facc += x.floats()[idx];

@@ -262,7 +262,9 @@ void shape_op(const Node& n, const Ins&, Outs& out) {
 
 void constant_of_shape(const Node& n, const Ins&, Outs& out) {
   const Tensor& v = n.attr_tensor("value");
-  if (out[0].holds_floats())
+  if (out[0].holds_doubles())
+    std::fill(out[0].doubles().begin(), out[0].doubles().end(), v.at(0));
+  else if (out[0].holds_floats())
     std::fill(out[0].floats().begin(), out[0].floats().end(), v.floats()[0]);
   else
     std::fill(out[0].ints().begin(), out[0].ints().end(), v.ints()[0]);

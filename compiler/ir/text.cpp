@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -49,7 +50,13 @@ std::string fmt_data(const Tensor& t) {
   std::string r = "[";
   for (int64_t k = 0; k < t.numel(); ++k) {
     if (k) r += ", ";
-    r += t.holds_floats() ? fmt_float(t.floats()[k], false) : std::to_string(t.ints()[k]);
+    if (t.holds_doubles()) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%.17g", t.doubles()[k]);
+      r += buf;
+    } else {
+      r += t.holds_floats() ? fmt_float(t.floats()[k], false) : std::to_string(t.ints()[k]);
+    }
   }
   return r + "]";
 }
@@ -243,6 +250,7 @@ class Parser {
   Tensor parse_data(const TensorType& t) {
     expect('[');
     std::vector<float> fs;
+    std::vector<double> ds;  // fp64: parsed as double, so printing round-trips
     std::vector<int64_t> is;
     if (!accept(']')) {
       do {
@@ -250,7 +258,9 @@ class Parser {
         size_t at = lex_.offset();
         bool f = false;
         std::string tok = number(f);
-        if (is_float(t.elem))
+        if (t.elem == ElemType::fp64)
+          ds.push_back(std::strtod(tok.c_str(), nullptr));
+        else if (is_float(t.elem))
           fs.push_back(to_float(tok, at));
         else if (f)
           error_at(at, "expected an integer for " + std::string(elem_type_name(t.elem)) + " data");
@@ -259,10 +269,12 @@ class Parser {
       } while (accept(','));
       expect(']');
     }
-    int64_t n =
-        is_float(t.elem) ? static_cast<int64_t>(fs.size()) : static_cast<int64_t>(is.size());
+    int64_t n = t.elem == ElemType::fp64 ? static_cast<int64_t>(ds.size())
+                : is_float(t.elem)       ? static_cast<int64_t>(fs.size())
+                                         : static_cast<int64_t>(is.size());
     if (n != t.numel())
       error(t.str() + " needs " + std::to_string(t.numel()) + " values, got " + std::to_string(n));
+    if (t.elem == ElemType::fp64) return Tensor::from_doubles(t.shape, std::move(ds));
     return is_float(t.elem) ? Tensor::from_floats(t.shape, std::move(fs), t.elem)
                             : Tensor::from_ints(t.shape, std::move(is), t.elem);
   }

@@ -11,7 +11,7 @@ struct TypeInfo {
   ElemType t;
   std::string_view name;
 };
-constexpr std::array<TypeInfo, 13> kTypes{{{ElemType::fp32, "fp32"},
+constexpr std::array<TypeInfo, 14> kTypes{{{ElemType::fp32, "fp32"},
                                            {ElemType::fp16, "fp16"},
                                            {ElemType::bf16, "bf16"},
                                            {ElemType::fp8e4m3, "fp8e4m3"},
@@ -23,7 +23,8 @@ constexpr std::array<TypeInfo, 13> kTypes{{{ElemType::fp32, "fp32"},
                                            {ElemType::uint32, "uint32"},
                                            {ElemType::uint16, "uint16"},
                                            {ElemType::uint8, "uint8"},
-                                           {ElemType::boolean, "bool"}}};
+                                           {ElemType::boolean, "bool"},
+                                           {ElemType::fp64, "fp64"}}};
 
 }  // namespace
 
@@ -46,6 +47,7 @@ bool is_float(ElemType t) {
     case ElemType::bf16:
     case ElemType::fp8e4m3:
     case ElemType::fp8e5m2:
+    case ElemType::fp64:
       return true;
     default:
       return false;

@@ -30,11 +30,14 @@ enum class ElemType : uint8_t {
   uint16,
   uint8,
   boolean,  // printed "bool"
+  // ONNX DOUBLE: host-only (the chip has no fp64), held exactly as double.
+  fp64,
 };
 
 std::string_view elem_type_name(ElemType t);
 std::optional<ElemType> parse_elem_type(std::string_view s);
-// Floating types are held as float in host tensors, all others as int64_t.
+// Floating types are held as float in host tensors (fp64 as double), all others as
+// int64_t.
 bool is_float(ElemType t);
 bool is_integer(ElemType t);  // signed or unsigned integers, not bool
 std::optional<isa::DType> to_isa(ElemType t);

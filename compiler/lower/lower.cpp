@@ -113,6 +113,17 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
   const std::map<std::string, std::string> io = io_tensor_names(g);
   for (const auto& [value, tensor] : io) used.insert(tensor);
   std::set<const ir::Value*> outs(g.outputs().begin(), g.outputs().end());
+  // The chip has no fp64: such nodes run on the host (compiler/partition.h).
+  for (const auto& np : g.nodes()) {
+    for (const ir::Value* v : np->inputs)
+      if (v && v->elem() == ir::ElemType::fp64)
+        unsupported(*np, "input '" + v->name + "' is " + v->type.str() +
+                             ": the chip has no fp64 (double), so it runs on the host");
+    for (const ir::Value* v : np->outputs)
+      if (v->elem() == ir::ElemType::fp64)
+        unsupported(*np, "output '" + v->name + "' is " + v->type.str() +
+                             ": the chip has no fp64 (double), so it runs on the host");
+  }
   c.int_ranges = int_ranges(g);
   for (const ir::Value* v : g.inputs())
     c.hbm[v] = c.b.input(io.at(v->name), hbm_shape(v), hbm_type(v));

@@ -87,7 +87,7 @@ inline std::string compare(const Tensor& got, const Tensor& want, const std::str
   for (int64_t k = 0; k < got.numel(); ++k) {
     bool ok;
     if (got.holds_floats()) {
-      double g = got.floats()[k], w = want.floats()[k];
+      double g = got.at(k), w = want.at(k);
       if (std::isnan(w) || std::isnan(g))
         ok = std::isnan(w) && std::isnan(g);
       else if (std::isinf(w) || std::isinf(g))
@@ -118,6 +118,39 @@ inline Tensor as_type(Tensor t, ir::ElemType want) {
   return t;
 }
 
+// 0: a tensor, 1: a sequence, 2: an optional (their test data are SequenceProto /
+// OptionalProto files, and the import flattens them: frontend::sequence_item_name()).
+inline int value_kind(const onnx::TypeProto& t) {
+  return t.has_sequence_type() ? 1 : t.has_optional_type() ? 2 : 0;
+}
+
+inline std::string item_name(const std::string& name, const frontend::SequenceData& d, size_t k) {
+  return frontend::sequence_item_name(name,
+                                      d.optional && !d.of_sequence ? -1 : static_cast<int64_t>(k));
+}
+
+// Compare a flattened sequence/optional output with its test data; "" when it matches.
+inline std::string compare_sequence(const interp::TensorMap& got, const std::string& name,
+                                    const frontend::SequenceData& want) {
+  for (size_t k = 0; k < want.tensors.size(); ++k) {
+    const std::string item = item_name(name, want, k);
+    auto it = got.find(item);
+    if (it == got.end())
+      return "output '" + name + "' should hold " + std::to_string(want.tensors.size()) +
+             " tensors; '" + item + "' is missing";
+    if (std::string err = compare(it->second, as_type(want.tensors[k], it->second.elem()), item);
+        !err.empty())
+      return err;
+  }
+  const std::string extra = want.tensors.empty() && want.optional
+                                ? (got.count(name) ? name : name + "[0]")
+                                : item_name(name, want, want.tensors.size());
+  if (got.count(extra))
+    return "output '" + name + "' holds more than the " + std::to_string(want.tensors.size()) +
+           " tensors expected ('" + extra + "')";
+  return "";
+}
+
 // Runs a graph on one data set's feed and returns every output by name.
 using Executor = std::function<interp::TensorMap(const ir::Graph&, const interp::TensorMap&)>;
 
@@ -138,21 +171,32 @@ inline CaseResult run_case(const fs::path& dir, const std::string& id, const Exe
     std::set<std::string> inits;
     for (const auto& i : m.graph().initializer()) inits.insert(i.name());
     std::vector<std::string> input_names;
+    std::map<std::string, int> kinds;  // value_kind() of each input and output
     for (const auto& i : m.graph().input())
-      if (!inits.count(i.name())) input_names.push_back(i.name());
+      if (!inits.count(i.name())) {
+        input_names.push_back(i.name());
+        kinds[i.name()] = value_kind(i.type());
+      }
     std::vector<std::string> output_names;
-    for (const auto& o : m.graph().output()) output_names.push_back(o.name());
+    for (const auto& o : m.graph().output()) {
+      output_names.push_back(o.name());
+      kinds[o.name()] = value_kind(o.type());
+    }
 
     std::vector<fs::path> sets = sorted_files(dir, "test_data_set_");
     if (sets.empty()) throw ir::CompileError(dir.string() + ": no test_data_set_*");
     // Inputs of every set, read leniently: a model with inputs the front end does
     // not support is refused by the import with a message about the model.
     std::vector<std::map<std::string, Tensor>> set_inputs(sets.size());
+    std::vector<std::map<std::string, frontend::SequenceData>> set_seqs(sets.size());
     for (size_t s = 0; s < sets.size(); ++s) {
       std::vector<fs::path> ins = sorted_files(sets[s], "input_");
       for (size_t k = 0; k < ins.size() && k < input_names.size(); ++k) {
         try {
-          set_inputs[s][input_names[k]] = frontend::read_tensor_pb(ins[k].string());
+          if (const int kind = kinds[input_names[k]]; kind != 0)
+            set_seqs[s][input_names[k]] = frontend::read_sequence_pb(ins[k].string(), kind == 2);
+          else
+            set_inputs[s][input_names[k]] = frontend::read_tensor_pb(ins[k].string());
         } catch (const std::exception&) {
         }
       }
@@ -166,6 +210,13 @@ inline CaseResult run_case(const fs::path& dir, const std::string& id, const Exe
         for (const auto& [name, t] : set_inputs[s]) {
           opts.input_shapes[name] = t.shape();
           if (frozen.count(name)) opts.constant_inputs[name] = t;
+        }
+        for (const auto& [name, d] : set_seqs[s]) {
+          frontend::SequenceInput& si = opts.sequence_inputs[name];
+          si.optional = d.optional;
+          si.present = d.present;
+          si.of_sequence = d.of_sequence;
+          for (const Tensor& t : d.tensors) si.items.push_back(t.type());
         }
         try {
           return frontend::import_onnx_model(m, model_path.string(), opts);
@@ -191,12 +242,28 @@ inline CaseResult run_case(const fs::path& dir, const std::string& id, const Exe
       interp::TensorMap feed;
       for (size_t k = 0; k < ins.size(); ++k) {
         if (frozen.count(input_names[k])) continue;
+        if (const int kind = kinds[input_names[k]]; kind != 0) {
+          const frontend::SequenceData d = frontend::read_sequence_pb(ins[k].string(), kind == 2);
+          for (size_t j = 0; j < d.tensors.size(); ++j)
+            feed[item_name(input_names[k], d, j)] = d.tensors[j];
+          continue;
+        }
         const ir::Value* v = g.find_value(input_names[k]);
         Tensor t = frontend::read_tensor_pb(ins[k].string());
         feed[input_names[k]] = v ? as_type(std::move(t), v->elem()) : std::move(t);
       }
       interp::TensorMap got = exec(g, feed);
       for (size_t k = 0; k < outs.size(); ++k) {
+        if (const int kind = kinds[output_names[k]]; kind != 0) {
+          std::string err = compare_sequence(
+              got, output_names[k], frontend::read_sequence_pb(outs[k].string(), kind == 2));
+          if (!err.empty()) {
+            r.status = Status::kFail;
+            r.detail = sets[s].filename().string() + ": " + err;
+            return r;
+          }
+          continue;
+        }
         const Tensor& out = got.at(output_names[k]);
         Tensor want = as_type(frontend::read_tensor_pb(outs[k].string()), out.elem());
         std::string err = compare(out, want, output_names[k]);

@@ -98,14 +98,9 @@ TEST(FallbackControl, IfBranchRunsOnTheDeviceBetweenDeviceSegments) {
   }
 }
 
-// A branch with no nodes (its output is its captured input) and a condition
-// computed on the device: the decision downloads the condition, and the empty
-// branch hands its input back.
-TEST(FallbackControl, IfWithAPassThroughBranchAndADeviceCondition) {
-  const platform::platform_config cfg = platform::load_config("tiny");
-  compiler::CompileOnnxOptions o;
-  o.precision = Precision::fp32;
-  o.target = runtime::target_from_config(cfg);
+// X [4,8] -> If(ReduceSum(X) > 0) {Neg} else {X} -> Relu: the condition is made
+// on the device, the else branch has no nodes.
+ir::Graph device_condition_graph() {
   ir::Graph g;
   ir::Value* x = g.add_input("X", {ElemType::fp32, {4, 8}});
   ir::Value* s =
@@ -122,6 +117,18 @@ TEST(FallbackControl, IfWithAPassThroughBranchAndADeviceCondition) {
                     "choose")
           ->outputs[0];
   g.add_output(ir::make_node(g, "Relu", {y})->outputs[0]);
+  return g;
+}
+
+// A branch with no nodes (its output is its captured input) and a condition
+// computed on the device: the decision downloads the condition, and the empty
+// branch hands its input back.
+TEST(FallbackControl, IfWithAPassThroughBranchAndADeviceCondition) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::fp32;
+  o.target = runtime::target_from_config(cfg);
+  const ir::Graph g = device_condition_graph();
   compiler::PartitionedModel m = compiler::compile_partitioned(g.clone(), o, true);
   EXPECT_TRUE(m.fallback.empty());
   ASSERT_EQ(m.decisions.size(), 1u);
@@ -138,7 +145,66 @@ TEST(FallbackControl, IfWithAPassThroughBranchAndADeviceCondition) {
     ASSERT_EQ(r.segments.size(), 3u);
     EXPECT_EQ(r.segments[1].branch, sign > 0 ? "then_branch" : "else_branch");
     EXPECT_EQ(r.segments[1].download_bytes, 4u);  // the condition, made on the device
+    EXPECT_FALSE(r.segments[1].branch_assumed);
   }
+}
+
+// Without fallback, an If is still decided on the host when both branches and every
+// other node lower; a branch with a node the chip cannot run is refused by name.
+TEST(FallbackControl, NoFallbackKeepsDecisionsWhoseBranchesLower) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::fp32;
+  o.target = runtime::target_from_config(cfg);
+  compiler::PartitionedModel m = compiler::compile_partitioned(if_graph(), o, false);
+  EXPECT_TRUE(m.fallback.empty());
+  ASSERT_EQ(m.decisions.size(), 1u);
+  EXPECT_EQ(m.decisions[0].node, "choose");
+
+  // The else branch goes through fp64, which only the host computes.
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp32, {4}});
+  ir::Value* c = g.add_input("C", {ElemType::boolean, {}});
+  auto wide = std::make_shared<ir::Graph>();
+  wide->name = "wide";
+  ir::Value* w = wide->add_input("wide_in", x->type);
+  w = ir::make_node(*wide, "Cast", {w}, {{"to", ir::Attribute("fp64")}}, "to_fp64")->outputs[0];
+  w = ir::make_node(*wide, "Cast", {w}, {{"to", ir::Attribute("fp32")}}, "from_fp64")->outputs[0];
+  wide->add_output(w);
+  g.add_output(
+      ir::make_node(g, "If", {c, x},
+                    {{"then_branch", ir::Attribute(branch("neg", "Neg", x->type))},
+                     {"else_branch", ir::Attribute(std::shared_ptr<const ir::Graph>(wide))}},
+                    "choose_wide")
+          ->outputs[0]);
+  try {
+    compiler::compile_partitioned(g.clone(), o, false);
+    FAIL() << "expected a refusal";
+  } catch (const ir::UnsupportedError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("to_fp64"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("else_branch of If 'choose_wide'"), std::string::npos) << msg;
+  }
+  EXPECT_NO_THROW(compiler::compile_partitioned(g.clone(), o, true));
+}
+
+// A timing-only run computes no data on the device: a condition made there reads as
+// zero, and the report says the branch taken was assumed.
+TEST(FallbackControl, TimingOnlyRunSaysTheBranchIsAssumed) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::fp32;
+  o.target = runtime::target_from_config(cfg);
+  compiler::PartitionedModel m = compiler::compile_partitioned(device_condition_graph(), o, true);
+  runtime::Device dev(cfg, runtime::DeviceOptions(false));
+  const interp::TensorMap in{{"X", random_tensor({4, 8}, 3, 0.1f, 1.0f)}};
+  runtime::FallbackResult r = runtime::run_partitioned(dev, cfg, m, in);
+  ASSERT_EQ(r.segments.size(), 3u);
+  EXPECT_EQ(r.segments[1].branch, "else_branch");
+  EXPECT_TRUE(r.segments[1].branch_assumed);
+  const std::string text = runtime::format_fallback(m, r);
+  EXPECT_NE(text.find("[assumed: the condition is a device result"), std::string::npos) << text;
+  EXPECT_NE(r.stats_json.find("\"branch_assumed\": true"), std::string::npos);
 }
 
 }  // namespace

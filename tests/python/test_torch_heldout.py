@@ -2,7 +2,8 @@
 models each built around one op the device may or may not run (recurrent layers, a
 scripted branch, Resize, TopK, Einsum, transposed and 3-D convolution, 3-D pooling,
 instance/group norm, CumSum, Trilu, ArgMax, OneHot, GatherElements/ScatterElements,
-NonZero). Each must match eager PyTorch (fp32: max error within 1e-4 of the largest
+NonZero, CumSum on float64 (host only: the chip has no fp64), a scripted loop appending
+to a list (ONNX sequence ops, resolved at import)). Each must match eager PyTorch (fp32: max error within 1e-4 of the largest
 output magnitude; the bf16 subset within 3e-2; integer outputs exactly), and the ops
 that ran on the host must be exactly those in EXPECTED_FALLBACK, each reported by its
 ONNX op type and the node name the exported ONNX file gives it.
@@ -45,6 +46,8 @@ EXPECTED_FALLBACK = {
     "argmax": set(),
     "one_hot": {"OneHot"},
     "gather_scatter": {"GatherElements", "ScatterElements"},
+    "cumsum_fp64": {"CumSum"},
+    "scripted_list": set(),
 }
 
 NEEDED = ("numpy", "torch", "onnx")
@@ -97,6 +100,16 @@ if torch is not None:
                 return x * 2.0 + 1.0
             return x - 3.0
 
+    class ListLoop(nn.Module):
+        """A scripted loop appending to a list: SequenceEmpty, a Loop carrying the
+        sequence (SequenceInsert) and ConcatFromSequence in the exported ONNX."""
+
+        def forward(self, x):
+            out = []
+            for i in range(x.size(0)):
+                out.append(x[i] * float(i + 1))
+            return torch.stack(out, 0) + 1.0
+
     def models():
         """name -> (module, inputs)."""
         torch.manual_seed(0)
@@ -129,6 +142,8 @@ if torch is not None:
             "gather_scatter": (Fn(lambda s, x, i: (torch.gather(x, 1, i),
                                                    torch.zeros(3, 5).scatter(1, i, x[:, :2]))),
                                (r(3, 5), torch.tensor([[0, 4], [2, 1], [3, 4]]))),
+            "cumsum_fp64": (Fn(lambda s, x: torch.cumsum(x, dim=1)), (r(3, 7).double(),)),
+            "scripted_list": (torch.jit.script(ListLoop()), (r(3, 4),)),
         }
         for module, _ in m.values():
             module.eval()
