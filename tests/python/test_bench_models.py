@@ -35,7 +35,7 @@ if not MISSING:
 
 LLAMA = dict(seq=32, d=128, heads=4, ff=256)
 GPT2 = dict(layers=2, seq=24, d=64, heads=4, ff=128)
-DECODE = dict(batch=3, ctx=300, d=128, heads=4, ff=256)
+DECODE = dict(batch=3, ctx=300, d=256, heads=4, ff=1024)  # gate, up: N = 2 PSUM chunks
 
 
 def rel_err(got, want):
