@@ -22,6 +22,9 @@
 //                     sequence in the same parts become the node's (K, V) pairs. A mask value of
 //                     -1e9 or below adds nothing after exp in fp32 unless a score is near 1e9
 //                     itself.
+//   rotate_half sign  Concat(Neg(x2), x1) * constant over the last axis (rotary
+//                     embeddings) -> Concat(x2, x1) * the constant negated over x2's
+//                     part (fold_rotate_sign)
 // Matching is exact: every constant is checked up to fp32 rounding (near_fp32),
 // reductions must be ReduceMean with keepdims over the trailing axes, gamma and
 // beta must broadcast to the normalized dims, every intermediate value must be
@@ -517,7 +520,42 @@ class PatternFuser {
   std::unordered_set<const Node*> consumed_;  // replaced by a fused node (dead, not erased yet)
 };
 
+// Rotary embeddings' rotate_half(x) * sin, Concat(Neg(x2), x1) * c along the last
+// axis with c a constant over the whole axis: the sign goes into the constant,
+// Concat(x2, x1) * c' with c' negated over the first part. Exact ((-a) * s is
+// a * (-s)), and one HBM pass (the Neg) less.
+void fold_rotate_sign(ir::Graph& g, PassContext& ctx) {
+  const Uses uses(g);  // a fold only changes values no other fold looks at
+  for (Node* m : g.nodes_snapshot()) {
+    if (m->op != "Mul" || m->inputs.size() != 2) continue;
+    for (int k = 0; k < 2; ++k) {
+      Value* cv = m->inputs[1 - k];
+      Node* cat = producer(m->inputs[k], "Concat");
+      if (!cat || cat->inputs.size() != 2 || !cv->has_data() || !cv->data->holds_floats() ||
+          cv->elem() != ir::ElemType::fp32)
+        continue;
+      const Value* y = cat->outputs[0];
+      if (y->rank() < 1 || cat->attr_int("axis") != y->rank() - 1 || !uses.single_use(y) ||
+          cv->rank() < 1 || cv->shape().back() != y->shape().back())
+        continue;
+      Node* neg = producer(cat->inputs[0], "Neg");
+      if (!neg || !uses.single_use(neg->outputs[0])) continue;
+      const int64_t last = cv->shape().back(), h = cat->inputs[0]->shape().back();
+      ir::Tensor t = *cv->data;
+      std::vector<float>& f = t.floats();
+      for (size_t i = 0; i < f.size(); ++i)
+        if (static_cast<int64_t>(i) % last < h) f[i] = -f[i];
+      m->inputs[1 - k] = g.add_constant(g.unique_name(cv->name + ".signed"), std::move(t));
+      cat->inputs[0] = neg->inputs[0];
+      m->merge_origin(*neg);
+      bump(ctx, kPass, "RotateSign");
+      break;
+    }
+  }
+}
+
 void run(ir::Graph& g, PassContext& ctx) {
+  fold_rotate_sign(g, ctx);
   PatternFuser(g, ctx).run();
 }
 

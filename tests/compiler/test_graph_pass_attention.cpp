@@ -131,5 +131,37 @@ TEST(GraphPassesFuseAttention, OtherFormsAreLeftAlone) {
   EXPECT_EQ(count_op(g, "trn.Attention"), 0);
 }
 
+TEST(GraphPassesFuseAttention, RotateHalfSignGoesIntoTheConstant) {
+  // Rotary embeddings: x * cos + cat(-x[..., 2:], x[..., :2]) * sin. The Neg goes
+  // into sin (negated over the first half); a Concat that is used twice keeps it.
+  check_pass("fuse_patterns", R"IR(
+    input %x: fp32[2,3,4]
+    const %sin: fp32[3,4] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    %hi: fp32[2,3,2] = Slice(%x) {axes=[2], ends=[4], starts=[2], steps=[1]} @/r/Slice
+    %lo: fp32[2,3,2] = Slice(%x) {axes=[2], ends=[2], starts=[0], steps=[1]} @/r/Slice_1
+    %n: fp32[2,3,2] = Neg(%hi) @/r/Neg
+    %c: fp32[2,3,4] = Concat(%n, %lo) {axis=2} @/r/Concat
+    %y: fp32[2,3,4] = Mul(%c, %sin) @/r/Mul
+    %n2: fp32[2,3,2] = Neg(%lo) @/s/Neg
+    %c2: fp32[2,3,4] = Concat(%n2, %hi) {axis=2} @/s/Concat
+    %y2: fp32[2,3,4] = Mul(%c2, %sin) @/s/Mul
+    %z: fp32[2,3,4] = Add(%y2, %c2) @/s/Add
+    output %y, %z)IR",
+             R"IR(
+    input %x: fp32[2,3,4]
+    const %sin: fp32[3,4] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    const %sin.signed: fp32[3,4] = [-1, -2, 3, 4, -5, -6, 7, 8, -9, -10, 11, 12]
+    %hi: fp32[2,3,2] = Slice(%x) {axes=[2], ends=[4], starts=[2], steps=[1]} @/r/Slice
+    %lo: fp32[2,3,2] = Slice(%x) {axes=[2], ends=[2], starts=[0], steps=[1]} @/r/Slice_1
+    %c: fp32[2,3,4] = Concat(%hi, %lo) {axis=2} @/r/Concat
+    %y: fp32[2,3,4] = Mul(%c, %sin.signed) @/r/Mul
+    %n2: fp32[2,3,2] = Neg(%lo) @/s/Neg
+    %c2: fp32[2,3,4] = Concat(%n2, %hi) {axis=2} @/s/Concat
+    %y2: fp32[2,3,4] = Mul(%c2, %sin) @/s/Mul
+    %z: fp32[2,3,4] = Add(%y2, %c2) @/s/Add
+    output %y, %z)IR",
+             0.0);
+}
+
 }  // namespace
 }  // namespace trnsim::graph_passes::testing
