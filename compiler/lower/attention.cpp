@@ -265,14 +265,18 @@ void lower_attention(Ctx& c, const ir::Node& n) {
             c.b.matmul(tp({sl(0, kr), sl(j * QP, j * QP + qn)}), pm({all(), sl(k0, k0 + kr)}),
                        ident({sl(0, qn), sl(0, qn)}), false);
           }
+          // Only what the transposes wrote: qn columns of each slot, kr rows of the
+          // last tile.
+          auto slots = [&](const TileView& v, int64_t rows, int64_t first, int64_t n) {
+            return v({sl(0, rows), sl(first * QP, (first + n) * QP)})
+                .reshape({rows, n, QP})({all(), all(), sl(0, qn)});
+          };
           const int64_t last_kr = std::min(KP, w - (t0 + ng - 1) * KP);
           if (last_kr == KP) {
-            c.b.tensor_copy(pt({all(), sl(0, ng * QP)}), tp({all(), sl(0, ng * QP)}));
+            c.b.tensor_copy(slots(pt, KP, 0, ng), slots(tp, KP, 0, ng));
           } else {
-            if (ng > 1)
-              c.b.tensor_copy(pt({all(), sl(0, (ng - 1) * QP)}), tp({all(), sl(0, (ng - 1) * QP)}));
-            c.b.tensor_copy(pt({sl(0, last_kr), sl((ng - 1) * QP, ng * QP)}),
-                            tp({sl(0, last_kr), sl((ng - 1) * QP, ng * QP)}));
+            if (ng > 1) c.b.tensor_copy(slots(pt, KP, 0, ng - 1), slots(tp, KP, 0, ng - 1));
+            c.b.tensor_copy(slots(pt, last_kr, ng - 1, 1), slots(tp, last_kr, ng - 1, 1));
           }
           for (int64_t j = 0; j < ng; ++j) {
             const int64_t k0 = (t0 + j) * KP, kr = std::min(KP, w - k0);
