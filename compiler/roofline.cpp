@@ -102,6 +102,19 @@ void node_flops(const ir::Node& n, FlopsByDtype& out) {
     const ir::Value* w = n.input(1);
     out[size_t(mm_dtype(n))] += 2.0 * numel(n.input(0)) * (w ? prod_from(w->shape(), 1) : 1.0);
     if (n.input(2)) fp32(numel(y));
+  } else if (op == "trn.Attention") {
+    // The two matmuls over every (query, key) pair, as written before fusion (causal
+    // pairs skipped on the chip still count); the scale, mask and softmax in fp32.
+    const ir::Value* q = n.input(0);
+    const double d = q && !q->shape().empty() ? double(q->shape().back()) : 1.0;
+    double skv = 0;  // keys of every (K, V) pair
+    for (size_t i = 1; i < n.inputs.size(); i += 2)
+      if (const ir::Value* k = n.input(i); k && k->rank() >= 2)
+        skv += double(k->shape()[k->shape().size() - 2]);
+    const double dv = y && !y->shape().empty() ? double(y->shape().back()) : 1.0;
+    const double pairs = dv > 0 ? numel(y) / dv * skv : 0.0;
+    out[size_t(mm_dtype(n))] += 2.0 * pairs * (d + dv);
+    fp32((n.attr_int("causal", 0) ? 7.0 : 6.0) * pairs);
   } else if (op == "Softmax" || op == "LogSoftmax") {
     fp32(5.0 * numel(y));  // max, subtract, exp, sum, divide (or log)
   } else if (op == "trn.LayerNorm") {

@@ -162,6 +162,60 @@ def llama_layer(seq=2048, d=4096, heads=32, ff=11008, batch=1, seed=0):
     return model.eval(), (x,)
 
 
+class LlamaDecodeLayer(nn.Module):
+    """LlamaLayer for one decode step: x[batch, 1, d] is the newest token of each
+    sequence, k_cache / v_cache[batch, heads, ctx, head_dim] the rotated keys and the
+    values of the ctx tokens before it (model inputs, so they live in HBM). The token
+    sits at position ctx; it attends to the cache and to itself. Returns the layer's
+    output and the token's key and value (for the caller to append to the cache)."""
+
+    def __init__(self, ctx, d, heads, ff, eps=1e-5):
+        super().__init__()
+        self.heads, self.head_dim = heads, d // heads
+        self.attn_norm = RMSNorm(d, eps)
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, d, bias=False)
+        self.v = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.mlp_norm = RMSNorm(d, eps)
+        self.gate = nn.Linear(d, ff, bias=False)
+        self.up = nn.Linear(d, ff, bias=False)
+        self.down = nn.Linear(ff, d, bias=False)
+        cos, sin = rotary_tables(ctx + 1, self.head_dim)
+        self.register_buffer("cos", cos[ctx:], persistent=False)  # position ctx
+        self.register_buffer("sin", sin[ctx:], persistent=False)
+
+    def forward(self, x, k_cache, v_cache):
+        b = x.shape[0]
+        h = self.attn_norm(x)
+        q, k, v = (t(h).reshape(b, 1, self.heads, self.head_dim).transpose(1, 2)
+                   for t in (self.q, self.k, self.v))
+        q = q * self.cos + rotate_half(q) * self.sin
+        k = k * self.cos + rotate_half(k) * self.sin
+        keys = torch.cat([k_cache, k], dim=2)
+        values = torch.cat([v_cache, v], dim=2)
+        s = q @ keys.transpose(-2, -1) * self.head_dim ** -0.5
+        y = torch.softmax(s, dim=-1) @ values
+        x = x + self.o(y.transpose(1, 2).reshape(b, 1, -1))
+        hm = self.mlp_norm(x)
+        return x + self.down(nn.functional.silu(self.gate(hm)) * self.up(hm)), k, v
+
+
+def llama_decode(batch=8, ctx=2048, d=4096, heads=32, ff=11008, seed=0):
+    """LlamaDecodeLayer (Llama-7B shapes by default): one new token for each of `batch`
+    sequences with `ctx` cached tokens; inputs x[batch, 1, d] and the two caches."""
+    torch.manual_seed(seed)
+    model = LlamaDecodeLayer(ctx, d, heads, ff)
+    for m in model.modules():
+        if isinstance(m, RMSNorm):
+            nn.init.uniform_(m.weight, 0.5, 1.5)
+    hd = d // heads
+    x = torch.randn(batch, 1, d)
+    k_cache = torch.randn(batch, heads, ctx, hd)
+    v_cache = torch.randn(batch, heads, ctx, hd)
+    return model.eval(), (x, k_cache, v_cache)
+
+
 class Gpt2Block(nn.Module):
     """A GPT-2 block: pre-LayerNorm causal attention (one fused q/k/v Linear) and a
     pre-LayerNorm GELU (tanh) MLP, each with a residual."""

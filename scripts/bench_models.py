@@ -5,11 +5,13 @@ export it to ONNX with trnsim.torch's export path, `trnsim compile` it (with
 --timings: seconds per compiler pass), then `trnsim run` the program timing-only
 (--no-functional) and functionally (--random-inputs). Prints per model: compile
 seconds, the two simulate seconds, each trnsim process's peak RSS, the simulated
-latency, MFU and the tensor engine's and DMA's active %.
+latency, MFU and the tensor engine's and DMA's active %, and the bytes the run must read
+(inputs and weights once, matmul weights at the operand precision) per simulated second
+against the core's memory roof and the chip's HBM bandwidth (what bounds a decode step).
 
 usage: scripts/bench_models.py [MODEL[:key=value,...]]... [-c CONFIG] [--precision P]
                                [--no-functional] [--passes] [--json FILE] [--bin PATH]
-MODEL: llama_layer, gpt2_12, vit_b16, resnet50 (default: all); key=value overrides the
+MODEL: llama_layer, llama_decode, gpt2_12, vit_b16, resnet50 (default: all); key=value overrides the
 builder's argument, e.g. llama_layer:seq=512 or gpt2_12:layers=2. Models that need the
 host (fallback) are reported as such: a compiled program holds device code only.
 """
@@ -33,6 +35,11 @@ def _llama(**kw):
     return llama_layer(**kw)
 
 
+def _decode(**kw):
+    from examples.models import llama_decode
+    return llama_decode(**kw)
+
+
 def _gpt2(**kw):
     from examples.models import gpt2_stack
     return gpt2_stack(**kw)
@@ -54,6 +61,8 @@ def _resnet(batch=8, seed=0):
 
 MODELS = {
     "llama_layer": (_llama, "Llama layer: seq 2048, d 4096, 32 heads, SwiGLU ff 11008, batch 1"),
+    "llama_decode": (_decode, "Llama layer, one decode step: batch 8, KV cache of 2048 tokens "
+                     "(model inputs), d 4096, 32 heads, ff 11008"),
     "gpt2_12": (_gpt2, "GPT-2 small: 12 blocks, seq 512, d 768, 12 heads, ff 3072, batch 1"),
     "vit_b16": (_vit, "torchvision ViT-B/16, 224x224, batch 1"),
     "resnet50": (_resnet, "torchvision ResNet-50, 224x224, batch 8"),
@@ -115,7 +124,33 @@ def parse_run(text):
     m = re.search(r"host time\s+([\d.]+) s", text)
     if m:
         r["sim_host_s"] = float(m.group(1))
+    # The roofline: the memory roof (GB/s, and the chip's HBM) and the bytes the
+    # program must move at least (inputs and weights read once, outputs written once).
+    m = re.search(r"memory ([\d.]+) GB/s = min\(HBM ([\d.]+) GB/s", text)
+    if m:
+        r["memory_roof_gbps"], r["hbm_gbps"] = float(m.group(1)), float(m.group(2))
     return r
+
+
+def must_read_bytes(module, inputs, precision):
+    """Bytes a run must read from HBM at least: every input (fp32) and every weight
+    once, matrices at the precision's operand size (the compiler casts constant
+    matmul weights at compile time), vectors (norm weights, biases) as fp32."""
+    size = {"bf16": 2, "fp8": 1}.get(precision, 4)
+    n = sum(t.numel() * 4 for t in inputs)
+    for p in module.parameters():
+        n += p.numel() * (size if p.dim() >= 2 else 4)
+    return n
+
+
+def memory_figures(r, must):
+    """Must-read bytes per simulated second against the memory roof and the chip's HBM."""
+    if r.get("latency_ms", 0) > 0:
+        gbps = must / (r["latency_ms"] * 1e-3) / 1e9
+        r.update(must_read_mb=must / 1e6, must_read_gbps=gbps)
+        if "memory_roof_gbps" in r:
+            r["memory_roof_pct"] = 100.0 * gbps / r["memory_roof_gbps"]
+            r["hbm_pct"] = 100.0 * gbps / r["hbm_gbps"]
 
 
 def parse_timings(text):
@@ -133,6 +168,7 @@ def bench(name, kw, a, work):
     onnx_path = os.path.join(work, name + ".onnx")
     names = [f"input_{i}" for i in range(len(inputs))]
     tt._export(tt._exportable(module, len(inputs)), inputs, onnx_path, names, ["output"])
+    must = must_read_bytes(module, inputs, a.precision)
     del module
     res["export_s"] = round(time.monotonic() - t0, 2)
     prog = os.path.join(work, name + ".tbin")
@@ -158,6 +194,7 @@ def bench(name, kw, a, work):
             res["error"] = f"run ({mode}): " + (err.strip().splitlines() or [f"exit {rc}"])[-1][:200]
             return res
         r = parse_run(out)
+        memory_figures(r, must)
         res[mode] = dict(wall_s=round(wall, 2), rss_mib=round(rss), **r)
     return res
 
@@ -181,6 +218,11 @@ def show(res, passes):
         print(f"  simulated        {r.get('latency_ms', 0):.3f} ms, MFU {r.get('mfu_pct', 0):.1f}%"
               f", TE active {r.get('te_active_pct', 0):.1f}%"
               f", DMA active {r.get('dma_active_pct', 0):.1f}%")
+        if "memory_roof_pct" in r:
+            print(f"  memory           {r['must_read_mb']:.1f} MB must be read: {r['must_read_gbps']:.1f} GB/s"
+                  f" = {r['memory_roof_pct']:.1f}% of the core's memory roof"
+                  f" ({r['memory_roof_gbps']:.0f} GB/s), {r['hbm_pct']:.1f}% of the chip's HBM"
+                  f" ({r['hbm_gbps']:.0f} GB/s)")
     if "error" in res:
         print(f"  error: {res['error']}")
     sys.stdout.flush()

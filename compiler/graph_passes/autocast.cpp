@@ -1,5 +1,6 @@
 // autocast: the precision policy, like neuronx-cc --auto-cast matmult. The operands
-// of every tensor-engine op (MatMul, Gemm, Conv, ConvTranspose, trn.MatMulEpilogue)
+// of every tensor-engine op (MatMul, Gemm, Conv, ConvTranspose, trn.MatMulEpilogue,
+// trn.Attention)
 // with fp32 operands get compute_dtype:
 //   bf16 (the default)  compute_dtype="bf16"
 //   fp8                 compute_dtype="fp8e4m3"
@@ -23,7 +24,8 @@ void run(ir::Graph& g, PassContext& ctx) {
   if (ctx.precision == Precision::fp32) return;
   const std::string dtype = ctx.precision == Precision::bf16 ? "bf16" : "fp8e4m3";
   for (const auto& n : g.nodes()) {
-    if (!ir::is_matmul_anchor(n->op) && n->op != "trn.MatMulEpilogue") continue;
+    if (!ir::is_matmul_anchor(n->op) && n->op != "trn.MatMulEpilogue" && n->op != "trn.Attention")
+      continue;
     if (n->inputs[0]->elem() != ir::ElemType::fp32 || n->inputs[1]->elem() != ir::ElemType::fp32)
       continue;
     n->attrs["compute_dtype"] = dtype;

@@ -13,6 +13,18 @@
 //   SiLU              x * Sigmoid(x) -> trn.Silu
 //   HardSwish         x * Clip(x + 3, 0, 6) / 6 (Relu + Clip as torch writes relu6),
 //                     x * HardSigmoid(x){1/6, 1/2} -> the ONNX HardSwish op
+//   Attention         Softmax(S * scale [+ mask], last axis) @ V with S = Q @ Transpose(K)
+//                     (the last two axes swapped), scale a positive scalar constant, the
+//                     mask absent or causal: an additive constant that is 0 on and below
+//                     the diagonal and <= -1e9 (or -inf) above it, or Where(constant
+//                     causal pattern, fill <= -1e9, S * scale) as masked_fill writes it
+//                     -> trn.Attention{scale, causal}; K and V each a Concat along the
+//                     sequence in the same parts become the node's (K, V) pairs. A mask value of
+//                     -1e9 or below adds nothing after exp in fp32 unless a score is near 1e9
+//                     itself.
+//   rotate_half sign  Concat(Neg(x2), x1) * constant over the last axis (rotary
+//                     embeddings) -> Concat(x2, x1) * the constant negated over x2's
+//                     part (fold_rotate_sign)
 // Matching is exact: every constant is checked up to fp32 rounding (near_fp32),
 // reductions must be ReduceMean with keepdims over the trailing axes, gamma and
 // beta must broadcast to the normalized dims, every intermediate value must be
@@ -41,6 +53,7 @@ struct Match {
   std::vector<Value*> inputs;
   std::map<std::string, ir::Attribute> attrs;
   std::vector<Node*> nodes;  // every node the fused node replaces
+  bool new_type = false;     // the result's type is not input 0's (checked after making it)
 };
 
 class PatternFuser {
@@ -72,6 +85,7 @@ class PatternFuser {
                 attempt([&](Match& t) { return gelu(n, t); }) ||
                 attempt([&](Match& t) { return silu(n, t); }) ||
                 attempt([&](Match& t) { return hard_swish(n, t); });
+      if (!found && n->op == "MatMul") found = attempt([&](Match& t) { return attention(n, t); });
       if (found) commit(n, m);  // updates uses_
     }
     g_.erase_dead_nodes();
@@ -87,7 +101,7 @@ class PatternFuser {
   // Replaces root->outputs[0] by the fused node if the match is self-contained.
   bool commit(Node* root, const Match& m) {
     Value* out = root->outputs[0];
-    if (m.inputs.empty() || m.inputs[0]->type != out->type) return false;
+    if (m.inputs.empty() || (!m.new_type && m.inputs[0]->type != out->type)) return false;
     std::unordered_set<const Node*> inside(m.nodes.begin(), m.nodes.end());
     inside.insert(root);
     for (const Node* n : inside) {
@@ -389,13 +403,159 @@ class PatternFuser {
     return true;
   }
 
+  // --- Attention ---------------------------------------------------------------
+  static bool masked_value(double v) { return v <= -1e9; }
+
+  // A constant [1.., S, S] whose element (i, j) is `below` when j <= i and satisfies
+  // `above` when j > i.
+  template <typename Below, typename Above>
+  static bool causal_const(const Value* c, int64_t S, const Below& below, const Above& above) {
+    if (!c || !c->has_data() || c->rank() < 2) return false;
+    const ir::Shape& s = c->shape();
+    for (size_t i = 0; i + 2 < s.size(); ++i)
+      if (s[i] != 1) return false;
+    if (s[s.size() - 2] != S || s.back() != S) return false;
+    const ir::Tensor f = c->data->holds_floats() ? *c->data : c->data->cast(ir::ElemType::fp32);
+    const std::vector<float>& v = f.floats();
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t j = 0; j < S; ++j)
+        if (!(j <= i ? below(v[i * S + j]) : above(v[i * S + j]))) return false;
+    return true;
+  }
+
+  // Softmax(scale * Q @ Transpose(K) [+ causal mask]) @ V rooted at the MatMul `root`.
+  bool attention(Node* root, Match& m) {
+    Node* sm = producer(root->inputs[0], "Softmax");
+    if (!sm || !uses_.single_use(root->inputs[0])) return false;
+    Value* v = root->inputs[1];
+    Value* x = sm->inputs[0];
+    const int64_t r = x->rank();
+    if (r < 2 || sm->attr_int("axis") != r - 1 || !ir::is_float(x->elem())) return false;
+    const int64_t sq = x->shape()[r - 2], skv = x->shape()[r - 1];
+    Value* y = x;
+    int64_t causal = 0;
+    auto zero = [](float f) { return f == 0.0f; };
+    auto masked = [](float f) { return masked_value(f); };
+    if (Node* add = producer(x, "Add")) {
+      for (int k = 0; k < 2 && !causal; ++k)
+        if (sq == skv && causal_const(add->inputs[k], sq, zero, masked)) {
+          y = add->inputs[1 - k];
+          causal = 1;
+          m.nodes.push_back(add);
+        }
+      if (!causal) return false;
+    } else if (Node* w = producer(x, "Where")) {
+      // Where(c, fill, s): c true above the diagonal; Where(c, s, fill): true on and below.
+      auto t = [](float f) { return f != 0.0f; };
+      auto f = [](float f) { return f == 0.0f; };
+      for (int k = 1; k < 3 && !causal; ++k) {
+        auto fill = scalar_const(w->inputs[k]);
+        if (!fill || !masked_value(*fill) || sq != skv) continue;
+        const bool ok =
+            k == 1 ? causal_const(w->inputs[0], sq, f, t) : causal_const(w->inputs[0], sq, t, f);
+        if (!ok) continue;
+        y = w->inputs[3 - k];
+        causal = 1;
+        m.nodes.push_back(w);
+      }
+      if (!causal) return false;
+    }
+    if (!uses_.single_use(y) || y->type != x->type) return false;
+    Product p = flatten_product(uses_, y);
+    if (p.factors.size() != 1 || p.factors[0].exp != 1 || !(p.scale > 0)) return false;
+    Node* qk = producer(p.factors[0].v, "MatMul");
+    if (!qk || (!p.nodes.empty() && !uses_.single_use(p.factors[0].v))) return false;
+    Value* q = qk->inputs[0];
+    Value* kt = qk->inputs[1];
+    Node* tr = producer(kt, "Transpose");
+    if (!tr) return false;
+    const std::vector<int64_t>& perm = tr->attr_ints("perm");
+    if (static_cast<int64_t>(perm.size()) != r) return false;
+    for (int64_t i = 0; i < r; ++i)
+      if (perm[i] != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2)) return false;
+    Value* k = tr->inputs[0];
+    for (const Value* t : {q, k, v})
+      if (t->rank() != r || !ir::is_float(t->elem()) || t->elem() != x->elem()) return false;
+    const ir::Shape &qs = q->shape(), &ks = k->shape(), &vs = v->shape();
+    for (int64_t i = 0; i < r - 2; ++i)
+      if (qs[i] != x->shape()[i] || ks[i] != qs[i] || vs[i] != qs[i]) return false;
+    if (qs[r - 2] != sq || ks[r - 2] != skv || vs[r - 2] != skv || ks[r - 1] != qs[r - 1])
+      return false;
+    m.nodes.push_back(sm);
+    add_nodes(m, p);
+    m.nodes.push_back(qk);
+    m.inputs = {q, k, v};
+    if (uses_.single_use(kt)) {
+      m.nodes.push_back(tr);
+      // K and V concatenated along the sequence in the same parts (a KV cache and the
+      // new token's): the fused node reads the parts, no concatenated copy is made.
+      Node* kc = producer(k, "Concat");
+      Node* vc = producer(v, "Concat");
+      if (kc && vc && uses_.single_use(k) && uses_.single_use(v) && kc->attr_int("axis") == r - 2 &&
+          vc->attr_int("axis") == r - 2 && kc->inputs.size() == vc->inputs.size()) {
+        bool same = true;
+        for (size_t i = 0; i < kc->inputs.size() && same; ++i)
+          same = kc->inputs[i] && vc->inputs[i] && kc->inputs[i]->rank() == r &&
+                 vc->inputs[i]->rank() == r &&
+                 kc->inputs[i]->shape()[r - 2] == vc->inputs[i]->shape()[r - 2] &&
+                 kc->inputs[i]->elem() == x->elem() && vc->inputs[i]->elem() == x->elem();
+        if (same) {
+          m.inputs = {q};
+          for (size_t i = 0; i < kc->inputs.size(); ++i)
+            m.inputs.insert(m.inputs.end(), {kc->inputs[i], vc->inputs[i]});
+          m.nodes.insert(m.nodes.end(), {kc, vc});
+        }
+      }
+    }
+    m.op = "trn.Attention";
+    m.short_name = "Attention";
+    m.attrs = {{"scale", static_cast<float>(p.scale)}, {"causal", causal}};
+    m.new_type = true;
+    return true;
+  }
+
   ir::Graph& g_;
   PassContext& ctx_;
   Uses uses_;
   std::unordered_set<const Node*> consumed_;  // replaced by a fused node (dead, not erased yet)
 };
 
+// Rotary embeddings' rotate_half(x) * sin, Concat(Neg(x2), x1) * c along the last
+// axis with c a constant over the whole axis: the sign goes into the constant,
+// Concat(x2, x1) * c' with c' negated over the first part. Exact ((-a) * s is
+// a * (-s)), and one HBM pass (the Neg) less.
+void fold_rotate_sign(ir::Graph& g, PassContext& ctx) {
+  const Uses uses(g);  // a fold only changes values no other fold looks at
+  for (Node* m : g.nodes_snapshot()) {
+    if (m->op != "Mul" || m->inputs.size() != 2) continue;
+    for (int k = 0; k < 2; ++k) {
+      Value* cv = m->inputs[1 - k];
+      Node* cat = producer(m->inputs[k], "Concat");
+      if (!cat || cat->inputs.size() != 2 || !cv->has_data() || !cv->data->holds_floats() ||
+          cv->elem() != ir::ElemType::fp32)
+        continue;
+      const Value* y = cat->outputs[0];
+      if (y->rank() < 1 || cat->attr_int("axis") != y->rank() - 1 || !uses.single_use(y) ||
+          cv->rank() < 1 || cv->shape().back() != y->shape().back())
+        continue;
+      Node* neg = producer(cat->inputs[0], "Neg");
+      if (!neg || !uses.single_use(neg->outputs[0])) continue;
+      const int64_t last = cv->shape().back(), h = cat->inputs[0]->shape().back();
+      ir::Tensor t = *cv->data;
+      std::vector<float>& f = t.floats();
+      for (size_t i = 0; i < f.size(); ++i)
+        if (static_cast<int64_t>(i) % last < h) f[i] = -f[i];
+      m->inputs[1 - k] = g.add_constant(g.unique_name(cv->name + ".signed"), std::move(t));
+      cat->inputs[0] = neg->inputs[0];
+      m->merge_origin(*neg);
+      bump(ctx, kPass, "RotateSign");
+      break;
+    }
+  }
+}
+
 void run(ir::Graph& g, PassContext& ctx) {
+  fold_rotate_sign(g, ctx);
   PatternFuser(g, ctx).run();
 }
 
@@ -403,8 +563,8 @@ void run(ir::Graph& g, PassContext& ctx) {
 
 const PassInfo& fuse_patterns_pass() {
   static const PassInfo p{kPass,
-                          "fuse torch-exported GELU (erf/tanh), LayerNorm, RMSNorm, SiLU and "
-                          "HardSwish subgraphs into one node each",
+                          "fuse torch-exported GELU (erf/tanh), LayerNorm, RMSNorm, SiLU, "
+                          "HardSwish and attention subgraphs into one node each",
                           run};
   return p;
 }

@@ -2,8 +2,10 @@
 // activations and norms compute in double like the other float kernels; fused
 // nodes run their body graph through the interpreter, so a fused node computes
 // exactly what the ops it replaced did.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "compiler/interp/interpreter.h"
 #include "compiler/interp/kernels.h"
@@ -92,6 +94,59 @@ void tile_kernel(const Node&, const Ins&, Outs&) {
       "trn.TileKernel runs on the device only (the reference interpreter cannot run tile IR)");
 }
 
+// trn.Attention: softmax(scale * q.k + mask) v per query, in double; masked keys
+// (causal: j > i) take no part. Keys and values come in (K, V) segments, inputs
+// 1, 2, then 3, 4, ...: key j is row j of their concatenation.
+void attention(const Node& n, const Ins& in, Outs& out) {
+  const Shape& qs = in[0]->shape();
+  const size_t r = qs.size();
+  const int64_t Sq = qs[r - 2], D = qs[r - 1], Dv = in[2]->shape()[r - 1];
+  const int64_t G = ir::num_elements(Shape(qs.begin(), qs.end() - 2));
+  struct Seg {
+    const float *k, *v;
+    int64_t rows;
+  };
+  std::vector<Seg> segs;
+  int64_t Skv = 0;
+  for (size_t i = 1; i + 1 < in.size(); i += 2) {
+    segs.push_back({in[i]->floats().data(), in[i + 1]->floats().data(), in[i]->shape()[r - 2]});
+    Skv += segs.back().rows;
+  }
+  const double scale = n.attr_float("scale");
+  const bool causal = n.attr_int("causal") != 0;
+  const auto& q = in[0]->floats();
+  auto& y = out[0].floats();
+  std::vector<double> s(static_cast<size_t>(Skv)), acc(static_cast<size_t>(Dv));
+  std::vector<const float*> krow(static_cast<size_t>(Skv)), vrow(static_cast<size_t>(Skv));
+  for (int64_t g = 0; g < G; ++g) {
+    int64_t j = 0;
+    for (const Seg& sg : segs)
+      for (int64_t t = 0; t < sg.rows; ++t, ++j) {
+        krow[j] = sg.k + (g * sg.rows + t) * D;
+        vrow[j] = sg.v + (g * sg.rows + t) * Dv;
+      }
+    for (int64_t i = 0; i < Sq; ++i) {
+      const int64_t kv_end = causal ? i + 1 : Skv;
+      const float* qi = q.data() + (g * Sq + i) * D;
+      double mx = -INFINITY;
+      for (j = 0; j < kv_end; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(qi[d]) * krow[j][d];
+        s[j] = scale * dot;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (j = 0; j < kv_end; ++j) {
+        const double p = std::exp(s[j] - mx);
+        sum += p;
+        for (int64_t d = 0; d < Dv; ++d) acc[d] += p * vrow[j][d];
+      }
+      for (int64_t d = 0; d < Dv; ++d) y[(g * Sq + i) * Dv + d] = static_cast<float>(acc[d] / sum);
+    }
+  }
+}
+
 }  // namespace
 
 void register_trn(KernelMap& m) {
@@ -102,6 +157,7 @@ void register_trn(KernelMap& m) {
   m["trn.Elementwise"] = fused;
   m["trn.MatMulEpilogue"] = fused;
   m["trn.TileKernel"] = tile_kernel;
+  m["trn.Attention"] = attention;
 }
 
 }  // namespace trnsim::interp

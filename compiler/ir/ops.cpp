@@ -818,6 +818,9 @@ void register_ops() {
   def("trn.TileKernel", 0, -1, 1, -1,
       {A("tir", K::kString), A("inputs", K::kString), A("outputs", K::kString)},
       infer_trn_tile_kernel);
+  def("trn.Attention", 3, -1, 1, 1,
+      {A("scale", K::kFloat, 1.0f), A("causal", K::kInt, 0), Opt("compute_dtype", K::kString)},
+      infer_trn_attention);
   register_ops_control();
 }
 

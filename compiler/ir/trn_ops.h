@@ -20,6 +20,14 @@
 //       bias add, activation, residual add, ... -- what the engine applies while
 //       evacuating PSUM. compute_dtype (as on MatMul) is on the fused node, not in
 //       the expr; fused_body() copies it onto step 0.
+//   trn.Attention(Q, K, V, [K1, V1, ...]){scale, causal, compute_dtype?}
+//       softmax(scale * Q K^T + mask) V over the last two axes: Q [..., Sq, D],
+//       K [..., Skv, D], V [..., Skv, Dv], the same leading dims; output [..., Sq, Dv].
+//       Further (K, V) pairs are more keys and values: K and V are the pairs'
+//       concatenations along the sequence axis (a KV cache and the new token's).
+//       causal=1 (needs Sq == Skv): query i sees keys j <= i only (the mask is -inf
+//       above the diagonal); causal=0: no mask. compute_dtype: the matmul operands'
+//       type (Q, K, the probabilities and V), as on MatMul.
 //
 // Fused bodies. `expr` lists the steps, separated by ';':
 //     MatMul(%0, %1); Add($0, %2); Relu($1); Add($2, %3)
@@ -84,8 +92,9 @@ std::vector<FusedStep> fused_steps(const Node& n);
 Graph fused_body(const Node& n, bool inline_constants = true);
 
 // Output types of the trn.* ops (the op table's shape rules).
-std::vector<TensorType> infer_trn_norm(const Node& n);   // trn.LayerNorm, trn.RMSNorm
-std::vector<TensorType> infer_trn_fused(const Node& n);  // trn.Elementwise, trn.MatMulEpilogue
+std::vector<TensorType> infer_trn_norm(const Node& n);       // trn.LayerNorm, trn.RMSNorm
+std::vector<TensorType> infer_trn_fused(const Node& n);      // trn.Elementwise, trn.MatMulEpilogue
+std::vector<TensorType> infer_trn_attention(const Node& n);  // trn.Attention
 
 // compute_dtype of a node as an element type, if it has one (CompileError if the
 // attribute names no floating type).

@@ -567,9 +567,16 @@ void Builder::dma(const HbmView& dst, const HbmView& src) {
   if (squeeze(dst.shape()) != squeeze(src.shape()))
     fail("dma: dst tensor view " + shape_str(dst.shape()) + " and src tensor view " +
          shape_str(src.shape()) + " differ");
+  // Leading unit axes dropped (same elements, same order): axis 0 becomes the rows,
+  // and rows are what split_dma spreads over the DMA engines ([1, heads, S, D] would
+  // be one row on one engine).
+  auto strip = [](HbmView v) {
+    while (v.shape().size() > 1 && v.shape()[0] == 1) v = v({at(0)});
+    return v;
+  };
   tile::Op& op = add_op(isa::Opcode::dma_copy, isa::Engine::dma, "dma");
-  set(op, tile::kDst, dst);
-  set(op, tile::kSrc0, src);
+  set(op, tile::kDst, strip(dst));
+  set(op, tile::kSrc0, strip(src));
 }
 
 void Builder::dma(const TileView& dst, const TileView& src) {

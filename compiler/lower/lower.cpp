@@ -89,6 +89,7 @@ const std::vector<std::string>& lowerable_ops() {
     v.push_back("ArgMin");
     v.push_back("Trilu");
     v.push_back("CumSum");
+    v.push_back("trn.Attention");
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
     return v;
@@ -192,6 +193,8 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
       lower_cumsum(c, n);
     } else if (op == "Trilu") {
       lower_trilu(c, n);
+    } else if (op == "trn.Attention") {
+      lower_attention(c, n);
     } else {
       lower_elementwise(c, n);
     }

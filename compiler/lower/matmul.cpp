@@ -23,7 +23,8 @@ namespace {
 
 struct MatmulShape {
   int64_t M, K, N, chunk;
-  DType dt;  // operand type on chip
+  DType dt;        // operand type on chip
+  int64_t nw = 1;  // n-chunks one B k-tile load covers (see wide_chunks)
 };
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -70,7 +71,7 @@ uint64_t blocked_need(const compiler::Target& t, const MatmulShape& s, int64_t g
   const int64_t width = std::min(gm, MT) * t.m_tile();
   const BlockedBufs b = blocked_bufs(t, s, MT > gm);
   return static_cast<uint64_t>((b.at + 2 * b.at2) * width) * es +
-         static_cast<uint64_t>((b.b + 2 * b.b2) * s.chunk) * es +
+         static_cast<uint64_t>((b.b * s.nw + 2 * b.b2) * s.chunk) * es +
          2 * static_cast<uint64_t>(std::min(s.K, kRowsChunk * t.k_tile())) * es;
 }
 
@@ -98,7 +99,7 @@ BlockedPools blocked_pools(Ctx& c, const std::string& pfx, const MatmulShape& s,
   p.b = c.b.pool(pfx + ".b", isa::MemSpace::sbuf, bufs(b.b));
   p.at2 = c.b.pool(pfx + ".at2", isa::MemSpace::sbuf, bufs(b.at2));
   p.b2 = c.b.pool(pfx + ".b2", isa::MemSpace::sbuf, bufs(b.b2));
-  p.acc = c.b.pool(pfx + ".acc", isa::MemSpace::psum, static_cast<uint32_t>(gm));
+  p.acc = c.b.pool(pfx + ".acc", isa::MemSpace::psum, static_cast<uint32_t>(gm * s.nw));
   p.rows = c.b.pool(pfx + ".rows", isa::MemSpace::sbuf, 2);
   p.tp = c.b.pool(pfx + ".tp", isa::MemSpace::psum, 2);
   return p;
@@ -154,6 +155,40 @@ void blocked_gemm(Ctx& c, const BlockedPools& p, const MatmulShape& s, int gm,
                           tp({sl(0, ks), sl(j * MP, j * MP + am)}));
         }
       }
+    }
+    if (s.nw > 1) {
+      // A few m-tiles: each B k-tile load covers nw n-chunks, so a partition's run is
+      // nw x chunk elements (a 1 KiB run of bf16 pays a descriptor per KiB, a third of
+      // the DMA's shared rate at trn2's figures).
+      for (int64_t n0 = 0; n0 < s.N; n0 += s.nw * s.chunk) {
+        const int64_t wn = std::min(s.nw * s.chunk, s.N - n0), nc = ceil_div(wn, s.chunk);
+        std::vector<TileView> acc;  // [mt][j]
+        for (int64_t mt = 0; mt < g; ++mt)
+          for (int64_t j = 0; j < nc; ++j)
+            acc.push_back(c.b.tile(
+                p.acc, {std::min(MP, s.M - m0 - mt * MP), std::min(s.chunk, wn - j * s.chunk)},
+                DType::fp32));
+        for (int64_t kt = 0; kt < KT; ++kt) {
+          const int64_t kk = kt * KP, ks = std::min(KP, s.K - kk);
+          TileView bt = c.b.tile(p.b, {ks, wn}, s.dt);
+          c.b.dma(bt, B({sl(kk, kk + ks), sl(n0, n0 + wn)}));  // casts to the operand type
+          for (int64_t mt = 0; mt < g; ++mt) {
+            const int64_t am = std::min(MP, s.M - m0 - mt * MP);
+            for (int64_t j = 0; j < nc; ++j) {
+              const int64_t c0 = j * s.chunk, c1 = std::min(wn, c0 + s.chunk);
+              c.b.matmul(acc[mt * nc + j], at[kt]({all(), sl(mt * MP, mt * MP + am)}),
+                         bt({all(), sl(c0, c1)}), kt > 0);
+            }
+          }
+        }
+        for (int64_t mt = 0; mt < g; ++mt)
+          for (int64_t j = 0; j < nc; ++j) {
+            const int64_t c0 = j * s.chunk;
+            evac(acc[mt * nc + j], r0 + m0 + mt * MP, std::min(MP, s.M - m0 - mt * MP), n0 + c0,
+                 std::min(s.chunk, wn - c0));
+          }
+      }
+      continue;
     }
     for (int64_t n0 = 0; n0 < s.N; n0 += s.chunk) {
       const int64_t nt = std::min(s.chunk, s.N - n0);
@@ -269,7 +304,7 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
                            c.target.sbuf_partition_bytes / 2)
     chunk /= 2;
   const DType dt = mm_t.value_or(DType::fp32);
-  const MatmulShape ms{M, K, N, chunk, dt};
+  MatmulShape ms{M, K, N, chunk, dt};
   // Evacuates one [mt, nt] accumulator at output rows r0, columns n0 through the
   // epilogue steps and stores it.
   auto evacuate = [&](const TileView& ps, int64_t r0, int64_t mt, int64_t n0, int64_t nt) {
@@ -289,7 +324,17 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
     c.b.dma(Y({sl(r0, r0 + mt), sl(n0, n0 + nt)}), res.back().t);
   };
   const uint64_t other = static_cast<uint64_t>(chunk) * 4 * (2 * nin + work_bufs);
-  const int gm = blocked_group(c.target, ms, other);
+  int gm = blocked_group(c.target, ms, other);
+  // One block of m-tiles that leaves PSUM accumulators spare (decode: M = batch) and
+  // several n-chunks: wider B loads, as long as they fit SBUF too.
+  const int64_t MT = ceil_div(M, c.target.m_tile());
+  if (gm > 0 && MT <= gm && k_tiles(c.target, ms).pairs == 0 && N >= 2 * chunk &&
+      K >= 2 * c.target.k_tile()) {
+    MatmulShape wide = ms;
+    wide.nw = std::min<int64_t>({4, acc_banks(c.target) / MT, ceil_div(N, chunk)});
+    while (wide.nw > 1 && blocked_group(c.target, wide, other) < MT) --wide.nw;
+    if (wide.nw > 1) ms = wide;
+  }
   if (gm > 0) {
     BlockedPools bp = blocked_pools(c, pfx, ms, gm, batches);
     for (int64_t bi = 0; bi < batches; ++bi)

@@ -3,8 +3,8 @@
 // time; trn2's 16 engines at 23 B/ns each are the bandwidth only together).
 //
 // A transfer is split when it moves at least 2 x target.dma_split_min_bytes and its
-// SBUF side's partitions pair row for row with the other side (same row count and
-// elements per row): first into row groups (32 or 64 partitions, following the
+// SBUF side's partitions (or, HBM to HBM, its rows: plan_hbm) pair row for row with the other side
+// (same row count and elements per row): first into row groups (32 or 64 partitions, following the
 // partition-start rule), then, if pieces are still large, each row group into
 // equal parts of the outermost free dim when both sides start with a free dim of
 // the same size, as long as contiguous runs stay long enough for their descriptor
@@ -66,11 +66,39 @@ bool runs_ok(const compiler::Target& t, const isa::AccessPattern& ap, uint32_t f
   return run / f >= std::min<uint64_t>(run, min_run);
 }
 
+// An HBM -> HBM copy (Transpose, Concat, Slice, ... lowered as DMA) has no
+// partition-start rule: its rows split into up to dma_split_max equal groups, and
+// with fewer rows than that, into parts of the outermost free dim as well.
+std::vector<uint32_t> plan_hbm(const compiler::Target& t, const isa::AccessPattern& d,
+                               const isa::AccessPattern& s, uint32_t& free_split) {
+  if (d.partition_count != s.partition_count || d.free_elems() != s.free_elems()) return {};
+  const uint64_t bytes = std::max(d.bytes(), s.bytes());
+  const uint64_t want =
+      std::min<uint64_t>(t.dma_split_max, bytes / std::max<uint64_t>(1, t.dma_split_min_bytes));
+  if (want < 2) return {};
+  const uint32_t P = d.partition_count;
+  const uint32_t groups = static_cast<uint32_t>(std::min<uint64_t>(want, P));
+  if (groups < want && d.ndims >= 1 && s.ndims >= 1 && d.dims[0].size == s.dims[0].size) {
+    const uint32_t n = d.dims[0].size;
+    for (uint32_t f = static_cast<uint32_t>(want / groups); f >= 2; --f)
+      if (n % f == 0 && runs_ok(t, d, f) && runs_ok(t, s, f)) {
+        free_split = f;
+        break;
+      }
+  }
+  if (groups < 2) return free_split > 1 ? std::vector<uint32_t>{P} : std::vector<uint32_t>{};
+  std::vector<uint32_t> pieces;
+  for (uint32_t i = 0; i < groups; ++i) pieces.push_back(P / groups + (i < P % groups ? 1 : 0));
+  return pieces;
+}
+
 // Row counts of the pieces, or empty when the op stays whole; `free_split` parts
 // of the outermost free dim per row group.
 std::vector<uint32_t> plan(const compiler::Target& t, const Op& op, uint32_t& free_split) {
   free_split = 1;
   const isa::AccessPattern &d = op.ins.dst, &s = op.ins.src[0];
+  if (d.space == isa::MemSpace::hbm && s.space == isa::MemSpace::hbm)
+    return plan_hbm(t, d, s, free_split);
   const isa::AccessPattern* sb = d.space == isa::MemSpace::sbuf   ? &d
                                  : s.space == isa::MemSpace::sbuf ? &s
                                                                   : nullptr;

@@ -214,6 +214,40 @@ tile x sb [128,1024] fp32 slot=0
   EXPECT_EQ(st["split_dma.pieces"], 14);
 }
 
+TEST(TilePassesSplitDma, HbmToHbmRowsThenColumns) {
+  // HBM -> HBM copies (a Transpose or Concat lowered as DMA) have no partitions:
+  // 64 x 1024 fp32 = 256 KiB -> min(8 max, 256/16 KiB) = 8 groups of 8 rows (32 KiB
+  // each); one row of 65536 fp32 (256 KiB) -> 8 column parts of 8192.
+  const std::string in = R"(kernel k
+tensor A [64,1024] fp32 input
+tensor B [64,1024] fp32 output
+tensor C [1,65536] fp32 input
+tensor D [1,65536] fp32 output
+%0 dma dma_copy dst=B:hbm[64x1024, 0, fp32, [1,1024]] src=A:hbm[64x1024, 0, fp32, [1,1024]]
+%1 dma dma_copy dst=D:hbm[1x65536, 0, fp32, [1,65536]] src=C:hbm[1x65536, 0, fp32, [1,65536]]
+)";
+  std::map<std::string, double> st;
+  const std::string out = run_pass("split_dma", in, &st);
+  const auto got = lines(out, "%");
+  ASSERT_EQ(got.size(), 16u);
+  EXPECT_EQ(got[0],
+            "%0 dma dma_copy dst=B:hbm[8x1024, 0, fp32, [1,1024]] src=A:hbm[8x1024, 0, "
+            "fp32, [1,1024]]");
+  // Group 7 starts at row 56: 56 x 1024 x 4 B.
+  EXPECT_EQ(got[7],
+            "%8 dma dma_copy dst=B:hbm[8x1024, 229376, fp32, [1,1024]] src=A:hbm[8x1024, "
+            "229376, fp32, [1,1024]]");
+  EXPECT_EQ(got[8],
+            "%1 dma dma_copy dst=D:hbm[1x65536, 0, fp32, [1,8192]] src=C:hbm[1x65536, 0, "
+            "fp32, [1,8192]]");
+  // Part 7 starts at column 57344: x 4 B.
+  EXPECT_EQ(got[15],
+            "%15 dma dma_copy dst=D:hbm[1x65536, 229376, fp32, [1,8192]] "
+            "src=C:hbm[1x65536, 229376, fp32, [1,8192]]");
+  EXPECT_EQ(st["split_dma.split"], 2);
+  EXPECT_EQ(st["split_dma.pieces"], 16);
+}
+
 // ---- assign_engines -------------------------------------------------------------------
 
 TEST(TilePassesAssignEngines, CapabilityAndFinishTime) {

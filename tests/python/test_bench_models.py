@@ -31,10 +31,11 @@ MISSING = missing_modules(NEEDED)
 if not MISSING:
     import torch
     import trnsim.torch as tt
-    from examples.models import gpt2_stack, llama_layer
+    from examples.models import gpt2_stack, llama_decode, llama_layer
 
 LLAMA = dict(seq=32, d=128, heads=4, ff=256)
 GPT2 = dict(layers=2, seq=24, d=64, heads=4, ff=128)
+DECODE = dict(batch=3, ctx=300, d=256, heads=4, ff=1024)  # gate, up: N = 2 PSUM chunks
 
 
 def rel_err(got, want):
@@ -57,6 +58,19 @@ class Models(unittest.TestCase):
 
     def test_gpt2_stack(self):
         self.check(gpt2_stack, GPT2)
+
+    def test_llama_decode(self):
+        # The layer's output and the new token's key and value, every op on the chip
+        # (the attention reads the cache and the new token as separate inputs).
+        module, inputs = llama_decode(**DECODE)
+        with torch.no_grad():
+            want = module(*inputs)
+        for p, tol in (("fp32", 1e-4), ("bf16", 3e-2)):
+            with self.subTest(precision=p):
+                out, rep = tt.run(module, inputs, precision=p, fallback=False)
+                self.assertEqual(rep.fallback_ops, [])
+                for o, w in zip(out, want):
+                    self.assertLess(rel_err(o, w), tol)
 
     def test_causal(self):
         # The last position's output depends on earlier ones, the first one's not on later.
