@@ -92,6 +92,12 @@ void tile_kernel(const Node&, const Ins&, Outs&) {
       "trn.TileKernel runs on the device only (the reference interpreter cannot run tile IR)");
 }
 
+// trn.AllReduce: a sum over ranks of an SPMD launch; one process holds one rank.
+void all_reduce(const Node&, const Ins&, Outs&) {
+  throw ir::UnsupportedError(
+      "trn.AllReduce sums over the ranks of an SPMD launch: it runs on the device only");
+}
+
 }  // namespace
 
 void register_trn(KernelMap& m) {
@@ -102,6 +108,7 @@ void register_trn(KernelMap& m) {
   m["trn.Elementwise"] = fused;
   m["trn.MatMulEpilogue"] = fused;
   m["trn.TileKernel"] = tile_kernel;
+  m["trn.AllReduce"] = all_reduce;
 }
 
 }  // namespace trnsim::interp
