@@ -700,6 +700,24 @@ void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>
                 true);
   }
 
+  if (!rep.launches.empty() && rep.launches.front().rank >= 0) {
+    auto& rg = r.child("ranks", "SPMD ranks (runtime/spmd.h): each rank's collectives");
+    for (const LaunchResult& l : rep.launches) {
+      auto& g = rg.child("rank" + std::to_string(l.rank));
+      g.add_fixed("simulated_ns", "ns", "the rank's launch to its last completion", l.simulated_ns);
+      g.add_fixed("collectives", "instructions", "collective instructions completed",
+                  double(l.collectives), true);
+      g.add_fixed("collective_ns", "ns", "the collective model's time of them, summed",
+                  l.collective_ns);
+      g.add_fixed("rendezvous_ns", "ns", "time its sync queue waited for the group's other ranks",
+                  l.rendezvous_ns);
+      g.add_fixed("comm_bytes", "bytes", "bytes the rank's collective transfers sent",
+                  double(l.comm_bytes), true);
+      g.add_fixed("comm_pct", "%", "collective_ns / simulated_ns",
+                  pct(l.collective_ns, l.simulated_ns));
+    }
+  }
+
   auto& cg = r.child("chip", "the simulated chip: every block's counters for the run");
   chip->register_stats(cg);
   for (size_t c = 0; c < chip->cores.size(); ++c) {

@@ -9,6 +9,7 @@
 //   trnsim collbench all_reduce|all_gather|reduce_scatter [-c CONFIG] [--ranks N] [--sizes A:B]
 //   trnsim sweep|plot|fuzz ARGS   (exec: python3 -m trnsim.sweep|plot|fuzz ARGS)
 // Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -114,7 +116,9 @@ const char* kRunHelp =
     "                           file name is the rank; --output-dir writes DIR/rankR/\n"
     "  --rank-program R=FILE    with --ranks: rank R runs FILE instead (MPMD)\n"
     "  --tp N                   for .onnx: tensor parallel over N ranks (--ranks N):\n"
-    "                           MatMul pairs split Megatron-style, one all_reduce each\n";
+    "                           MatMul pairs split Megatron-style, one all_reduce each\n"
+    "  --dp D                   for .onnx: D data-parallel replicas (ranks = tp x D, rank\n"
+    "                           d x tp + t); `{replica}` in an --input file name is d\n";
 
 const char* kValidateHelp =
     "usage: trnsim validate MODEL.onnx [options]\n"
@@ -267,6 +271,7 @@ struct RunArgs {
   long long core = 0;
   long long ranks = 0;  // SPMD: run on this many ranks (runtime/spmd.h)
   long long tp = 0;     // ONNX + --ranks: tensor-parallel split (compiler/graph_passes)
+  long long dp = 0;     // ONNX + --ranks: data-parallel replicas
   std::map<long long, std::string> rank_programs;  // --rank-program R=FILE
 };
 
@@ -386,6 +391,9 @@ bool parse_run_args(std::vector<std::string> args, bool validate, RunArgs& r) {
       const long long k = parse_index("--rank-program", v.substr(0, eq));
       if (!r.rank_programs.emplace(k, v.substr(eq + 1)).second)
         throw UsageError("--rank-program " + std::to_string(k) + " given twice");
+    } else if (take_value(args, i, "--dp", "", v)) {
+      r.dp = parse_index("--dp", v);
+      if (r.dp < 1) throw UsageError("--dp: must be at least 1");
     } else if (take_value(args, i, "--tp", "", v)) {
       r.tp = parse_index("--tp", v);
       if (r.tp < 1) throw UsageError("--tp: must be at least 1");
@@ -639,17 +647,21 @@ void write_output_dir(const std::string& out_dir, bool onnx, const runtime::Onnx
   std::cout << "wrote " << path << "\n";
 }
 
-// Per-rank inputs of an SPMD run: --input files (`{rank}` replaced by the rank),
-// then with --random-inputs seeded values (seed + rank) for float inputs not given.
-// `onnx_in`: an ONNX model's inputs (names as the model spells them), else null.
+// Per-rank inputs of an SPMD run: --input files (`{rank}` replaced by the rank,
+// `{replica}` by its data-parallel replica, rank / `tp`), then with --random-inputs
+// seeded values (seed + replica) for float inputs not given. `onnx_in`: an ONNX
+// model's inputs (names as the model spells them), else null.
 std::vector<std::map<std::string, runtime::HostTensor>> spmd_inputs(
-    const RunArgs& r, const isa::Program& prog, const std::vector<runtime::ModelIo>* onnx_in) {
+    const RunArgs& r, const isa::Program& prog, const std::vector<runtime::ModelIo>* onnx_in,
+    uint32_t tp = 1) {
   std::vector<std::map<std::string, runtime::HostTensor>> inputs(size_t(r.ranks));
   for (uint32_t k = 0; k < inputs.size(); ++k) {
     for (const auto& [name, file] : r.inputs) {
       std::string f = file;
       for (size_t at; (at = f.find("{rank}")) != std::string::npos;)
         f.replace(at, 6, std::to_string(k));
+      for (size_t at; (at = f.find("{replica}")) != std::string::npos;)
+        f.replace(at, 9, std::to_string(k / tp));
       std::string tensor = name;
       runtime::HostTensor t;
       if (onnx_in) {
@@ -666,7 +678,7 @@ std::vector<std::map<std::string, runtime::HostTensor>> spmd_inputs(
       inputs[k][tensor] = std::move(t);
     }
     if (!r.random_inputs || !r.functional) continue;
-    std::mt19937_64 rng(r.seed + k);  // each rank its own values
+    std::mt19937_64 rng(r.seed + k / tp);  // each replica its own values
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (const auto& d : prog.tensors) {
       if (d.role != isa::TensorRole::input || inputs[k].count(d.name)) continue;
@@ -684,11 +696,12 @@ std::vector<std::map<std::string, runtime::HostTensor>> spmd_inputs(
 int cmd_run_spmd(const RunArgs& r) {
   if (r.validate) throw UsageError("validate: --ranks is not supported");
   const bool onnx = runtime::is_onnx_path(r.program_path);
-  if (onnx && r.tp != r.ranks)
-    throw UsageError("--ranks " + std::to_string(r.ranks) + ": an ONNX model runs on ranks " +
-                     "with --tp " + std::to_string(r.ranks) +
-                     " (tensor parallel; --tp must equal --ranks)");
-  if (!onnx && r.tp > 0) throw UsageError("--tp: '" + r.program_path + "' is not an ONNX model");
+  const long long tp = std::max(1LL, r.tp), dp = std::max(1LL, r.dp);
+  if (onnx && tp * dp != r.ranks)
+    throw UsageError("--ranks " + std::to_string(r.ranks) + ": an ONNX model runs on --tp x " +
+                     "--dp ranks (" + std::to_string(tp) + " x " + std::to_string(dp) + ")");
+  if (!onnx && (r.tp > 0 || r.dp > 0))
+    throw UsageError("--tp/--dp: '" + r.program_path + "' is not an ONNX model");
   const platform::platform_config cfg0 = platform::load_config(r.config, r.sets);
   const auto R = uint32_t(r.ranks);
   const platform::platform_config cfg = runtime::spmd_config(cfg0, R);
@@ -697,13 +710,20 @@ int cmd_run_spmd(const RunArgs& r) {
   if (onnx) {
     const ir::Graph imported = frontend::import_onnx_file(r.program_path, r.import);
     const std::vector<runtime::ModelIo> model_in = runtime::model_inputs(imported);
-    std::vector<runtime::OnnxModel> models = runtime::compile_tensor_parallel(
-        imported, r.program_path, for_core(cfg0, 0), r.precision, int(r.tp), r.keep_on_chip);
-    for (auto& m : models) progs.push_back(std::move(m.program));
-    // Tensor parallel ranks all read the same activations: rank 0's inputs for all.
-    RunArgs r0 = r;
-    r0.ranks = 1;
-    inputs.assign(R, spmd_inputs(r0, progs[0], &model_in).at(0));
+    if (tp > 1) {
+      std::vector<runtime::OnnxModel> models =
+          runtime::compile_tensor_parallel(imported, r.program_path, for_core(cfg0, 0), r.precision,
+                                           int(tp), r.keep_on_chip, int(dp));
+      for (auto& m : models) progs.push_back(std::move(m.program));
+    } else {  // data parallel only: every rank runs the whole model on its batch
+      std::ostringstream dumps;
+      progs.push_back(runtime::compile_onnx_graph(imported.clone(), r.program_path,
+                                                  for_core(cfg0, 0), r.precision, {}, dumps, false,
+                                                  r.keep_on_chip)
+                          .program);
+    }
+    // The ranks of one tensor-parallel group read the same activations.
+    inputs = spmd_inputs(r, progs[0], &model_in, uint32_t(tp));
   } else {
     progs.push_back(isa::load_program(r.program_path));
     if (r.drop_sync >= 0)
@@ -749,7 +769,7 @@ int cmd_run(std::vector<std::string> args, bool validate = false) {
   RunArgs r;
   if (!parse_run_args(std::move(args), validate, r)) return 0;
   check_run_args(r);
-  if (r.tp > 0 && r.ranks == 0) r.ranks = r.tp;
+  if ((r.tp > 0 || r.dp > 0) && r.ranks == 0) r.ranks = std::max(1LL, r.tp) * std::max(1LL, r.dp);
   if (r.ranks > 0) return cmd_run_spmd(r);
   const platform::platform_config cfg = platform::load_config(r.config, r.sets);
   if (r.core >= cfg.cores)

@@ -27,12 +27,14 @@ platform::platform_config spmd_config(const platform::platform_config& cfg, uint
 std::vector<Launch> spmd_launches(const isa::Program* program,
                                   std::vector<std::map<std::string, HostTensor>> inputs);
 
-// --tp N: the model for each of N ranks: the imported graph canonicalized, split
-// by graph_passes::tensor_parallel for that rank, compiled (no host fallback).
+// --tp N [--dp D]: the model for each of N x D ranks (rank d x N + t: shard t of
+// replica d): the imported graph canonicalized, split by
+// graph_passes::tensor_parallel for shard t with replica d's group, compiled (no
+// host fallback).
 std::vector<OnnxModel> compile_tensor_parallel(const ir::Graph& imported, const std::string& path,
                                                const platform::platform_config& cfg,
                                                const std::string& precision, int tp,
-                                               bool keep_on_chip);
+                                               bool keep_on_chip, int dp = 1);
 
 // Per rank: simulated time, collectives, their model time and rendezvous wait, and
 // the communication share (collective time / simulated time); then the step.

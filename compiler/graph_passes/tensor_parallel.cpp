@@ -111,12 +111,12 @@ bool find_pair(const ir::Graph& g, ir::Node* m1, Pair& p, std::string& why) {
 
 }  // namespace
 
-int tensor_parallel(ir::Graph& g, int rank, int size) {
-  if (size < 1 || rank < 0 || rank >= size)
+int tensor_parallel(ir::Graph& g, int rank, int size, int first_rank) {
+  if (size < 1 || rank < 0 || rank >= size || first_rank < 0)
     throw ir::CompileError("tensor parallel: rank " + std::to_string(rank) + " of " +
                            std::to_string(size) + " ranks");
   std::vector<int64_t> group;
-  for (int r = 0; r < size; ++r) group.push_back(r);
+  for (int r = 0; r < size; ++r) group.push_back(first_rank + r);
   int pairs = 0;
   std::string looked;
   std::set<const ir::Node*> done;

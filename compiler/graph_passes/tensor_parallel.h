@@ -19,9 +19,11 @@
 
 namespace trnsim::graph_passes {
 
-// Rewrites `g` for rank `rank` of `size`; returns the pairs split. Throws
+// Rewrites `g` for rank `rank` of `size`; returns the pairs split. The all-reduces'
+// group is launch ranks first_rank .. first_rank + size - 1 (data parallel replicas
+// of a tensor-parallel group: replica d starts at d x size). Throws
 // ir::CompileError when size does not divide a pair's hidden size, or when no pair
 // is found (the message names the MatMuls looked at).
-int tensor_parallel(ir::Graph& g, int rank, int size);
+int tensor_parallel(ir::Graph& g, int rank, int size, int first_rank = 0);
 
 }  // namespace trnsim::graph_passes

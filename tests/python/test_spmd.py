@@ -274,6 +274,32 @@ class TensorParallel(unittest.TestCase):
                     np.testing.assert_allclose(y, self.eager, rtol=3e-2, atol=3e-2)
                     np.testing.assert_array_equal(y, ys[0])
 
+    def test_data_parallel_replicas(self):
+        # --tp 2 --dp 2: ranks 0-1 hold replica 0 (group [0,1]), ranks 2-3 replica 1
+        # (group [2,3]); each replica's output is the single-core run on its input.
+        d = Path(self.dir.name)
+        np.save(d / "x1.npy", np.load(d / "x.npy")[::-1].copy())
+        run(["run", str(d / "mlp.onnx"), "-c", "tiny", "--input", "x=" + str(d / "x1.npy"),
+             "--output-dir", str(d / "one1")])
+        single1 = np.load(d / "one1" / "y.npy")
+        np.save(d / "x0.npy", np.load(d / "x.npy"))
+        p = run(["run", str(d / "mlp.onnx"), "-c", "tiny", "--tp", "2", "--dp", "2", "--input",
+                 "x=" + str(d / "x{replica}.npy"), "--output-dir", str(d / "tpdp"),
+                 "--stats", str(d / "tpdp.json")])
+        for r, want in [(0, self.single), (1, self.single), (2, single1), (3, single1)]:
+            y = np.load(d / "tpdp" / ("rank%d" % r) / "y.npy")
+            np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3)
+        import json
+        ranks = json.loads((d / "tpdp.json").read_text())["ranks"]
+        self.assertEqual(sorted(ranks), ["rank0", "rank1", "rank2", "rank3"])
+        self.assertEqual([ranks["rank%d" % r]["collectives"] for r in range(4)], [1] * 4, p.stdout)
+        # --dp alone: the whole model on each rank, no collective.
+        p = run(["run", str(d / "mlp.onnx"), "-c", "tiny", "--dp", "2", "--input",
+                 "x=" + str(d / "x{replica}.npy"), "--output-dir", str(d / "dp")])
+        self.assertIn("communication 0.0 ns", p.stdout)
+        np.testing.assert_array_equal(np.load(d / "dp" / "rank0" / "y.npy"), self.single)
+        np.testing.assert_array_equal(np.load(d / "dp" / "rank1" / "y.npy"), single1)
+
     def test_hidden_size_must_divide(self):
         d = Path(self.dir.name)
         p = run(["run", str(d / "mlp.onnx"), "-c", "tiny", "--tp", "3", "--random-inputs"],
