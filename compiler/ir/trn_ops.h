@@ -20,6 +20,10 @@
 //       bias add, activation, residual add, ... -- what the engine applies while
 //       evacuating PSUM. compute_dtype (as on MatMul) is on the fused node, not in
 //       the expr; fused_body() copies it onto step 0.
+//   trn.AllReduce(X){group}
+//       The sum of X over the ranks `group` of an SPMD launch (graph_passes/
+//       tensor_parallel.h makes it); lowered to one all_reduce instruction. The
+//       interpreter refuses it: one process holds one rank.
 //
 // Fused bodies. `expr` lists the steps, separated by ';':
 //     MatMul(%0, %1); Add($0, %2); Relu($1); Add($2, %3)
