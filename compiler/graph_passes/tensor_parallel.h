@@ -1,16 +1,17 @@
 // Megatron-style tensor parallelism (trnsim run MODEL.onnx --tp N): each rank of an
-// SPMD launch gets the graph with its shard of every MatMul pair's weights.
+// SPMD launch gets the graph with its shard of the weights.
 //
-// A pair is MatMul(x, W1) -> elementwise nodes -> MatMul(h, W2) with W1 [K,H] and
-// W2 [H,O] constants (after canonicalize: Gemm is MatMul + Add). The first MatMul
-// is split by columns (rank r keeps W1[:, r*H/N : (r+1)*H/N]) and the elementwise
-// nodes run on that slice of the hidden axis (their constants along it, e.g. the
-// bias, sliced alike); the second by rows (W2[r*H/N : (r+1)*H/N, :]), so each rank
-// computes a partial sum of the second MatMul, and a trn.AllReduce over the ranks
-// completes it before whatever follows (the second bias adds once, after it).
-// Elementwise nodes: unary ones and binary ones whose other operand is a constant
-// that broadcasts along the hidden axis (size 1 or H there, 1 elsewhere); nothing
-// outside the pair may read a value inside it.
+// A MatMul with a constant weight W1 [K,H] whose result can be carried, split, to
+// a MatMul with a constant weight W2 [H',O] is split by columns (rank r keeps
+// W1[:, r*H/N : (r+1)*H/N]); the second by rows, so each rank computes a partial
+// sum of it, and a trn.AllReduce over the ranks completes it before whatever
+// follows (its bias adds once, after it). Between them the split values go
+// through elementwise nodes (constants along the split axis, e.g. a bias, sliced
+// alike), Reshape (the split axis's outer factor: [B,S,H*D] -> [B,S,H,D] splits by
+// heads), Transpose, Softmax over another axis, and MatMuls of two split values
+// batched over the split axis: an MLP, and attention by heads (Q, K and V split,
+// the output projection row-split). A MatMul whose split result would reach
+// anything else (a graph output, a reduction over the split axis) stays whole.
 #pragma once
 
 #include <string>

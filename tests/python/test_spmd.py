@@ -300,6 +300,53 @@ class TensorParallel(unittest.TestCase):
         np.testing.assert_array_equal(np.load(d / "dp" / "rank0" / "y.npy"), self.single)
         np.testing.assert_array_equal(np.load(d / "dp" / "rank1" / "y.npy"), single1)
 
+    def test_attention_splits_by_heads(self):
+        # Attention (4 heads) + residual + LayerNorm + MLP: Q, K and V split by heads,
+        # the output projection by rows (one all_reduce), the MLP as above (another).
+        import math
+
+        import torch
+
+        class Block(torch.nn.Module):
+            def __init__(self, d=128, h=4, f=256):
+                super().__init__()
+                self.h = h
+                self.q, self.k, self.v, self.o = (torch.nn.Linear(d, d) for _ in range(4))
+                self.ln = torch.nn.LayerNorm(d)
+                self.f1, self.f2 = torch.nn.Linear(d, f), torch.nn.Linear(f, d)
+
+            def forward(self, x):
+                b, s, d = x.shape
+                h, dh = self.h, d // self.h
+                q, k, v = (m(x).view(b, s, h, dh).transpose(1, 2) for m in (self.q, self.k, self.v))
+                a = torch.softmax(q @ k.transpose(-1, -2) * (1.0 / math.sqrt(dh)), dim=-1)
+                x = x + self.o((a @ v).transpose(1, 2).reshape(b, s, d))
+                return x + self.f2(torch.nn.functional.gelu(self.f1(self.ln(x))))
+
+        torch.manual_seed(1)
+        d = Path(self.dir.name)
+        x = torch.randn(2, 32, 128)
+        torch.onnx.export(Block().eval(), (x,), str(d / "blk.onnx"), opset_version=17,
+                          input_names=["x"], output_names=["y"])
+        np.save(d / "bx.npy", x.numpy())
+        run(["run", str(d / "blk.onnx"), "-c", "tiny", "--input", "x=" + str(d / "bx.npy"),
+             "--output-dir", str(d / "b1")])
+        single = np.load(d / "b1" / "y.npy")
+        for n in (2, 4):
+            p = run(["run", str(d / "blk.onnx"), "-c", "tiny", "--tp", str(n), "--input",
+                     "x=" + str(d / "bx.npy"), "--output-dir", str(d / ("b%d" % n))])
+            self.assertIn("2 collectives", p.stdout)
+            for r in range(n):
+                y = np.load(d / ("b%d" % n) / ("rank%d" % r) / "y.npy")
+                np.testing.assert_allclose(y, single, rtol=1e-3, atol=1e-3)
+        # 8 ranks cannot split 4 heads: attention stays whole on every rank, the MLP
+        # (256 / 8) still splits.
+        p = run(["run", str(d / "blk.onnx"), "-c", "tiny", "--tp", "8", "--input",
+                 "x=" + str(d / "bx.npy"), "--output-dir", str(d / "b8")])
+        self.assertIn("1 collectives", p.stdout)
+        np.testing.assert_allclose(np.load(d / "b8" / "rank7" / "y.npy"), single, rtol=1e-3,
+                                   atol=1e-3)
+
     def test_hidden_size_must_divide(self):
         d = Path(self.dir.name)
         p = run(["run", str(d / "mlp.onnx"), "-c", "tiny", "--tp", "3", "--random-inputs"],
