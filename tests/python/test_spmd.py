@@ -145,6 +145,12 @@ class Collectives(unittest.TestCase):
     def test_same_cycles_every_run(self):
         outs = [self.run_collective("all_reduce", "bf16", 4, 512)[2] for _ in range(2)]
         self.assertEqual(rank_times(outs[0]), rank_times(outs[1]))
+        # Timing only (no data) gives the same times.
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, "p.tasm").write_text(program("all_reduce", "bf16", 512, 512, 4))
+            p = run(["run", str(Path(d, "p.tasm")), "-c", "tiny", "--ranks", "4",
+                     "--no-functional"])
+        self.assertEqual(rank_times(p.stdout), rank_times(outs[0]))
 
 
 class Errors(unittest.TestCase):
@@ -176,6 +182,20 @@ class Errors(unittest.TestCase):
                      "x=" + str(Path(d, "x.npy"))], check=False)
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn("ranks [0] arrived, ranks [1] never did", p.stderr)
+
+    def test_groups_that_differ_never_complete(self):
+        # Rank 0 reduces over [0,1], ranks 1 and 2 over [0,1,2]: neither completes.
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, "a.tasm").write_text(program("all_reduce", "fp32", 64, 64, 3))
+            Path(d, "b.tasm").write_text(program("all_reduce", "fp32", 64, 64, 2))
+            p = run(["run", str(Path(d, "a.tasm")), "-c", "tiny", "--ranks", "3",
+                     "--rank-program", "0=" + str(Path(d, "b.tasm")), "--random-inputs"],
+                    check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("group [0,1] src 64 fp32 dst 64 fp32: ranks [0] arrived, ranks [1] never did",
+                      p.stderr)
+        self.assertIn("group [0,1,2] src 64 fp32 dst 64 fp32: ranks [1,2] arrived, ranks [0] "
+                      "never did", p.stderr)
 
     def test_group_beyond_the_launch(self):
         with tempfile.TemporaryDirectory() as d:
