@@ -3,6 +3,7 @@
 //              [--random-inputs[=SEED]] [--output-dir DIR] [--stats FILE.json]
 //              [--stats-text FILE] [--trace FILE.json] [--vcd FILE.vcd]
 //              [--no-functional] [--core N]
+//              [--ranks R [--rank-program R=FILE]...] [--tp N] [--dp D]   (runtime/spmd.h)
 //   trnsim compile MODEL.onnx|KERNEL.tir -o OUT.tbin|.tasm [-c CONFIG] [--precision P]
 //   [--print-after PASS] trnsim asm IN.tasm -o OUT.tbin      trnsim disasm IN.tbin [-o OUT.tasm]
 //   trnsim info [-c CONFIG] [--set k=v]... [--keys]
