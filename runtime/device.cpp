@@ -16,6 +16,7 @@
 #include "models/common/sim_context.h"
 #include "models/common/trace.h"
 #include "models/isa/validate.h"
+#include "models/network/collective_unit.h"
 #include "platform/chip.h"
 #include "runtime/host_memory.h"
 #include "runtime/report.h"
@@ -103,6 +104,7 @@ struct Device::Impl {
   std::map<std::pair<const isa::Program*, uint32_t>, Image> resident;
   uint64_t resident_top = 0;  // HBM below is held by resident images
   std::vector<Launch> pending;
+  std::unique_ptr<models::network::collective_unit> coll;  // the last SPMD run's
 
   void build_stats(const RunReport& rep, const std::vector<uint32_t>& cores,
                    const std::array<uint64_t, isa::kNumDTypes>& flops);
@@ -116,6 +118,7 @@ struct Device::Impl {
   void load_queues(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases);
   double simulate(const std::vector<Launch>& launches);
   void check_finished(const std::vector<Launch>& launches) const;
+  void bind_ranks(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases);
   void collect_launch(const Launch& l, uint64_t base, const sc_core::sc_time& t0, RunReport& rep,
                       std::array<uint64_t, isa::kNumDTypes>& flops);
   void collect_dma_queues(const Launch& l, RunReport& rep) const;
@@ -351,6 +354,37 @@ void Device::Impl::load_queues(const std::vector<Launch>& launches,
   }
 }
 
+// SPMD launches (ranks set): one collective unit for the run, each rank's sync
+// engine bound to it; ranks must be 0..R-1, once each, on every launch or none.
+void Device::Impl::bind_ranks(const std::vector<Launch>& launches,
+                              const std::vector<uint64_t>& bases) {
+  coll.reset();
+  ctx.collectives = nullptr;
+  size_t ranked = 0;
+  for (const Launch& l : launches) ranked += l.rank >= 0;
+  if (ranked == 0) return;
+  if (ranked != launches.size()) throw RunError("SPMD run: every launch needs a rank, or none");
+  std::vector<models::network::collective_unit::rank_binding> b(launches.size());
+  std::vector<bool> seen(launches.size(), false);
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const auto r = static_cast<size_t>(launches[i].rank);
+    if (r >= launches.size() || seen[r])
+      throw RunError("SPMD run: launch ranks must be 0.." + std::to_string(launches.size() - 1) +
+                     ", once each (rank " + std::to_string(r) + ")");
+    seen[r] = true;
+    b[r] = {&chip->hbm, bases[i],
+            "rank " + std::to_string(r) + " (core" + std::to_string(launches[i].core) + ")"};
+    chip->cores[launches[i].core]->sync.set_rank(uint32_t(r), bases[i]);
+  }
+  models::network::topology_params tp;
+  tp.net = cfg.network;
+  tp.cores_per_chip = opts.chip_cores ? opts.chip_cores : cfg.cores;
+  tp.dma_bps =
+      std::min(cfg.core.dma.engines * cfg.core.dma.bandwidth_bps, cfg.core.dma.core_bandwidth_bps);
+  coll = std::make_unique<models::network::collective_unit>(tp, std::move(b), ctx);
+  ctx.collectives = coll.get();
+}
+
 // Starts the launches' engines and DMA and simulates until every queue is done or
 // blocked. Returns the host seconds it took.
 double Device::Impl::simulate(const std::vector<Launch>& launches) {
@@ -384,6 +418,10 @@ void Device::Impl::check_finished(const std::vector<Launch>& launches) const {
     for (auto& d : core.dma)
       for (const auto& s : d->pending()) stuck += "\n  " + std::string(d->name()) + " " + s;
   }
+  const std::string rv = coll ? coll->pending() : "";
+  if (!rv.empty())
+    throw RunError("collective rendezvous never completed (a rank never reached it):" + rv +
+                   "\npending queues:" + stuck);
   if (!stuck.empty())
     throw RunError("deadlock: no queue can make progress; pending semaphore waits:" + stuck);
 }
@@ -487,6 +525,7 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   I.place(launches, bases, fresh);
   const uint64_t uploaded = I.upload(launches, bases, fresh);
   I.load_queues(launches, bases);
+  I.bind_ranks(launches, bases);
   const uint64_t hbm_r0 = I.chip->hbm.read_bytes(), hbm_w0 = I.chip->hbm.write_bytes();
   const sc_core::sc_time t0 = models::now();
   const double host_s = I.simulate(launches);
@@ -510,6 +549,15 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   for (size_t i = 0; i < launches.size(); ++i) {
     cores.push_back(launches[i].core);
     I.collect_launch(launches[i], bases[i], t0, rep, flops);
+    LaunchResult& lr = rep.launches.back();
+    lr.rank = launches[i].rank;
+    if (I.coll) {
+      const auto& cs = I.coll->stats().at(static_cast<size_t>(launches[i].rank));
+      lr.collectives = cs.collectives;
+      lr.collective_ns = cs.collective_ns;
+      lr.rendezvous_ns = cs.rendezvous_ns;
+      lr.comm_bytes = cs.bytes;
+    }
   }
   rep.cores = uint32_t(cores.size());
   I.add_totals(rep, flops);
@@ -650,6 +698,24 @@ void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>
     g.add_fixed("touched_bytes", "bytes",
                 "distinct bytes accessed at least once, summed over partitions", double(touched),
                 true);
+  }
+
+  if (!rep.launches.empty() && rep.launches.front().rank >= 0) {
+    auto& rg = r.child("ranks", "SPMD ranks (runtime/spmd.h): each rank's collectives");
+    for (const LaunchResult& l : rep.launches) {
+      auto& g = rg.child("rank" + std::to_string(l.rank));
+      g.add_fixed("simulated_ns", "ns", "the rank's launch to its last completion", l.simulated_ns);
+      g.add_fixed("collectives", "instructions", "collective instructions completed",
+                  double(l.collectives), true);
+      g.add_fixed("collective_ns", "ns", "the collective model's time of them, summed",
+                  l.collective_ns);
+      g.add_fixed("rendezvous_ns", "ns", "time its sync queue waited for the group's other ranks",
+                  l.rendezvous_ns);
+      g.add_fixed("comm_bytes", "bytes", "bytes the rank's collective transfers sent",
+                  double(l.comm_bytes), true);
+      g.add_fixed("comm_pct", "%", "collective_ns / simulated_ns",
+                  pct(l.collective_ns, l.simulated_ns));
+    }
   }
 
   auto& cg = r.child("chip", "the simulated chip: every block's counters for the run");

@@ -28,6 +28,10 @@ struct Launch {
   // The compiler's FLOPs, bytes and instruction origins of `program`, for the
   // report's roofline (a run of one launch); null: the whole-program line only.
   const compiler::ProgramRoofline* roofline = nullptr;
+  // SPMD: this launch's rank (launches of one run with ranks are ranks 0..R-1, one
+  // each); their collective instructions meet in the run's collective unit
+  // (models/network/collective_unit.h). -1: no rank (a collective is an error).
+  int32_t rank = -1;
 };
 
 struct EngineStats {
@@ -53,6 +57,12 @@ struct LaunchResult {
   double simulated_ns = 0;                    // launch start to last completion
   uint64_t instructions = 0;
   std::vector<EngineStats> engines;  // per compute engine, plus DMA
+  // SPMD launches: the rank's collectives, the collective model's time of them,
+  // the time its sync queue waited for the group's other ranks, and bytes sent.
+  int32_t rank = -1;
+  uint64_t collectives = 0;
+  double collective_ns = 0, rendezvous_ns = 0;
+  uint64_t comm_bytes = 0;
 };
 
 // Figures of one run (every launch of it); the stats tree has the same and more.
@@ -100,6 +110,9 @@ struct DeviceOptions {
   // whose other value is `chip`; anything else is a RunError).
   // A chip with a timed RTL block always does.
   bool systemc_threads = false;
+  // SPMD over several chips: the cores of one real chip (the collective timing's
+  // placement: rank r on chip r / chip_cores). 0: the config's chip.cores.
+  uint32_t chip_cores = 0;
 };
 
 class Device {

@@ -3,12 +3,14 @@
 //              [--random-inputs[=SEED]] [--output-dir DIR] [--stats FILE.json]
 //              [--stats-text FILE] [--trace FILE.json] [--vcd FILE.vcd]
 //              [--no-functional] [--core N]
+//              [--ranks R [--rank-program R=FILE]...] [--tp N] [--dp D]   (runtime/spmd.h)
 //   trnsim compile MODEL.onnx|KERNEL.tir -o OUT.tbin|.tasm [-c CONFIG] [--precision P]
 //   [--print-after PASS] trnsim asm IN.tasm -o OUT.tbin      trnsim disasm IN.tbin [-o OUT.tasm]
 //   trnsim info [-c CONFIG] [--set k=v]... [--keys]
 //   trnsim collbench all_reduce|all_gather|reduce_scatter [-c CONFIG] [--ranks N] [--sizes A:B]
 //   trnsim sweep|plot|fuzz ARGS   (exec: python3 -m trnsim.sweep|plot|fuzz ARGS)
 // Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,6 +43,7 @@
 #include "runtime/host_memory.h"
 #include "runtime/onnx_program.h"
 #include "runtime/report.h"
+#include "runtime/spmd.h"
 #include "runtime/target_from_config.h"
 #include "runtime/tile_program.h"
 #include "runtime/validate.h"
@@ -106,7 +110,16 @@ const char* kRunHelp =
     "  --races=error|warn       findings of --check-races/--poison: exit 1 [error] or only\n"
     "                           report [warn]\n"
     "  --drop-sync N            sync mutation: remove semaphore wait N (0-based, in\n"
-    "                           disassembly order) before running; see --check-races\n";
+    "                           disassembly order) before running; see --check-races\n"
+    "  --ranks R                SPMD: run the program on R ranks (rank r on core\n"
+    "                           r % chip.cores of chip r / chip.cores), its collectives\n"
+    "                           timed over the network: section. `{rank}` in an --input\n"
+    "                           file name is the rank; --output-dir writes DIR/rankR/\n"
+    "  --rank-program R=FILE    with --ranks: rank R runs FILE instead (MPMD)\n"
+    "  --tp N                   for .onnx: tensor parallel over N ranks (--ranks N):\n"
+    "                           MatMul pairs split Megatron-style, one all_reduce each\n"
+    "  --dp D                   for .onnx: D data-parallel replicas (ranks = tp x D, rank\n"
+    "                           d x tp + t); `{replica}` in an --input file name is d\n";
 
 const char* kValidateHelp =
     "usage: trnsim validate MODEL.onnx [options]\n"
@@ -257,6 +270,10 @@ struct RunArgs {
   uint8_t poison_byte = 0xff;
   uint64_t seed = 0;
   long long core = 0;
+  long long ranks = 0;  // SPMD: run on this many ranks (runtime/spmd.h)
+  long long tp = 0;     // ONNX + --ranks: tensor-parallel split (compiler/graph_passes)
+  long long dp = 0;     // ONNX + --ranks: data-parallel replicas
+  std::map<long long, std::string> rank_programs;  // --rank-program R=FILE
 };
 
 // validate's own options (--reference, --rtol, --atol, --no-check-races,
@@ -368,6 +385,22 @@ bool parse_run_args(std::vector<std::string> args, bool validate, RunArgs& r) {
       r.print_after.push_back(v);
     } else if (take_value(args, i, "--core", "", v)) {
       r.core = parse_index("--core", v);
+    } else if (take_value(args, i, "--rank-program", "", v)) {
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw UsageError("--rank-program expects R=FILE, got '" + v + "'");
+      const long long k = parse_index("--rank-program", v.substr(0, eq));
+      if (!r.rank_programs.emplace(k, v.substr(eq + 1)).second)
+        throw UsageError("--rank-program " + std::to_string(k) + " given twice");
+    } else if (take_value(args, i, "--dp", "", v)) {
+      r.dp = parse_index("--dp", v);
+      if (r.dp < 1) throw UsageError("--dp: must be at least 1");
+    } else if (take_value(args, i, "--tp", "", v)) {
+      r.tp = parse_index("--tp", v);
+      if (r.tp < 1) throw UsageError("--tp: must be at least 1");
+    } else if (take_value(args, i, "--ranks", "", v)) {
+      r.ranks = parse_index("--ranks", v);
+      if (r.ranks < 1) throw UsageError("--ranks: must be at least 1");
     } else if (a == "--no-functional") {
       r.functional = false;
     } else if (a == "--no-fallback") {
@@ -615,12 +648,130 @@ void write_output_dir(const std::string& out_dir, bool onnx, const runtime::Onnx
   std::cout << "wrote " << path << "\n";
 }
 
+// Per-rank inputs of an SPMD run: --input files (`{rank}` replaced by the rank,
+// `{replica}` by its data-parallel replica, rank / `tp`), then with --random-inputs
+// seeded values (seed + replica) for float inputs not given. `onnx_in`: an ONNX
+// model's inputs (names as the model spells them), else null.
+std::vector<std::map<std::string, runtime::HostTensor>> spmd_inputs(
+    const RunArgs& r, const isa::Program& prog, const std::vector<runtime::ModelIo>* onnx_in,
+    uint32_t tp = 1) {
+  std::vector<std::map<std::string, runtime::HostTensor>> inputs(size_t(r.ranks));
+  for (uint32_t k = 0; k < inputs.size(); ++k) {
+    for (const auto& [name, file] : r.inputs) {
+      std::string f = file;
+      for (size_t at; (at = f.find("{rank}")) != std::string::npos;)
+        f.replace(at, 6, std::to_string(k));
+      for (size_t at; (at = f.find("{replica}")) != std::string::npos;)
+        f.replace(at, 9, std::to_string(k / tp));
+      std::string tensor = name;
+      runtime::HostTensor t;
+      if (onnx_in) {
+        const runtime::ModelIo* in = runtime::find_input(*onnx_in, name);
+        if (!in)
+          throw UsageError("--input " + name + ": " + r.program_path + " has no input '" + name +
+                           "'; its inputs: " + runtime::describe_inputs(*onnx_in));
+        tensor = in->tensor;
+        t = runtime::read_model_input(*in, f);
+      } else {
+        t = runtime::read_npy(f);
+      }
+      if (inputs[k].count(tensor)) throw UsageError("--input " + name + " given twice");
+      inputs[k][tensor] = std::move(t);
+    }
+    if (!r.random_inputs || !r.functional) continue;
+    std::mt19937_64 rng(r.seed + k / tp);  // each replica its own values
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (const auto& d : prog.tensors) {
+      if (d.role != isa::TensorRole::input || inputs[k].count(d.name)) continue;
+      std::vector<float> vals(d.bytes() / isa::dtype_size(d.dtype));
+      for (auto& x : vals) x = dist(rng);
+      inputs[k][d.name] = runtime::HostTensor::from_float(d.shape, d.dtype, vals);
+    }
+  }
+  return inputs;
+}
+
+// `trnsim run PROGRAM --ranks R`: one program on R ranks, each with its inputs
+// (`{rank}` in a file name), reported per rank with the step's communication share.
+// An ONNX model needs --tp R: each rank runs its shard (runtime/spmd.h).
+int cmd_run_spmd(const RunArgs& r) {
+  if (r.validate) throw UsageError("validate: --ranks is not supported");
+  const bool onnx = runtime::is_onnx_path(r.program_path);
+  const long long tp = std::max(1LL, r.tp), dp = std::max(1LL, r.dp);
+  if (onnx && tp * dp != r.ranks)
+    throw UsageError("--ranks " + std::to_string(r.ranks) + ": an ONNX model runs on --tp x " +
+                     "--dp ranks (" + std::to_string(tp) + " x " + std::to_string(dp) + ")");
+  if (!onnx && (r.tp > 0 || r.dp > 0))
+    throw UsageError("--tp/--dp: '" + r.program_path + "' is not an ONNX model");
+  const platform::platform_config cfg0 = platform::load_config(r.config, r.sets);
+  const auto R = uint32_t(r.ranks);
+  const platform::platform_config cfg = runtime::spmd_config(cfg0, R);
+  std::vector<isa::Program> progs;
+  std::vector<std::map<std::string, runtime::HostTensor>> inputs;
+  if (onnx) {
+    const ir::Graph imported = frontend::import_onnx_file(r.program_path, r.import);
+    const std::vector<runtime::ModelIo> model_in = runtime::model_inputs(imported);
+    if (tp > 1) {
+      std::vector<runtime::OnnxModel> models =
+          runtime::compile_tensor_parallel(imported, r.program_path, for_core(cfg0, 0), r.precision,
+                                           int(tp), r.keep_on_chip, int(dp));
+      for (auto& m : models) progs.push_back(std::move(m.program));
+    } else {  // data parallel only: every rank runs the whole model on its batch
+      std::ostringstream dumps;
+      progs.push_back(runtime::compile_onnx_graph(imported.clone(), r.program_path,
+                                                  for_core(cfg0, 0), r.precision, {}, dumps, false,
+                                                  r.keep_on_chip)
+                          .program);
+    }
+    // The ranks of one tensor-parallel group read the same activations.
+    inputs = spmd_inputs(r, progs[0], &model_in, uint32_t(tp));
+  } else {
+    progs.push_back(isa::load_program(r.program_path));
+    if (r.drop_sync >= 0)
+      std::cout << "drop-sync " << r.drop_sync << ": removed "
+                << drop_sync_wait(progs[0], r.drop_sync) << "\n";
+    inputs = spmd_inputs(r, progs[0], nullptr);
+    // --rank-program: that rank runs another program (its own inputs' names).
+    if (!r.rank_programs.empty()) progs.resize(R, progs[0]);
+    for (const auto& [k, file] : r.rank_programs) {
+      if (k >= r.ranks)
+        throw UsageError("--rank-program " + std::to_string(k) + ": the run has " +
+                         std::to_string(R) + " ranks");
+      progs[size_t(k)] = isa::load_program(file);
+    }
+  }
+  runtime::DeviceOptions opts = run_device_options(r);
+  opts.chip_cores = cfg0.cores;
+  runtime::Device dev(cfg, opts);
+  std::vector<runtime::Launch> launches = runtime::spmd_launches(&progs[0], std::move(inputs));
+  for (size_t k = 0; k < launches.size() && progs.size() > 1; ++k) launches[k].program = &progs[k];
+  const runtime::RunReport rep = dev.run(launches);
+  std::cout << runtime::format_report(progs[0], cfg, rep) << runtime::format_spmd_report(rep);
+  int status = 0;
+  if (opts.check_races || opts.poison) print_checks(rep, opts);
+  if ((rep.races || rep.poisoned_reads) && !r.races_warn) status = 1;
+  if (!r.out_dir.empty())
+    for (const auto& l : rep.launches)
+      for (const auto& [name, t] : l.outputs) {
+        const auto dir = std::filesystem::path(r.out_dir) / ("rank" + std::to_string(l.rank));
+        std::filesystem::create_directories(dir);
+        const std::string path = (dir / (file_safe(name) + ".npy")).string();
+        runtime::write_npy(path, t);
+        std::cout << "wrote " << path << "\n";
+      }
+  if (!r.stats_path.empty()) runtime::write_file(r.stats_path, rep.stats_json);
+  if (!r.stats_text_path.empty()) runtime::write_file(r.stats_text_path, rep.stats_text);
+  return status;
+}
+
 // `trnsim run`, and with `validate` set `trnsim validate` (ONNX models only:
 // simulated outputs against the reference interpreter, exit 1 when they differ).
 int cmd_run(std::vector<std::string> args, bool validate = false) {
   RunArgs r;
   if (!parse_run_args(std::move(args), validate, r)) return 0;
   check_run_args(r);
+  if ((r.tp > 0 || r.dp > 0) && r.ranks == 0) r.ranks = std::max(1LL, r.tp) * std::max(1LL, r.dp);
+  if (r.ranks > 0) return cmd_run_spmd(r);
   const platform::platform_config cfg = platform::load_config(r.config, r.sets);
   if (r.core >= cfg.cores)
     throw UsageError("--core " + std::to_string(r.core) + ": platform '" + cfg.name + "' has " +

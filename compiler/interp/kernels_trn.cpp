@@ -147,6 +147,12 @@ void attention(const Node& n, const Ins& in, Outs& out) {
   }
 }
 
+// trn.AllReduce: a sum over ranks of an SPMD launch; one process holds one rank.
+void all_reduce(const Node&, const Ins&, Outs&) {
+  throw ir::UnsupportedError(
+      "trn.AllReduce sums over the ranks of an SPMD launch: it runs on the device only");
+}
+
 }  // namespace
 
 void register_trn(KernelMap& m) {
@@ -158,6 +164,7 @@ void register_trn(KernelMap& m) {
   m["trn.MatMulEpilogue"] = fused;
   m["trn.TileKernel"] = tile_kernel;
   m["trn.Attention"] = attention;
+  m["trn.AllReduce"] = all_reduce;
 }
 
 }  // namespace trnsim::interp

@@ -815,6 +815,12 @@ void register_ops() {
   def("trn.Elementwise", 1, -1, 1, 1, {A("expr", K::kString)}, infer_trn_fused);
   def("trn.MatMulEpilogue", 2, -1, 1, 1, {A("expr", K::kString), Opt("compute_dtype", K::kString)},
       infer_trn_fused);
+  // Sum over the ranks `group` of an SPMD launch (graph_passes/tensor_parallel.h).
+  def("trn.AllReduce", 1, 1, 1, 1, {A("group", K::kInts)}, [](const Node& n) {
+    require_float(n, 0);
+    if (n.attr_ints("group").empty()) fail("group lists no rank");
+    return same_as_input0(n);
+  });
   def("trn.TileKernel", 0, -1, 1, -1,
       {A("tir", K::kString), A("inputs", K::kString), A("outputs", K::kString)},
       infer_trn_tile_kernel);

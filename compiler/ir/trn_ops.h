@@ -28,6 +28,10 @@
 //       causal=1 (needs Sq == Skv): query i sees keys j <= i only (the mask is -inf
 //       above the diagonal); causal=0: no mask. compute_dtype: the matmul operands'
 //       type (Q, K, the probabilities and V), as on MatMul.
+//   trn.AllReduce(X){group}
+//       The sum of X over the ranks `group` of an SPMD launch (graph_passes/
+//       tensor_parallel.h makes it); lowered to one all_reduce instruction. The
+//       interpreter refuses it: one process holds one rank.
 //
 // Fused bodies. `expr` lists the steps, separated by ';':
 //     MatMul(%0, %1); Add($0, %2); Relu($1); Add($2, %3)

@@ -579,6 +579,16 @@ void Builder::dma(const HbmView& dst, const HbmView& src) {
   set(op, tile::kSrc0, strip(src));
 }
 
+void Builder::collective(isa::Opcode opc, const HbmView& dst, const HbmView& src,
+                         const std::vector<uint32_t>& group) {
+  if (!isa::is_collective(opc) || opc == isa::Opcode::barrier)
+    fail("collective: " + std::string(isa::opcode_name(opc)) + " is not a data collective");
+  tile::Op& op = add_op(opc, isa::Engine::sync, "collective");
+  set(op, tile::kDst, dst);
+  set(op, tile::kSrc0, src);
+  op.ins.group = group;
+}
+
 void Builder::dma(const TileView& dst, const TileView& src) {
   if (squeeze(dst.shape()) != squeeze(src.shape()))
     fail("dma: dst tile view " + shape_str(dst.shape()) + " and src tile view " +

@@ -159,6 +159,10 @@ class Builder {
   void dma(const HbmView& dst, const TileView& src);   // store
   void dma(const HbmView& dst, const HbmView& src);    // HBM -> HBM
   void dma(const TileView& dst, const TileView& src);  // SBUF -> SBUF
+  // A collective (all_reduce, all_gather, reduce_scatter) on the sync queue over
+  // the ranks `group`, both operands in HBM (docs/isa.md, Collectives).
+  void collective(isa::Opcode opc, const HbmView& dst, const HbmView& src,
+                  const std::vector<uint32_t>& group);
 
   // ---- tensor engine
   // dst[M,N] (psum fp32) (+)= stationary[K,M]^T @ moving[K,N]. double_row (fp8, on

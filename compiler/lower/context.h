@@ -110,6 +110,9 @@ void lower_cumsum(Ctx& c, const ir::Node& n);
 // trn.Attention (attention.cpp): one flash-attention kernel, no score tensor in HBM.
 void lower_attention(Ctx& c, const ir::Node& n);
 
+// trn.AllReduce (collective.cpp): an all_reduce over the node's group of ranks.
+void lower_collective(Ctx& c, const ir::Node& n);
+
 // trn.TileKernel (tile_kernel.cpp): the node's tile IR spliced in.
 void lower_tile_kernel(Ctx& c, const ir::Node& n);
 

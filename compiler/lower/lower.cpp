@@ -70,6 +70,7 @@ const std::vector<std::string>& lowerable_ops() {
     std::vector<std::string> v = {"MatMul", "trn.MatMulEpilogue", "trn.Elementwise", "Neg",
                                   "trn.Gelu"};
     v.push_back("trn.TileKernel");
+    v.push_back("trn.AllReduce");
     for (const char* op :
          {"Relu",       "Sigmoid",       "Tanh",        "Exp",       "Log",        "Sqrt",
           "Reciprocal", "Abs",           "Erf",         "Softplus",  "trn.Silu",   "Add",
@@ -175,6 +176,8 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
         c.b.dma(c.view(n.outputs[0]), c.view(n.input(0)).reshape(hbm_shape(n.outputs[0])));
     } else if (op == "trn.TileKernel") {
       lower_tile_kernel(c, n);
+    } else if (op == "trn.AllReduce") {
+      lower_collective(c, n);
     } else if (is_conv_node(n)) {
       lower_conv(c, n);
     } else if (is_pool(op)) {

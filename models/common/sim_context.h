@@ -13,6 +13,7 @@ class recorder;
 namespace trnsim::models {
 
 class access_checker;
+class collective_port;
 class scheduler;
 
 struct sim_fault {
@@ -26,6 +27,8 @@ struct sim_context {
   access_checker* checker = nullptr;  // set: every access is checked for races/poison
   // Set: the sequencers run on this scheduler (scheduler.h) instead of SystemC threads.
   scheduler* sched = nullptr;
+  // Set by an SPMD launch: where the sync engines' collective instructions go.
+  collective_port* collectives = nullptr;
   std::vector<sim_fault> faults;
 };
 

@@ -77,7 +77,9 @@ std::string engine::pending() const {
   const isa::Instruction& in = (*queue_)[pc_];
   std::string s = "instruction " + std::to_string(pc_);
   if (in.line) s += " (line " + std::to_string(in.line) + ")";
-  if (state_ == state::waiting)
+  if (phase_ == phase::rendezvous)
+    s = "waiting for the other ranks of its group at " + s;
+  else if (state_ == state::waiting)
     s = "waiting for s" + std::to_string(waiting_sem_) + " >= " + std::to_string(waiting_value_) +
         " (now " + std::to_string(sems_.value(waiting_sem_)) + ") at " + s;
   else
@@ -316,12 +318,42 @@ engine::park engine::advance() {
         }
         state_ = state::running;
         signal(in, isa::SignalWhen::start);
+        if (isa::is_collective(in.op)) {
+          if (!ctx_.collectives) {
+            fail(in, "a collective needs an SPMD launch of several ranks (trnsim run --ranks R)");
+            continue;
+          }
+          // The collective reads src and writes dst of this rank's HBM, ordered by
+          // this queue's semaphores like any other access.
+          using AK = access_checker::access_kind;
+          if (agent_ > 0 && in.nsrc) ctx_.checker->access(agent_, in.src[0], hbm_base_, AK::read);
+          if (agent_ > 0 && isa::opcode_info(in.op).has_dst)
+            ctx_.checker->access(agent_, in.dst, hbm_base_, AK::write);
+          rv_ready_ = false;
+          phase_ = phase::rendezvous;
+          ctx_.collectives->arrive(rank_, in, &rv_);
+          continue;
+        }
         try {
           tm_ = instruction_timing(in, execute(in));
           // Both ends within the time range: the sums below cannot wrap.
           const sc_core::sc_time now = models::now();
           checked_time(now + tm_.issue);
           checked_time(now + tm_.done);
+        } catch (const std::exception& e) {
+          fail(in, e.what());
+          continue;
+        }
+        issued_ = models::now();
+        phase_ = phase::issued;
+        return {K::time, 0, 0, tm_.issue};
+      }
+      case phase::rendezvous: {
+        if (!rv_ready_) return {K::rendezvous, 0, 0, sc_core::SC_ZERO_TIME};
+        const isa::Instruction& in = (*queue_)[pc_];
+        tm_ = {rv_dur_, rv_dur_};
+        try {
+          checked_time(models::now() + rv_dur_);
         } catch (const std::exception& e) {
           fail(in, e.what());
           continue;
@@ -369,6 +401,8 @@ void engine::run() {
         sems_.wait_ge(p.sem, p.value);
       else if (p.k == K::time)
         sc_core::wait(p.dt);
+      else if (p.k == K::rendezvous)
+        sc_core::wait(rv_event_);
       else
         sc_core::wait(completed_);
     }
@@ -384,9 +418,20 @@ void engine::step() {
     sems_.wake_when_ge(p.sem, p.value, &seq_agent_);
   } else if (p.k == K::time) {
     ctx_.sched->resume_at(&seq_agent_, models::now() + p.dt);
-  } else if (p.k == K::drain) {
+  } else if (p.k == K::drain || p.k == K::rendezvous) {
     ctx_.sched->park(&seq_agent_);
   }
+}
+
+void engine::rv_waiter::collective_ready(const sc_core::sc_time& d) {
+  // Called by the group's last arrival: for this engine itself (it goes on at
+  // once), or for one parked in phase::rendezvous (woken in the next delta).
+  e->rv_ready_ = true;
+  e->rv_dur_ = d;
+  if (e->ctx_.sched)
+    e->ctx_.sched->wake(&e->seq_agent_);
+  else
+    e->rv_event_.notify(sc_core::SC_ZERO_TIME);
 }
 
 }  // namespace trnsim::models

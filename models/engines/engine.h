@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "models/common/ap_extension.h"
+#include "models/common/collectives.h"
 #include "models/common/scheduler.h"
 #include "models/common/semaphores.h"
 #include "models/common/sim_context.h"
@@ -43,6 +44,12 @@ class engine : public sc_core::sc_module {
   // The queue to run at the next start(); nullptr or empty: nothing to do.
   void load(const std::vector<isa::Instruction>* instrs);
   void start();  // begin executing the loaded queue (delta-notified)
+  // An SPMD launch's rank of this engine's core and the program's HBM base: the
+  // collective instructions arrive at sim_context::collectives as this rank.
+  void set_rank(uint32_t rank, uint64_t hbm_base) {
+    rank_ = rank;
+    hbm_base_ = hbm_base;
+  }
   bool idle() const { return state_ == state::idle || state_ == state::done; }
   bool failed() const { return state_ == state::failed; }
   // "waiting for s3 >= 2 at instruction 7 (line 40): matmul ..." when stuck.
@@ -91,10 +98,10 @@ class engine : public sc_core::sc_module {
  private:
   enum class state { idle, waiting, running, done, failed };
   // Where the sequencer stands in its current instruction.
-  enum class phase { fetch, waits, latency, issued, drain };
+  enum class phase { fetch, waits, latency, rendezvous, issued, drain };
   // What the sequencer waits for before advance() can go on.
   struct park {
-    enum class kind { finished, sem, time, drain } k = kind::finished;
+    enum class kind { finished, sem, time, drain, rendezvous } k = kind::finished;
     uint16_t sem = 0;
     uint32_t value = 0;                           // kind::sem: until s[sem] >= value
     sc_core::sc_time dt = sc_core::SC_ZERO_TIME;  // kind::time: for this long
@@ -122,6 +129,19 @@ class engine : public sc_core::sc_module {
   agent seq_agent_{this, &engine::step};
   agent done_agent_{this, &engine::fire_due};
   void fire_due();  // scheduler counterpart of complete()
+
+  // A collective instruction waits in phase::rendezvous until its group arrived.
+  struct rv_waiter : collective_waiter {
+    engine* e;
+    explicit rv_waiter(engine* e_) : e(e_) {}
+    void collective_ready(const sc_core::sc_time& d) override;
+  };
+  rv_waiter rv_{this};
+  bool rv_ready_ = false;
+  sc_core::sc_time rv_dur_;
+  sc_core::sc_event rv_event_;
+  uint32_t rank_ = 0;
+  uint64_t hbm_base_ = 0;
 
   struct completion {
     sc_core::sc_time at;

@@ -206,6 +206,7 @@ enum class Key {
   pstep,
   steps,
   spread,
+  group,
   wait,
   signal,
 };
@@ -268,6 +269,12 @@ std::vector<KeySpec> keys_for(Opcode op) {
                          {"pstep", Key::pstep, false},
                          {"steps", Key::steps, false},
                          {"fill", Key::fill, false}});
+      break;
+    case Opcode::all_reduce:
+    case Opcode::all_gather:
+    case Opcode::reduce_scatter:
+    case Opcode::barrier:
+      k.push_back({"group", Key::group, true});
       break;
     default:
       break;
@@ -728,6 +735,19 @@ class Assembler {
         for (size_t i = 0; i < v.size(); ++i) in.steps[i] = static_cast<int32_t>(v[i]);
         break;
       }
+      case Key::group: {
+        c.skip_blanks();
+        const size_t b = c.offset();
+        for (auto r : c.int_list(0, kU32, "rank", kMaxGroup)) {
+          const auto rank = static_cast<uint32_t>(r);
+          if (!in.group.empty() && rank <= in.group.back())
+            c.fail_at(b, "group ranks must be ascending and distinct (" + i128_str(r) + " after " +
+                             std::to_string(in.group.back()) + ")");
+          in.group.push_back(rank);
+        }
+        if (in.group.empty()) c.fail_at(b, "group lists no rank");
+        break;
+      }
       case Key::wait:
       case Key::signal:
         break;  // handled by the caller
@@ -866,6 +886,16 @@ std::string disassemble(const Instruction& in, const Program* p) {
       steps();
       if (std::bit_cast<uint32_t>(in.fill) != 0) key("fill", fmt_float(in.fill));
       break;
+    case Opcode::all_reduce:
+    case Opcode::all_gather:
+    case Opcode::reduce_scatter:
+    case Opcode::barrier: {
+      std::string v = "[";
+      for (size_t i = 0; i < in.group.size(); ++i)
+        v += (i ? "," : "") + std::to_string(in.group[i]);
+      key("group", v + "]");
+      break;
+    }
     default:
       break;
   }

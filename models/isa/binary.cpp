@@ -12,6 +12,7 @@
 
 #include "models/isa/assembler.h"
 #include "models/isa/file_io.h"
+#include "models/isa/limits.h"
 
 // Layout (all little-endian; str = u32 length + bytes; AP = u8 space, u8 dtype,
 // u32 partition_start, u32 partition_count, i64 partition_stride, u64 offset,
@@ -26,7 +27,7 @@
 //   if has_accum], u8 axes,
 //   i32 pstep, 4 x i32 steps, f32 fill,
 //   u32 nwaits x (u16 sem, u32 value), u32 nsignals x (u16 sem, u32 inc, u8 when),
-//   u32 source line.
+//   u32 source line; collectives (all_reduce .. barrier) then u32 ngroup x u32 rank.
 
 namespace trnsim::isa {
 
@@ -131,6 +132,12 @@ class Writer {
       u8(static_cast<uint8_t>(s.when));
     }
     le(in.line);
+    if (is_collective(in.op)) {
+      count(in.group.size());
+      for (uint32_t r : in.group) le(r);
+    } else if (!in.group.empty()) {
+      throw ProgramFormatError("encode_binary: a group on a non-collective instruction");
+    }
   }
 };
 
@@ -275,6 +282,11 @@ class Reader {
       in.signals.push_back(s);
     }
     in.line = le<uint32_t>("source line");
+    if (is_collective(in.op)) {
+      const uint32_t ng = count("group size", 4);
+      if (ng > kMaxGroup) fail_at(pos_ - 4, "group size " + std::to_string(ng) + " too large");
+      for (uint32_t i = 0; i < ng; ++i) in.group.push_back(le<uint32_t>("group rank"));
+    }
     return in;
   }
 

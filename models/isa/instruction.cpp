@@ -22,7 +22,7 @@ constexpr uint32_t bit(Engine e) {
 }
 constexpr uint32_t kAll = (1u << kNumEngines) - 1;
 constexpr uint32_t kT = bit(Engine::tensor), kV = bit(Engine::vector), kS = bit(Engine::scalar),
-                   kG = bit(Engine::gpsimd), kD = bit(Engine::dma);
+                   kG = bit(Engine::gpsimd), kD = bit(Engine::dma), kY = bit(Engine::sync);
 
 // Indexed by Opcode; the order must match the enum (checked below).
 constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes{{
@@ -43,6 +43,10 @@ constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes{{
     {Opcode::select, "select", {"pred", "on_true", "on_false"}, 3, true, kV | kG},
     {Opcode::bn_stats, "bn_stats", {"src"}, 1, true, kV},
     {Opcode::bn_aggr, "bn_aggr", {"src"}, 1, true, kV},
+    {Opcode::all_reduce, "all_reduce", {"src"}, 1, true, kY},
+    {Opcode::all_gather, "all_gather", {"src"}, 1, true, kY},
+    {Opcode::reduce_scatter, "reduce_scatter", {"src"}, 1, true, kY},
+    {Opcode::barrier, "barrier", {}, 0, false, kY},
 }};
 
 constexpr bool table_in_enum_order() {
@@ -106,6 +110,11 @@ const OpcodeInfo& opcode_info(Opcode o) {
   return kOpcodes.at(i);
 }
 
+bool is_collective(Opcode o) {
+  return o == Opcode::all_reduce || o == Opcode::all_gather || o == Opcode::reduce_scatter ||
+         o == Opcode::barrier;
+}
+
 bool engine_allows(Engine e, Opcode o) {
   const auto i = static_cast<size_t>(o);
   const auto ei = static_cast<unsigned>(e);
@@ -133,7 +142,7 @@ bool Instruction::operator==(const Instruction& o) const {
          arg0 == o.arg0 && arg1 == o.arg1 && reverse0 == o.reverse0 && reverse1 == o.reverse1 &&
          accumulate == o.accumulate && double_row == o.double_row && axes == o.axes &&
          pstep == o.pstep && steps == o.steps && same_float(fill, o.fill) && spread == o.spread &&
-         waits == o.waits && signals == o.signals;
+         waits == o.waits && signals == o.signals && group == o.group;
 }
 
 }  // namespace trnsim::isa

@@ -37,8 +37,14 @@ enum class Opcode : uint8_t {
   select,               // vector/gpsimd: dst = pred != 0 ? on_true : on_false
   bn_stats,             // vector: dst[P,3] = (count, mean, M2) over src free elems
   bn_aggr,              // vector: dst[P,2] = (mean, var) combining src[P,3k]
+  all_reduce,           // sync: dst = sum over the group's ranks of src (hbm)
+  all_gather,           // sync: dst = the group's src buffers, concatenated in group order
+  reduce_scatter,       // sync: dst = this rank's block of the sum of the group's src
+  barrier,              // sync: every rank of the group reached it
 };
-inline constexpr int kNumOpcodes = 17;
+inline constexpr int kNumOpcodes = 21;
+// The cross-rank opcodes (all_reduce .. barrier): a rendezvous of `group`.
+bool is_collective(Opcode o);
 
 enum class ActFunc : uint8_t {
   identity,
@@ -129,6 +135,8 @@ struct Instruction {
   int32_t pstep = 0;                      // iota/affine_select: coefficient of the partition index
   std::array<int32_t, kMaxDims> steps{};  // ... and of each free index
   float fill = 0.0f;                      // affine_select: value where the predicate fails
+  // Collectives: the ranks taking part, ascending (docs/isa.md, "Collectives").
+  std::vector<uint32_t> group;
 
   // Every field but `line`; src slots beyond nsrc and `accum` without has_accum carry
   // nothing and are ignored; floats compare as in ScalarOperand.

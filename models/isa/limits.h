@@ -11,3 +11,11 @@ namespace trnsim::isa {
 inline constexpr uint64_t kMaxHbmBytes = uint64_t{1} << 50;
 
 }  // namespace trnsim::isa
+
+namespace trnsim::isa {
+
+// The most ranks one collective's group may list (network.nodes x chips x cores
+// stays far below it in any preset); bounds what a program file can make us allocate.
+inline constexpr uint32_t kMaxGroup = 65536;
+
+}  // namespace trnsim::isa

@@ -200,7 +200,9 @@ class Checker {
         if (sp == MemSpace::psum) broken(where + "dma moves between hbm and sbuf only");
         break;
       case Engine::sync:
-        broken(where + "the sync engine has no data path");
+        if (!is_collective(in_.op)) broken(where + "the sync engine has no data path");
+        if (sp != MemSpace::hbm) broken(where + "collective operands are in hbm");
+        break;
     }
   }
 
@@ -329,6 +331,12 @@ class Checker {
           broken("dst is " + shape(d) + "; bn_stats writes [" + s(in_.src[0].partition_count) +
                  ",3] (count, mean, M2 per src partition)");
         break;
+      case Opcode::all_reduce:
+      case Opcode::all_gather:
+      case Opcode::reduce_scatter:
+      case Opcode::barrier:
+        collective();
+        break;
       case Opcode::bn_aggr: {
         const uint64_t c = in_.src[0].free_elems();
         if (c % 3 != 0)
@@ -339,6 +347,36 @@ class Checker {
         break;
       }
     }
+  }
+
+  // Collectives: a group of ascending ranks; all_reduce keeps the element count,
+  // all_gather multiplies it by the group size, reduce_scatter divides it.
+  void collective() {
+    if (in_.group.empty()) broken("group lists no rank");
+    if (in_.group.size() > kMaxGroup) broken("group lists more than " + s(kMaxGroup) + " ranks");
+    for (size_t i = 1; i < in_.group.size(); ++i)
+      if (in_.group[i] <= in_.group[i - 1])
+        broken("group ranks must be ascending and distinct (" + s(in_.group[i]) + " after " +
+               s(in_.group[i - 1]) + ")");
+    if (in_.op == Opcode::barrier) return;
+    const AccessPattern &d = in_.dst, &sr = in_.src[0];
+    for (const auto* x : {&d, &sr})
+      if (x->dtype != DType::fp32 && x->dtype != DType::bf16)
+        broken(std::string(x == &d ? "dst" : "src") + " dtype " +
+               std::string(dtype_name(x->dtype)) + " is not a collective dtype (fp32, bf16)");
+    if (d.dtype != sr.dtype)
+      broken("dst is " + std::string(dtype_name(d.dtype)) + " but src is " +
+             std::string(dtype_name(sr.dtype)) + "; a collective does not cast");
+    const uint64_t g = in_.group.size(), ne = sr.elems(), nd = d.elems();
+    if (in_.op == Opcode::all_reduce && nd != ne)
+      broken("dst has " + s(nd) + " elements but src has " + s(ne) +
+             "; all_reduce keeps the count");
+    if (in_.op == Opcode::all_gather && nd != g * ne)
+      broken("dst has " + s(nd) + " elements; all_gather over " + s(g) + " ranks of " + s(ne) +
+             " needs " + s(g * ne));
+    if (in_.op == Opcode::reduce_scatter && ne != g * nd)
+      broken("src has " + s(ne) + " elements; reduce_scatter over " + s(g) + " ranks into " +
+             s(nd) + " needs " + s(g * nd));
   }
 
   void matmul() {

@@ -63,6 +63,11 @@ select dst=sbuf[0:128, 0xF300, bf16, [1,8]] pred=sbuf[0:128, 0, fp32, [1,8]] on_
 tensor_scalar dst=sbuf[0:128, 0xF300, fp32, [1,8]] src=sbuf[0:128, 0, fp32, [1,8]] op0=add arg0=1e-45
 tensor_reduce dst=sbuf[0:128, 0xF400, fp32] src=sbuf[0:128, 0, fp32, [8,4], [1,8]] op=min axes=[0,1]
 memset dst=sbuf[0:128, 0xF500, fp32, [1,2]] value=3.40282347e+38
+.queue sync   # collectives continue the sync queue
+all_reduce dst=hbm[1x0, @x, fp32, [1,64]] src=hbm[1x0, @x+256, fp32, [1,64]] group=[0,1,3]
+all_gather dst=hbm[1x0, @x, bf16, [1,96]] src=hbm[1x0, @x+1024, bf16, [1,32]] group=[0,2,5]
+reduce_scatter dst=hbm[2x16, @x, fp32, [1,16]] src=hbm[1x0, @x+4096, fp32, [1,64]] group=[0,1] signal=s1+1@start
+barrier group=[0,1,2,3] wait=s0>=1
 )";
 
 namespace {
@@ -98,7 +103,7 @@ TEST(Assembler, ParsesDirectives) {
   EXPECT_EQ(p.queues[1].label(), "dma.15.3");
   EXPECT_EQ(p.queues[2].label(), "sync");
   EXPECT_EQ(p.queues[6].label(), "gpsimd");
-  EXPECT_EQ(p.instruction_count(), 33u);
+  EXPECT_EQ(p.instruction_count(), 37u);  // 33 + the four collectives
   // x ends at 128*512*4 = 262144; idx at 0x60020 = 393248 ends 16 bytes later.
   EXPECT_EQ(p.hbm_bytes(), 393264u);
 }
@@ -244,8 +249,34 @@ TEST(Assembler, RoundTripEveryOpcodeAndKey) {
                           "cmp=ge",
                           "wait=s3>=2",
                           "signal=s0+1@start",
-                          "@idx+4"})
+                          "@idx+4",
+                          "group=[0,2,5]"})
     EXPECT_NE(t1.find(key), std::string::npos) << key;
+}
+
+TEST(Assembler, CollectivesParseTheirGroup) {
+  const Program p = assemble(kAllOpsProgram);
+  const Instruction& ar = instr(p, Engine::sync, 1);
+  EXPECT_EQ(ar.op, Opcode::all_reduce);
+  EXPECT_EQ(ar.group, (std::vector<uint32_t>{0, 1, 3}));
+  EXPECT_EQ(ar.src[0].offset, 256u);
+  EXPECT_EQ(instr(p, Engine::sync, 4).op, Opcode::barrier);
+  EXPECT_TRUE(is_collective(Opcode::reduce_scatter));
+  EXPECT_FALSE(is_collective(Opcode::nop));
+  // A group must be ascending, distinct and given; only collectives take one.
+  const std::string head = ".tensor x [64] fp32 input @0\n.queue sync\n";
+  const std::string ap = " dst=hbm[1x0, @x, fp32, [1,8]] src=hbm[1x0, @x, fp32, [1,8]]";
+  for (const auto& [line, why] : {std::pair{"all_reduce" + ap + " group=[1,0]", "ascending"},
+                                  std::pair{"all_reduce" + ap + " group=[]", "no rank"},
+                                  std::pair{"all_reduce" + ap, "missing required key 'group'"},
+                                  std::pair{std::string("nop group=[0]"), "group"}}) {
+    try {
+      assemble(head + line + "\n", "c.tasm");
+      ADD_FAILURE() << line;
+    } catch (const AsmError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Assembler, DisassemblyIsStable) {

@@ -31,6 +31,37 @@ TEST(Validate, EveryOpcodeProgramPasses) {
             std::string::npos);
 }
 
+TEST(Validate, CollectiveRules) {
+  const std::string head = ".tensor x [256] fp32 input @0\n.queue sync\n";
+  const auto err = [&](const std::string& line) {
+    return validation_error(assemble(head + line + "\n", "c.tasm"));
+  };
+  const std::string f8 = "hbm[1x0, @x, fp32, [1,8]]", f16 = "hbm[1x0, @x, fp32, [1,16]]";
+  EXPECT_EQ(err("all_reduce dst=" + f8 + " src=" + f8 + " group=[0,1]"), "");
+  EXPECT_EQ(err("all_gather dst=" + f16 + " src=" + f8 + " group=[0,1]"), "");
+  EXPECT_EQ(err("reduce_scatter dst=" + f8 + " src=" + f16 + " group=[2,3]"), "");
+  EXPECT_NE(err("all_reduce dst=" + f16 + " src=" + f8 + " group=[0,1]").find("keeps the count"),
+            std::string::npos);
+  EXPECT_NE(err("all_gather dst=" + f8 + " src=" + f8 + " group=[0,1]").find("needs 16"),
+            std::string::npos);
+  EXPECT_NE(err("reduce_scatter dst=" + f8 + " src=" + f8 + " group=[0,1]").find("needs 16"),
+            std::string::npos);
+  EXPECT_NE(err("all_reduce dst=hbm[1x0, @x, fp16, [1,8]] src=hbm[1x0, @x, fp16, [1,8]] "
+                "group=[0,1]")
+                .find("not a collective dtype"),
+            std::string::npos);
+  EXPECT_NE(err("all_reduce dst=hbm[1x0, @x, bf16, [1,8]] src=" + f8 + " group=[0,1]")
+                .find("does not cast"),
+            std::string::npos);
+  EXPECT_NE(err("all_reduce dst=sbuf[0:1, 0, fp32, [1,8]] src=" + f8 + " group=[0,1]")
+                .find("collective operands are in hbm"),
+            std::string::npos);
+  // A binary program may carry any group: the validator checks the order too.
+  Program p = assemble(head + "barrier group=[0,1]\n");
+  p.queues[0].instrs[0].group = {1, 1};
+  EXPECT_NE(validation_error(p).find("ascending and distinct"), std::string::npos);
+}
+
 TEST(Validate, DocExamplePasses) {
   const Program p = assemble(R"(.program scale2
 .semaphores 2
