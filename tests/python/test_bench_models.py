@@ -99,6 +99,32 @@ class Bench(unittest.TestCase):
             self.assertEqual(x["timing"]["latency_ms"], x["functional"]["latency_ms"])
         self.assertIn("tile.keep_on_chip", r.stdout)
 
+    def test_sgemm(self):
+        # --functional-only --sgemm: no timing-only run; the host sgemm's rate and the
+        # functional run's time over the sgemm time of the same FLOPs.
+        spec = "llama_layer:" + ",".join(f"{k}={v}" for k, v in LLAMA.items())
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "bench.json")
+            r = subprocess.run(
+                [sys.executable, os.path.join(ROOT, "scripts", "bench_models.py"), spec,
+                 "--functional-only", "--sgemm", "--no-timings", "--json", out],
+                capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(out) as f:
+                res = json.load(f)
+        wall, cpu = res["host_sgemm_gflops"]
+        self.assertGreater(wall, 0)
+        self.assertGreater(cpu, 0)
+        (x,) = res["models"]
+        self.assertNotIn("timing", x)
+        f = x["functional"]
+        self.assertGreater(f["gflop"], 0)
+        self.assertGreater(f["cpu_s"], 0)
+        self.assertAlmostEqual(f["sgemm_cpu_s"], f["gflop"] / cpu, delta=0.01)
+        self.assertAlmostEqual(f["ratio_cpu"], f["cpu_s"] / f["sgemm_cpu_s"],
+                               delta=0.01 * f["ratio_cpu"] + 0.01)
+        self.assertIn("host sgemm", r.stdout)
+
     def test_unknown_model(self):
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_models.py"),
                             "bert"], capture_output=True, text=True)
