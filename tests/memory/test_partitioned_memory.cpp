@@ -241,6 +241,28 @@ TEST(PartitionedMemory, PsumAccumulateAddsFp32) {
   EXPECT_NE(bf16_err.find("PSUM accumulates fp32 only, got bf16"), std::string::npos) << bf16_err;
 }
 
+// Contiguous rows (a matmul's dst) take the accumulate's fast path: the same sums,
+// and nothing outside the rows changes.
+TEST(PartitionedMemory, PsumAccumulateContiguousRows) {
+  mem_harness h("h");
+  // psum[1:3, 64, fp32, [8,2][1,8]]: 16 consecutive fp32 of each of partitions 1..3.
+  const auto ap = test::ps(1, 3, 64, DType::fp32, {{8, 2}, {1, 8}});
+  std::vector<float> a(48), b(48), out(48);
+  for (int i = 0; i < 48; ++i) a[i] = float(i) * 0.5f - 3.0f, b[i] = 1.0f / float(i + 1);
+  h.run([&] {
+    h.to_psum.write(ap, a.data());
+    h.to_psum.write(ap, b.data(), true);
+    h.to_psum.read(ap, out.data());
+  });
+  for (int i = 0; i < 48; ++i) EXPECT_EQ(out[i], a[i] + b[i]) << i;
+  for (uint32_t p = 0; p < 5; ++p) {
+    EXPECT_EQ(test::f32_at(h.psum_mem.row(p) + 60), 0.0f) << p;
+    EXPECT_EQ(test::f32_at(h.psum_mem.row(p) + 128), 0.0f) << p;
+  }
+  EXPECT_EQ(test::f32_at(h.psum_mem.row(0) + 64), 0.0f);
+  EXPECT_EQ(test::f32_at(h.psum_mem.row(4) + 64), 0.0f);
+}
+
 TEST(PartitionedMemory, SbufRefusesAccumulate) {
   mem_harness h("h");
   std::vector<float> v(8, 3.0f);
