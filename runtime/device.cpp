@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -17,6 +18,7 @@
 #include "models/common/trace.h"
 #include "models/isa/validate.h"
 #include "platform/chip.h"
+#include "runtime/constants.h"
 #include "runtime/host_memory.h"
 #include "runtime/report.h"
 
@@ -114,6 +116,7 @@ struct Device::Impl {
   uint64_t upload(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases,
                   const std::vector<bool>& fresh);
   void load_queues(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases);
+  void plan_page_release(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases);
   double simulate(const std::vector<Launch>& launches);
   void check_finished(const std::vector<Launch>& launches) const;
   void collect_launch(const Launch& l, uint64_t base, const sc_core::sc_time& t0, RunReport& rep,
@@ -175,11 +178,15 @@ static uint64_t bind_inputs(const isa::Program& p, const Launch& l, models::hbm&
   }
   if (!functional) return 0;
   uint64_t bytes = 0;
+  std::optional<HbmAccesses> accessed;  // a constant no instruction reads stays unwritten
   for (const auto& d : p.tensors) {
     auto c = p.constants.find(d.name);
     if (c != p.constants.end() && constants) {
-      hbm.write(base + d.hbm_offset, c->second.data(), c->second.size());
-      bytes += c->second.size();
+      if (!accessed) accessed.emplace(p);
+      if (constant_is_read(*accessed, d)) {
+        hbm.write(base + d.hbm_offset, c->second.data(), c->second.size());
+        bytes += c->second.size();
+      }
     }
     if (d.role != isa::TensorRole::input) continue;
     auto it = l.inputs.find(d.name);
@@ -349,6 +356,37 @@ void Device::Impl::load_queues(const std::vector<Launch>& launches,
         if (d.role == isa::TensorRole::input || d.role == isa::TensorRole::constant)
           checker->host_written(bases[i] + d.hbm_offset, bases[i] + d.hbm_offset + d.bytes());
   }
+  plan_page_release(launches, bases);
+}
+
+// A functional run drops a scratch tensor's HBM pages once no DMA copy will touch
+// them again (the page must lie wholly in scratch, clear of every other tensor).
+void Device::Impl::plan_page_release(const std::vector<Launch>& launches,
+                                     const std::vector<uint64_t>& bases) {
+  ctx.release_hbm = nullptr;
+  if (!ctx.functional) return;
+  std::vector<std::pair<uint64_t, uint64_t>> scratch, other, freeable;
+  std::vector<std::pair<const std::vector<isa::Instruction>*, uint64_t>> queues;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    for (const auto& d : launches[i].program->tensors) {
+      const uint64_t b = bases[i] + d.hbm_offset, e = b + d.bytes();
+      if (e > b) (d.role == isa::TensorRole::scratch ? scratch : other).emplace_back(b, e);
+    }
+    for (const auto& q : launches[i].program->queues) queues.emplace_back(&q.instrs, bases[i]);
+  }
+  std::sort(other.begin(), other.end());
+  for (auto [b, e] : scratch) {
+    // [b, e) minus every other tensor's bytes.
+    for (const auto& [ob, oe] : other) {
+      if (oe <= b || ob >= e) continue;
+      if (ob > b) freeable.emplace_back(b, ob);
+      b = std::max(b, oe);
+      if (b >= e) break;
+    }
+    if (b < e) freeable.emplace_back(b, e);
+  }
+  chip->hbm.plan_release(freeable, queues);
+  ctx.release_hbm = &chip->hbm;
 }
 
 // Starts the launches' engines and DMA and simulates until every queue is done or

@@ -35,6 +35,7 @@
 #include "models/isa/binary.h"
 #include "platform/config.h"
 #include "runtime/collbench.h"
+#include "runtime/constants.h"
 #include "runtime/device.h"
 #include "runtime/fallback.h"
 #include "runtime/host_memory.h"
@@ -468,7 +469,7 @@ runtime::OnnxModel load_run_model(const RunArgs& r, const platform::platform_con
       if (!r.print_after.empty())
         throw UsageError("--print-after: '" + r.program_path +
                          "' is a compiled program; it applies to .onnx and .tir");
-      model.program = isa::load_program(r.program_path);
+      model.program = isa::load_program(r.program_path, runtime::constants_to_load(r.functional));
     }
     for (const auto& [name, file] : r.inputs) {
       if (launch.inputs.count(name)) throw UsageError("--input " + name + " given twice");

@@ -14,6 +14,7 @@ namespace trnsim::models {
 
 class access_checker;
 class scheduler;
+class hbm;
 
 struct sim_fault {
   std::string where;    // "core0.vector", "core0.dma3.q2"
@@ -26,6 +27,9 @@ struct sim_context {
   access_checker* checker = nullptr;  // set: every access is checked for races/poison
   // Set: the sequencers run on this scheduler (scheduler.h) instead of SystemC threads.
   scheduler* sched = nullptr;
+  // Set (functional runs): told when each DMA copy has moved its data, so that HBM
+  // can drop the scratch pages no copy will touch again (hbm::plan_release).
+  hbm* release_hbm = nullptr;
   std::vector<sim_fault> faults;
 };
 
