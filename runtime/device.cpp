@@ -16,6 +16,7 @@
 #include "models/common/scheduler.h"
 #include "models/common/sim_context.h"
 #include "models/common/trace.h"
+#include "models/common/worker_pool.h"
 #include "models/isa/validate.h"
 #include "platform/chip.h"
 #include "runtime/constants.h"
@@ -86,6 +87,13 @@ DeviceOptions::DeviceOptions(bool timing_and_data) : functional(timing_and_data)
       throw RunError("TRNSIM_SCHEDULER=" + s + ": expected 'chip' (the default) or 'systemc'");
     systemc_threads = s == "systemc";
   }
+  if (const char* e = std::getenv("TRNSIM_THREADS")) {
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(e, &end, 10);
+    if (!*e || *end || n > 1024)
+      throw RunError(std::string("TRNSIM_THREADS=") + e + ": expected a thread count 0..1024");
+    threads = unsigned(n);
+  }
 }
 
 struct Device::Impl {
@@ -95,6 +103,7 @@ struct Device::Impl {
   std::unique_ptr<models::scheduler> sched;
   std::unique_ptr<models::access_checker> checker;
   std::unique_ptr<platform::chip> chip;
+  std::unique_ptr<models::worker_pool> pool;  // functional matmuls (threads > 1)
   stats::group root{"trnsim"};
   std::unique_ptr<trace::recorder> trace;  // the last run's, when tracing
   std::vector<std::unique_ptr<isa::Program>> loaded;
@@ -140,6 +149,17 @@ Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
     impl_->ctx.checker = impl_->checker.get();
   }
   impl_->chip = std::make_unique<platform::chip>("chip", cfg, impl_->ctx);
+  if (impl_->opts.functional) {
+    const unsigned n =
+        impl_->opts.threads ? impl_->opts.threads : models::worker_pool::default_threads();
+    if (n > 1) {
+      impl_->pool = std::make_unique<models::worker_pool>(n - 1);
+      // A few matmuls per worker in flight: enough to keep them busy while the
+      // sequencers run ahead, few enough that their operands stay small.
+      for (auto& c : impl_->chip->cores)
+        c->tensor.compute_on(impl_->pool.get(), &c->psum, 4 * size_t(n - 1));
+    }
+  }
   // The chip's own scheduler runs the sequencers unless a module needs SystemC
   // time to advance (a timed RTL block) or the options ask for SystemC threads.
   bool timed_rtl = false;
@@ -528,6 +548,14 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   const uint64_t hbm_r0 = I.chip->hbm.read_bytes(), hbm_w0 = I.chip->hbm.write_bytes();
   const sc_core::sc_time t0 = models::now();
   const double host_s = I.simulate(launches);
+  // Products still held by PSUM go in (a later run, or a test, may read it).
+  for (const Launch& l : launches) {
+    try {
+      I.chip->cores[l.core]->psum.drain();
+    } catch (const std::exception& e) {
+      I.ctx.faults.push_back({I.chip->cores[l.core]->psum.name(), e.what()});
+    }
+  }
   I.check_finished(launches);
 
   RunReport rep;

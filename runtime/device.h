@@ -100,6 +100,10 @@ struct DeviceOptions {
   // whose other value is `chip`; anything else is a RunError).
   // A chip with a timed RTL block always does.
   bool systemc_threads = false;
+  // Host threads of a functional run (0: the host's cores; TRNSIM_THREADS sets the
+  // default): the tensor engine's matmuls run on the extra ones. Outputs, simulated
+  // times and stats are the same for every count.
+  unsigned threads = 0;
 };
 
 class Device {

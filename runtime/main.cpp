@@ -9,6 +9,7 @@
 //   trnsim collbench all_reduce|all_gather|reduce_scatter [-c CONFIG] [--ranks N] [--sizes A:B]
 //   trnsim sweep|plot|fuzz ARGS   (exec: python3 -m trnsim.sweep|plot|fuzz ARGS)
 // Every error names what is wrong and exits non-zero (2: usage, 1: everything else).
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -95,6 +96,8 @@ const char* kRunHelp =
     "  --precision P            for .onnx: matmul operand type bf16|fp32|fp8 [bf16]\n"
     "  --print-after PASS       for .onnx/.tir: print the IR after a graph/tile pass (or *)\n"
     "  --no-functional          timing only: no data moved or computed\n"
+    "  --threads N              host threads of a functional run [the host's cores,\n"
+    "                           or TRNSIM_THREADS]; any N gives the same results\n"
     "  --no-fallback            for .onnx: refuse nodes the chip cannot run instead of\n"
     "                           running them on the host (reference interpreter)\n"
     "  --no-keep-on-chip        for .onnx: every intermediate goes through HBM (no\n"
@@ -257,6 +260,7 @@ struct RunArgs {
   long long drop_sync = -1;
   uint8_t poison_byte = 0xff;
   uint64_t seed = 0;
+  long threads = -1;  // --threads: -1 unset
   long long core = 0;
 };
 
@@ -371,6 +375,8 @@ bool parse_run_args(std::vector<std::string> args, bool validate, RunArgs& r) {
       r.core = parse_index("--core", v);
     } else if (a == "--no-functional") {
       r.functional = false;
+    } else if (take_value(args, i, "--threads", "", v)) {
+      r.threads = long(std::min(parse_index("--threads", v), 1024LL));
     } else if (a == "--no-fallback") {
       r.fallback = false;
     } else if (a == "--no-keep-on-chip") {
@@ -512,6 +518,7 @@ void fill_random_inputs(const RunArgs& r, const runtime::OnnxModel& model,
 // The device options the run's flags ask for.
 runtime::DeviceOptions run_device_options(const RunArgs& r) {
   runtime::DeviceOptions opts(r.functional);
+  if (r.threads >= 0) opts.threads = unsigned(r.threads);
   opts.trace_path = r.trace_path;
   opts.vcd_path = r.vcd_path;
   // The flags add to what TRNSIM_CHECK (the test suite's switch) turned on.

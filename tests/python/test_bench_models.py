@@ -125,6 +125,36 @@ class Bench(unittest.TestCase):
                                delta=0.01 * f["ratio_cpu"] + 0.01)
         self.assertIn("host sgemm", r.stdout)
 
+    def test_threads_give_the_same_run(self):
+        # A functional run with the matmuls on worker threads: the same output bytes,
+        # simulated time and statistics as with one thread.
+        module, inputs = llama_layer(**LLAMA)
+        trnsim = os.environ.get("TRNSIM_BIN", os.path.join(ROOT, "build", "runtime", "trnsim"))
+        with tempfile.TemporaryDirectory() as d:
+            onnx_path, prog = os.path.join(d, "m.onnx"), os.path.join(d, "m.tbin")
+            tt._export(tt._exportable(module, 1), inputs, onnx_path, ["input_0"], ["output"])
+            r = subprocess.run([trnsim, "compile", onnx_path, "-o", prog], capture_output=True,
+                               text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            runs = {}
+            for n in (1, 3):
+                out = os.path.join(d, f"out{n}")
+                r = subprocess.run([trnsim, "run", prog, "--random-inputs", "--threads", str(n),
+                                    "--output-dir", out, "--stats-text",
+                                    os.path.join(d, f"stats{n}.txt")],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                with open(os.path.join(out, "output.npy"), "rb") as f:
+                    npy = f.read()
+                with open(os.path.join(d, f"stats{n}.txt")) as f:
+                    stats = [line for line in f if "host_seconds" not in line]
+                report = [line for line in r.stdout.splitlines()
+                          if "host time" not in line and "wrote" not in line]
+                runs[n] = (npy, stats, report)
+        self.assertEqual(runs[1][0], runs[3][0])
+        self.assertEqual(runs[1][1], runs[3][1])
+        self.assertEqual(runs[1][2], runs[3][2])
+
     def test_unknown_model(self):
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_models.py"),
                             "bert"], capture_output=True, text=True)
