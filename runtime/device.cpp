@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -15,9 +16,11 @@
 #include "models/common/scheduler.h"
 #include "models/common/sim_context.h"
 #include "models/common/trace.h"
+#include "models/common/worker_pool.h"
 #include "models/isa/validate.h"
 #include "models/network/collective_unit.h"
 #include "platform/chip.h"
+#include "runtime/constants.h"
 #include "runtime/host_memory.h"
 #include "runtime/report.h"
 
@@ -85,6 +88,13 @@ DeviceOptions::DeviceOptions(bool timing_and_data) : functional(timing_and_data)
       throw RunError("TRNSIM_SCHEDULER=" + s + ": expected 'chip' (the default) or 'systemc'");
     systemc_threads = s == "systemc";
   }
+  if (const char* e = std::getenv("TRNSIM_THREADS")) {
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(e, &end, 10);
+    if (!*e || *end || n > 1024)
+      throw RunError(std::string("TRNSIM_THREADS=") + e + ": expected a thread count 0..1024");
+    threads = unsigned(n);
+  }
 }
 
 struct Device::Impl {
@@ -94,6 +104,7 @@ struct Device::Impl {
   std::unique_ptr<models::scheduler> sched;
   std::unique_ptr<models::access_checker> checker;
   std::unique_ptr<platform::chip> chip;
+  std::unique_ptr<models::worker_pool> pool;  // functional matmuls (threads > 1)
   stats::group root{"trnsim"};
   std::unique_ptr<trace::recorder> trace;  // the last run's, when tracing
   std::vector<std::unique_ptr<isa::Program>> loaded;
@@ -116,6 +127,7 @@ struct Device::Impl {
   uint64_t upload(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases,
                   const std::vector<bool>& fresh);
   void load_queues(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases);
+  void plan_page_release(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases);
   double simulate(const std::vector<Launch>& launches);
   void check_finished(const std::vector<Launch>& launches) const;
   void bind_ranks(const std::vector<Launch>& launches, const std::vector<uint64_t>& bases);
@@ -140,6 +152,17 @@ Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
     impl_->ctx.checker = impl_->checker.get();
   }
   impl_->chip = std::make_unique<platform::chip>("chip", cfg, impl_->ctx);
+  if (impl_->opts.functional) {
+    const unsigned n =
+        impl_->opts.threads ? impl_->opts.threads : models::worker_pool::default_threads();
+    if (n > 1) {
+      impl_->pool = std::make_unique<models::worker_pool>(n - 1);
+      // A few matmuls per worker in flight: enough to keep them busy while the
+      // sequencers run ahead, few enough that their operands stay small.
+      for (auto& c : impl_->chip->cores)
+        c->tensor.compute_on(impl_->pool.get(), &c->psum, 4 * size_t(n - 1));
+    }
+  }
   // The chip's own scheduler runs the sequencers unless a module needs SystemC
   // time to advance (a timed RTL block) or the options ask for SystemC threads.
   bool timed_rtl = false;
@@ -178,11 +201,15 @@ static uint64_t bind_inputs(const isa::Program& p, const Launch& l, models::hbm&
   }
   if (!functional) return 0;
   uint64_t bytes = 0;
+  std::optional<HbmAccesses> accessed;  // a constant no instruction reads stays unwritten
   for (const auto& d : p.tensors) {
     auto c = p.constants.find(d.name);
     if (c != p.constants.end() && constants) {
-      hbm.write(base + d.hbm_offset, c->second.data(), c->second.size());
-      bytes += c->second.size();
+      if (!accessed) accessed.emplace(p);
+      if (constant_is_read(*accessed, d)) {
+        hbm.write(base + d.hbm_offset, c->second.data(), c->second.size());
+        bytes += c->second.size();
+      }
     }
     if (d.role != isa::TensorRole::input) continue;
     auto it = l.inputs.find(d.name);
@@ -352,6 +379,37 @@ void Device::Impl::load_queues(const std::vector<Launch>& launches,
         if (d.role == isa::TensorRole::input || d.role == isa::TensorRole::constant)
           checker->host_written(bases[i] + d.hbm_offset, bases[i] + d.hbm_offset + d.bytes());
   }
+  plan_page_release(launches, bases);
+}
+
+// A functional run drops a scratch tensor's HBM pages once no DMA copy will touch
+// them again (the page must lie wholly in scratch, clear of every other tensor).
+void Device::Impl::plan_page_release(const std::vector<Launch>& launches,
+                                     const std::vector<uint64_t>& bases) {
+  ctx.release_hbm = nullptr;
+  if (!ctx.functional) return;
+  std::vector<std::pair<uint64_t, uint64_t>> scratch, other, freeable;
+  std::vector<std::pair<const std::vector<isa::Instruction>*, uint64_t>> queues;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    for (const auto& d : launches[i].program->tensors) {
+      const uint64_t b = bases[i] + d.hbm_offset, e = b + d.bytes();
+      if (e > b) (d.role == isa::TensorRole::scratch ? scratch : other).emplace_back(b, e);
+    }
+    for (const auto& q : launches[i].program->queues) queues.emplace_back(&q.instrs, bases[i]);
+  }
+  std::sort(other.begin(), other.end());
+  for (auto [b, e] : scratch) {
+    // [b, e) minus every other tensor's bytes.
+    for (const auto& [ob, oe] : other) {
+      if (oe <= b || ob >= e) continue;
+      if (ob > b) freeable.emplace_back(b, ob);
+      b = std::max(b, oe);
+      if (b >= e) break;
+    }
+    if (b < e) freeable.emplace_back(b, e);
+  }
+  chip->hbm.plan_release(freeable, queues);
+  ctx.release_hbm = &chip->hbm;
 }
 
 // SPMD launches (ranks set): one collective unit for the run, each rank's sync
@@ -529,6 +587,14 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   const uint64_t hbm_r0 = I.chip->hbm.read_bytes(), hbm_w0 = I.chip->hbm.write_bytes();
   const sc_core::sc_time t0 = models::now();
   const double host_s = I.simulate(launches);
+  // Products still held by PSUM go in (a later run, or a test, may read it).
+  for (const Launch& l : launches) {
+    try {
+      I.chip->cores[l.core]->psum.drain();
+    } catch (const std::exception& e) {
+      I.ctx.faults.push_back({I.chip->cores[l.core]->psum.name(), e.what()});
+    }
+  }
   I.check_finished(launches);
 
   RunReport rep;

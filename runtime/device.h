@@ -113,6 +113,10 @@ struct DeviceOptions {
   // SPMD over several chips: the cores of one real chip (the collective timing's
   // placement: rank r on chip r / chip_cores). 0: the config's chip.cores.
   uint32_t chip_cores = 0;
+  // Host threads of a functional run (0: the host's cores; TRNSIM_THREADS sets the
+  // default): the tensor engine's matmuls run on the extra ones. Outputs, simulated
+  // times and stats are the same for every count.
+  unsigned threads = 0;
 };
 
 class Device {

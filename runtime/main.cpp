@@ -38,6 +38,7 @@
 #include "models/isa/binary.h"
 #include "platform/config.h"
 #include "runtime/collbench.h"
+#include "runtime/constants.h"
 #include "runtime/device.h"
 #include "runtime/fallback.h"
 #include "runtime/host_memory.h"
@@ -98,6 +99,8 @@ const char* kRunHelp =
     "  --precision P            for .onnx: matmul operand type bf16|fp32|fp8 [bf16]\n"
     "  --print-after PASS       for .onnx/.tir: print the IR after a graph/tile pass (or *)\n"
     "  --no-functional          timing only: no data moved or computed\n"
+    "  --threads N              host threads of a functional run [the host's cores,\n"
+    "                           or TRNSIM_THREADS]; any N gives the same results\n"
     "  --no-fallback            for .onnx: refuse nodes the chip cannot run instead of\n"
     "                           running them on the host (reference interpreter)\n"
     "  --no-keep-on-chip        for .onnx: every intermediate goes through HBM (no\n"
@@ -269,6 +272,7 @@ struct RunArgs {
   long long drop_sync = -1;
   uint8_t poison_byte = 0xff;
   uint64_t seed = 0;
+  long threads = -1;  // --threads: -1 unset
   long long core = 0;
   long long ranks = 0;  // SPMD: run on this many ranks (runtime/spmd.h)
   long long tp = 0;     // ONNX + --ranks: tensor-parallel split (compiler/graph_passes)
@@ -403,6 +407,8 @@ bool parse_run_args(std::vector<std::string> args, bool validate, RunArgs& r) {
       if (r.ranks < 1) throw UsageError("--ranks: must be at least 1");
     } else if (a == "--no-functional") {
       r.functional = false;
+    } else if (take_value(args, i, "--threads", "", v)) {
+      r.threads = long(std::min(parse_index("--threads", v), 1024LL));
     } else if (a == "--no-fallback") {
       r.fallback = false;
     } else if (a == "--no-keep-on-chip") {
@@ -501,7 +507,7 @@ runtime::OnnxModel load_run_model(const RunArgs& r, const platform::platform_con
       if (!r.print_after.empty())
         throw UsageError("--print-after: '" + r.program_path +
                          "' is a compiled program; it applies to .onnx and .tir");
-      model.program = isa::load_program(r.program_path);
+      model.program = isa::load_program(r.program_path, runtime::constants_to_load(r.functional));
     }
     for (const auto& [name, file] : r.inputs) {
       if (launch.inputs.count(name)) throw UsageError("--input " + name + " given twice");
@@ -544,6 +550,7 @@ void fill_random_inputs(const RunArgs& r, const runtime::OnnxModel& model,
 // The device options the run's flags ask for.
 runtime::DeviceOptions run_device_options(const RunArgs& r) {
   runtime::DeviceOptions opts(r.functional);
+  if (r.threads >= 0) opts.threads = unsigned(r.threads);
   opts.trace_path = r.trace_path;
   opts.vcd_path = r.vcd_path;
   // The flags add to what TRNSIM_CHECK (the test suite's switch) turned on.

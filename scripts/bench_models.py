@@ -8,9 +8,13 @@ seconds, the two simulate seconds, each trnsim process's peak RSS, the simulated
 latency, MFU and the tensor engine's and DMA's active %, and the bytes the run must read
 (inputs and weights once, matmul weights at the operand precision) per simulated second
 against the core's memory roof and the chip's HBM bandwidth (what bounds a decode step).
+With --sgemm it also times the host's own sgemm (numpy's float32 matmul, whatever BLAS
+numpy links) and prints the functional run's time over the time that sgemm needs for the
+program's matmul FLOPs: wall and CPU (user + system) seconds, as the machine may be shared.
 
 usage: scripts/bench_models.py [MODEL[:key=value,...]]... [-c CONFIG] [--precision P]
-                               [--no-functional] [--passes] [--json FILE] [--bin PATH]
+                               [--no-functional] [--functional-only] [--sgemm]
+                               [--passes] [--json FILE] [--bin PATH]
 MODEL: llama_layer, llama_decode, gpt2_12, vit_b16, resnet50 (default: all); key=value overrides the
 builder's argument, e.g. llama_layer:seq=512 or gpt2_12:layers=2. Models that need the
 host (fallback) are reported as such: a compiled program holds device code only.
@@ -88,21 +92,46 @@ def parse_spec(spec):
     return name, kw
 
 
+def host_sgemm(n=2048, repeat=3):
+    """The host's sgemm rate: best of `repeat` n x n x n float32 numpy matmuls.
+    Returns (wall GFLOP/s, CPU GFLOP/s)."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
+    a @ b  # warm up (threads, pages)
+    wall = cpu = float("inf")
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        a @ b
+        wall = min(wall, time.perf_counter() - t0)
+        cpu = min(cpu, time.process_time() - c0)
+    flop = 2.0 * n ** 3
+    return flop / wall / 1e9, flop / max(cpu, 1e-9) / 1e9
+
+
 def run_child(cmd):
-    """Runs cmd; returns (stdout, stderr, returncode, wall seconds, peak RSS MiB). The
+    """Runs cmd; returns (stdout, stderr, returncode, wall seconds, peak RSS MiB, CPU
+    seconds: user + system). The
     RSS is measured by GNU time, which forks the command from its own small process:
     a child forked or spawned from this Python process would inherit torch's
     high-water mark (the kernel carries it over exec)."""
     with tempfile.NamedTemporaryFile("r") as tf, tempfile.TemporaryFile("w+") as fo, \
             tempfile.TemporaryFile("w+") as fe:
         t0 = time.monotonic()
-        rc = subprocess.call([TIME, "-f", "%M", "-o", tf.name] + cmd, stdout=fo, stderr=fe)
+        rc = subprocess.call([TIME, "-f", "%U %S\n%M", "-o", tf.name] + cmd, stdout=fo,
+                             stderr=fe)
         wall = time.monotonic() - t0
         fo.seek(0)
         fe.seek(0)
         rss = tf.read().strip().splitlines()
         kib = float(rss[-1]) if rss and rss[-1].isdigit() else float("nan")
-        return fo.read(), fe.read(), rc, wall, kib / 1024.0
+        cpu = float("nan")
+        if len(rss) >= 2:
+            m = re.match(r"([\d.]+) ([\d.]+)$", rss[-2])
+            if m:
+                cpu = float(m.group(1)) + float(m.group(2))
+        return fo.read(), fe.read(), rc, wall, kib / 1024.0, cpu
 
 
 def parse_run(text):
@@ -175,7 +204,7 @@ def bench(name, kw, a, work):
     cmd = [a.bin, "compile", onnx_path, "-o", prog, "-c", a.config, "--precision", a.precision]
     if a.timings:
         cmd.append("--timings")
-    out, err, rc, wall, rss = run_child(cmd)
+    out, err, rc, wall, rss, _ = run_child(cmd)
     if rc != 0:
         res["error"] = "compile: " + (err.strip().splitlines() or ["exit %d" % rc])[-1][:200]
         return res
@@ -185,21 +214,21 @@ def bench(name, kw, a, work):
         res["instructions"] = int(m.group(1))
     if a.timings:
         res["passes"] = parse_timings(out + err)
-    modes = [("timing", ["--no-functional"])]
+    modes = [] if a.functional_only else [("timing", ["--no-functional"])]
     if a.functional:
         modes.append(("functional", ["--random-inputs"]))
     for mode, flags in modes:
-        out, err, rc, wall, rss = run_child([a.bin, "run", prog, "-c", a.config] + flags)
+        out, err, rc, wall, rss, cpu = run_child([a.bin, "run", prog, "-c", a.config] + flags)
         if rc != 0:
             res["error"] = f"run ({mode}): " + (err.strip().splitlines() or [f"exit {rc}"])[-1][:200]
             return res
         r = parse_run(out)
         memory_figures(r, must)
-        res[mode] = dict(wall_s=round(wall, 2), rss_mib=round(rss), **r)
+        res[mode] = dict(wall_s=round(wall, 2), cpu_s=round(cpu, 2), rss_mib=round(rss), **r)
     return res
 
 
-def show(res, passes):
+def show(res, passes, sgemm=None):
     print(f"== {res['model']} {res['args'] or ''} on {res['config']} ({res['precision']})")
     if "compile_s" in res:
         print(f"  compile          {res['compile_s']:.2f} s, peak RSS {res['compile_rss_mib']} MiB"
@@ -211,8 +240,16 @@ def show(res, passes):
         r = res.get(mode)
         if not r:
             continue
-        print(f"  simulate {mode:<10} {r['wall_s']:.2f} s (simulation {r.get('sim_host_s', 0):.2f} s)"
-              f", peak RSS {r['rss_mib']} MiB")
+        print(f"  simulate {mode:<10} {r['wall_s']:.2f} s (simulation {r.get('sim_host_s', 0):.2f} s"
+              f", CPU {r.get('cpu_s', 0):.2f} s), peak RSS {r['rss_mib']} MiB")
+    r = res.get("functional")
+    if sgemm and r and r.get("gflop"):
+        # The host sgemm's seconds for the program's matmul FLOPs, wall and CPU.
+        sw, sc = r["gflop"] / sgemm[0], r["gflop"] / sgemm[1]
+        r.update(sgemm_wall_s=round(sw, 6), sgemm_cpu_s=round(sc, 6),
+                 ratio_wall=round(r["wall_s"] / sw, 2), ratio_cpu=round(r["cpu_s"] / sc, 2))
+        print(f"  host sgemm       {r['gflop']:.4g} GFLOP in {sw:.2f} s wall, {sc:.2f} s CPU;"
+              f" functional run / sgemm: {r['ratio_wall']:.2f}x wall, {r['ratio_cpu']:.2f}x CPU")
     r = res.get("timing")
     if r:
         print(f"  simulated        {r.get('latency_ms', 0):.3f} ms, MFU {r.get('mfu_pct', 0):.1f}%"
@@ -238,23 +275,33 @@ def main():
                     help="skip the functional simulation (timing-only run only)")
     ap.add_argument("--no-timings", dest="timings", action="store_false",
                     help="do not pass --timings to trnsim compile (an older binary)")
+    ap.add_argument("--functional-only", action="store_true",
+                    help="skip the timing-only run")
+    ap.add_argument("--sgemm", action="store_true",
+                    help="time the host's sgemm (numpy float32 matmul) and compare")
     ap.add_argument("--passes", action="store_true", help="print the per-pass compile seconds")
     ap.add_argument("--json", help="write the results as JSON")
     ap.add_argument("--bin", default=os.environ.get(
         "TRNSIM_BIN", os.path.join(ROOT, "build", "runtime", "trnsim")))
     a = ap.parse_args()
     results = []
+    sgemm = None
+    if a.sgemm:
+        sgemm = host_sgemm()
+        print(f"host sgemm: {sgemm[0]:.1f} GFLOP/s wall, {sgemm[1]:.1f} GFLOP/s CPU"
+              " (numpy float32 2048^3 matmul, best of 3)")
     with tempfile.TemporaryDirectory(prefix="bench-models-") as work:
         for spec in a.models:
             name, kw = parse_spec(spec)
             res = bench(name, kw, a, work)
-            show(res, a.passes)
+            show(res, a.passes, sgemm)
             results.append(res)
             for f in os.listdir(work):
                 os.remove(os.path.join(work, f))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(results, f, indent=1)
+            json.dump({"host_sgemm_gflops": sgemm, "models": results} if sgemm else results, f,
+                      indent=1)
     return 1 if any("error" in r for r in results) else 0
 
 

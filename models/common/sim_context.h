@@ -15,6 +15,7 @@ namespace trnsim::models {
 class access_checker;
 class collective_port;
 class scheduler;
+class hbm;
 
 struct sim_fault {
   std::string where;    // "core0.vector", "core0.dma3.q2"
@@ -29,6 +30,9 @@ struct sim_context {
   scheduler* sched = nullptr;
   // Set by an SPMD launch: where the sync engines' collective instructions go.
   collective_port* collectives = nullptr;
+  // Set (functional runs): told when each DMA copy has moved its data, so that HBM
+  // can drop the scratch pages no copy will touch again (hbm::plan_release).
+  hbm* release_hbm = nullptr;
   std::vector<sim_fault> faults;
 };
 

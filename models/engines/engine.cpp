@@ -161,11 +161,12 @@ sc_core::sc_time engine::read_tile(const isa::AccessPattern& ap, Tile* t) {
   return d;
 }
 
-sc_core::sc_time engine::write_tile(const isa::AccessPattern& ap, const Tile* t, bool accumulate) {
+sc_core::sc_time engine::write_tile(const isa::AccessPattern& ap, const Tile* t, bool accumulate,
+                                    bool data) {
   // Results stream out as soon as the operands stream in: offer the write then.
   sc_core::sc_time d = stream_start_;
   auto& sock = ap.space == isa::MemSpace::psum ? psum_socket : sbuf_socket;
-  const bool f = ctx_.functional;
+  const bool f = ctx_.functional && data;
   uint8_t* buf = nullptr;
   if (f && ap.dtype == isa::DType::fp32) {
     // fp32 results go out of the tile as they are (targets only read write data).
@@ -195,9 +196,10 @@ sc_core::sc_time engine::execute(const isa::Instruction& in) {
   for (int i = 0; i < in.nsrc; ++i) port = std::max(port, read_tile(in.src[i], &args.src[i]));
   if (in.arg0.is_ap) port = std::max(port, read_tile(in.arg0.ap, &args.arg0));
   if (in.arg1.is_ap) port = std::max(port, read_tile(in.arg1.ap, &args.arg1));
-  if (f) compute(in, args, res);
+  const bool later = f && defer(in, args);
+  if (f && !later) compute(in, args, res);
   const bool acc = in.op == isa::Opcode::matmul && in.accumulate;
-  port = std::max(port, write_tile(in.dst, &res.dst, acc));
+  port = std::max(port, write_tile(in.dst, &res.dst, acc, !later));
   if (in.has_accum) port = std::max(port, write_tile(in.accum, &res.accum));
   return port;
 }

@@ -76,6 +76,10 @@ class engine : public sc_core::sc_module {
   // The arithmetic of a functional run, between the operand reads and the writes
   // (default: alu.h).
   virtual void compute(const isa::Instruction& in, ExecArgs& args, ExecResult& res);
+  // Instead of compute(): true when the engine has taken the operands to compute
+  // and write the result itself later (the tensor engine's matmuls on worker
+  // threads); the result's write then moves no data, only its timing.
+  virtual bool defer(const isa::Instruction& in, ExecArgs& args) { return false; }
   // Timing of the instruction issued now, relative to now: the sequencer takes the
   // next instruction after `issue`; the instruction completes (done-signals fire,
   // last_done() moves) after `done`. An engine that pipelines (the tensor engine)
@@ -88,7 +92,8 @@ class engine : public sc_core::sc_module {
   virtual timing instruction_timing(const isa::Instruction& in, const sc_core::sc_time& port);
 
   sc_core::sc_time read_tile(const isa::AccessPattern& ap, Tile* t);
-  sc_core::sc_time write_tile(const isa::AccessPattern& ap, const Tile* t, bool accumulate = false);
+  sc_core::sc_time write_tile(const isa::AccessPattern& ap, const Tile* t, bool accumulate = false,
+                              bool data = true);
 
   isa::Engine kind_;
   engine_params params_;

@@ -138,6 +138,41 @@ void tensor_engine::compute(const isa::Instruction& in, ExecArgs& args, ExecResu
   last_array_cycles_ = cycles;
 }
 
+void tensor_engine::compute_on(worker_pool* pool, psum* p, size_t in_flight) {
+  pool_ = pool && pool->workers() > 0 ? pool : nullptr;
+  psum_ = p;
+  in_flight_ = std::max<size_t>(in_flight, 1);
+}
+
+bool tensor_engine::defer(const isa::Instruction& in, ExecArgs& args) {
+  if (!pool_ || !psum_ || datapath_ || in.op != isa::Opcode::matmul ||
+      in.dst.space != isa::MemSpace::psum || in.dst.dtype != isa::DType::fp32)
+    return false;
+  if (psum_->held() >= in_flight_) psum_->drain(in_flight_ - 1);
+  std::shared_ptr<job> j;
+  if (spare_.empty()) {
+    j = std::make_shared<job>();
+  } else {
+    j = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  // The operands move to the job; the engine reads the next ones into its buffers.
+  std::swap(j->args.src[0], args.src[0]);
+  std::swap(j->args.src[1], args.src[1]);
+  j->in = in;  // a copy: the worker never looks at the program
+  auto t = pool_->submit([j] { models::execute(j->in, j->args, j->res); });
+  psum::held_write w;
+  w.ap = in.dst;
+  w.accumulate = in.accumulate;
+  w.data = [t, j] {
+    t->wait();
+    return reinterpret_cast<const uint8_t*>(j->res.dst.v.data());
+  };
+  w.done = [this, j] { spare_.push_back(j); };
+  psum_->hold(std::move(w));
+  return true;
+}
+
 engine::timing tensor_engine::datapath_timing(const sc_time& port) {
   // Relative to the start of execute(): a timed RTL block has already spent its
   // cycles of SystemC time in there, a decoupled one none.

@@ -45,9 +45,12 @@
 //   Transposes and timing-only runs (no data to compute on) keep the C++ path.
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "models/common/worker_pool.h"
 #include "models/engines/engine.h"
+#include "models/memory/psum.h"
 
 namespace trnsim::models {
 
@@ -89,6 +92,10 @@ class tensor_engine : public engine {
 
   // Another matmul data path (not owned; nullptr: the C++ sgemm). Set before the run.
   void set_matmul_datapath(matmul_datapath* d) { datapath_ = d; }
+  // Functional matmuls on `pool`'s workers (nullptr or no workers: here, at once),
+  // their products held by `p` (this core's PSUM) until something reads PSUM; at
+  // most `in_flight` at a time. Results and timing are those of the serial run.
+  void compute_on(worker_pool* pool, psum* p, size_t in_flight);
   matmul_datapath* datapath() const { return datapath_; }
   // Matmuls the data path computed, the array cycles it reported for them and the
   // cost model's cycles for the same matmuls (the fold formula: cost_cycles), since
@@ -106,6 +113,7 @@ class tensor_engine : public engine {
   sc_core::sc_time execute(const isa::Instruction& in) override;
   // A matmul through the data path when there is one; else the ALU.
   void compute(const isa::Instruction& in, ExecArgs& args, ExecResult& res) override;
+  bool defer(const isa::Instruction& in, ExecArgs& args) override;
 
  private:
   // Pipeline state of the whole array (one slot) or of one tile.
@@ -140,6 +148,17 @@ class tensor_engine : public engine {
   sc_core::sc_time exec_start_;     // when that execute() began (a timed RTL block
                                     // takes SystemC time inside it)
   uint64_t dp_matmuls_ = 0, dp_cycles_ = 0, dp_model_cycles_ = 0;
+
+  // A matmul handed to a worker: its operands and product (buffers reused).
+  struct job {
+    isa::Instruction in;
+    ExecArgs args;
+    ExecResult res;
+  };
+  worker_pool* pool_ = nullptr;
+  psum* psum_ = nullptr;
+  size_t in_flight_ = 0;
+  std::vector<std::shared_ptr<job>> spare_;  // jobs whose products are in PSUM
 };
 
 }  // namespace trnsim::models

@@ -1,7 +1,10 @@
 #include "models/isa/binary.h"
 
 #if defined(__linux__)
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #endif
 
 #include <bit>
@@ -9,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <set>
 
 #include "models/isa/assembler.h"
 #include "models/isa/file_io.h"
@@ -144,13 +149,17 @@ class Writer {
 // Bounds-checked reader: every read names the byte offset where it failed.
 class Reader {
  public:
-  Reader(const std::vector<uint8_t>& b, const std::string& name) : b_(b), name_(name) {}
+  // `release`: the bytes are a private file mapping whose pages may be given back to
+  // the kernel once decoded (release_behind), so the file never sits in memory whole
+  // next to its decoded copy.
+  Reader(const uint8_t* b, size_t n, const std::string& name, bool release = false)
+      : b_(b), n_(n), name_(name), release_(release) {}
 
   [[noreturn]] void fail_at(size_t at, const std::string& msg) const {
     throw ProgramFormatError(name_ + ": byte " + std::to_string(at) + ": " + msg);
   }
   size_t pos() const { return pos_; }
-  size_t left() const { return b_.size() - pos_; }
+  size_t left() const { return n_ - pos_; }
 
   void need(size_t n, const char* what) const {
     if (n > left())
@@ -193,16 +202,40 @@ class Reader {
   }
   std::string str(const char* what) {
     const uint32_t n = count(what, 1);
-    std::string s(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    std::string s(reinterpret_cast<const char*>(b_ + pos_), n);
     pos_ += n;
     return s;
   }
-  void bytes(uint32_t n, std::vector<uint8_t>& out) {
-    out.assign(b_.begin() + static_cast<std::ptrdiff_t>(pos_),
-               b_.begin() + static_cast<std::ptrdiff_t>(pos_ + n));
+  void skip(uint32_t n) {
+    need(n, "bytes");
     pos_ += n;
   }
+  // Copies [at, at + n) (checked by an earlier skip) and gives the whole pages of
+  // the mapping in it back to the kernel.
+  void copy(size_t at, size_t n, std::vector<uint8_t>& out) {
+    out.assign(b_ + at, b_ + at + n);
+    release(at, at + n);
+  }
+  // Gives the whole pages of the mapping below pos() back to the kernel.
+  void release_behind() {
+    release(released_, pos_);
+    released_ = pos_;
+  }
 
+ private:
+  void release(size_t from, size_t to) {
+#if defined(__linux__)
+    if (!release_) return;
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t lo = (reinterpret_cast<uintptr_t>(b_) + from + page - 1) & ~(page - 1);
+    const uintptr_t hi = (reinterpret_cast<uintptr_t>(b_) + to) & ~(page - 1);
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+#else
+    (void)from, (void)to;
+#endif
+  }
+
+ public:
   AccessPattern ap() {
     AccessPattern a;
     a.space = enum8<MemSpace>("memory space", 3);
@@ -291,9 +324,12 @@ class Reader {
   }
 
  private:
-  const std::vector<uint8_t>& b_;
+  const uint8_t* b_;
+  size_t n_;
   const std::string& name_;
+  bool release_;
   size_t pos_ = 0;
+  size_t released_ = 0;
 };
 
 // Smallest encodings, for count checks: a tensor (empty name, rank 0), a constant
@@ -348,9 +384,12 @@ std::vector<uint8_t> encode_binary(const Program& p) {
   return std::move(w.out);
 }
 
-Program decode_binary(const std::vector<uint8_t>& bytes, const std::string& name) {
-  Reader r(bytes, name);
-  if (bytes.size() < 4 || std::memcmp(bytes.data(), kMagic, 4) != 0)
+namespace {
+
+Program decode(const uint8_t* data, size_t size, const std::string& name, bool release,
+               const ConstantFilter& keep) {
+  Reader r(data, size, name, release);
+  if (size < 4 || std::memcmp(data, kMagic, 4) != 0)
     r.fail_at(0, "not a trnsim binary program (magic \"TRNP\" missing)");
   for (int i = 0; i < 4; ++i) r.u8("magic");
   const size_t vat = r.pos();
@@ -372,13 +411,22 @@ Program decode_binary(const std::vector<uint8_t>& bytes, const std::string& name
     t.hbm_offset = r.le<uint64_t>("hbm offset");
     p.tensors.push_back(std::move(t));
   }
+  // Constants are copied once the queues are decoded, when `keep` can see them: the
+  // ones it drops are never copied (nor, from a mapping, read).
+  struct span {
+    std::string name;
+    size_t at, len;
+  };
+  std::vector<span> spans;
+  std::set<std::string> cnames;
   const uint32_t nc = r.count("constant count", kMinConstant);
   for (uint32_t i = 0; i < nc; ++i) {
     const size_t at = r.pos();
     std::string cname = r.str("constant name length");
-    if (p.constants.count(cname)) r.fail_at(at, "duplicate constant '" + cname + "'");
+    if (!cnames.insert(cname).second) r.fail_at(at, "duplicate constant '" + cname + "'");
     const uint32_t len = r.count("constant length", 1);
-    r.bytes(len, p.constants[cname]);
+    spans.push_back({std::move(cname), r.pos(), len});
+    r.skip(len);
   }
   const uint32_t nq = r.count("queue count", kMinQueue);
   for (uint32_t i = 0; i < nq; ++i) {
@@ -389,20 +437,63 @@ Program decode_binary(const std::vector<uint8_t>& bytes, const std::string& name
     const uint32_t ni = r.count("instruction count", kMinInstr);  // bounded by the bytes left
     q.instrs.reserve(ni);
     prefer_huge_pages(q.instrs.data(), ni * sizeof(Instruction));
-    for (uint32_t k = 0; k < ni; ++k) q.instrs.push_back(r.instr());
+    for (uint32_t k = 0; k < ni; ++k) {
+      q.instrs.push_back(r.instr());
+      if (k % 4096 == 4095) r.release_behind();
+    }
     p.queues.push_back(std::move(q));
   }
   if (r.left() != 0) r.fail_at(r.pos(), std::to_string(r.left()) + " trailing bytes");
+  for (const span& c : spans) {
+    const TensorDecl* t = keep ? p.find_tensor(c.name) : nullptr;
+    if (keep && t && !keep(p, *t)) continue;
+    r.copy(c.at, c.len, p.constants[c.name]);
+  }
   return p;
 }
 
-Program load_program(const std::string& path) {
+#if defined(__linux__)
+// A binary program decoded straight from a read-only private mapping of its file,
+// whose pages go back to the kernel as they are decoded: a program of gigabytes of
+// constants costs their decoded copy only. Empty when the file is not a binary
+// program or cannot be mapped (the caller reads it instead).
+std::optional<Program> load_mapped(const std::string& path, const ConstantFilter& keep) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  void* m = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 4)
+    m = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return std::nullopt;
+  struct unmap {
+    void* m;
+    size_t n;
+    ~unmap() { munmap(m, n); }
+  } guard{m, size_t(st.st_size)};
+  const auto* data = static_cast<const uint8_t*>(m);
+  if (std::memcmp(data, kMagic, 4) != 0) return std::nullopt;
+  madvise(m, size_t(st.st_size), MADV_SEQUENTIAL);
+  return decode(data, size_t(st.st_size), path, true, keep);
+}
+#endif
+
+}  // namespace
+
+Program decode_binary(const std::vector<uint8_t>& bytes, const std::string& name) {
+  return decode(bytes.data(), bytes.size(), name, false, {});
+}
+
+Program load_program(const std::string& path, const ConstantFilter& keep) {
+#if defined(__linux__)
+  if (std::optional<Program> p = load_mapped(path, keep)) return std::move(*p);
+#endif
   // One read of the whole file (a program can be hundreds of MB).
   std::vector<uint8_t> bytes;
   if (const std::string why = read_file(path, bytes); !why.empty())
     throw std::runtime_error(path + ": cannot open: " + why);
   if (bytes.size() >= 4 && std::memcmp(bytes.data(), kMagic, 4) == 0)
-    return decode_binary(bytes, path);
+    return decode(bytes.data(), bytes.size(), path, false, keep);
   return assemble(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
                   path);
 }

@@ -2,6 +2,7 @@
 // Loading checks every length, enum and count; corrupt input is a ProgramFormatError.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,8 +19,14 @@ inline constexpr uint32_t kBinaryVersion = 1;
 std::vector<uint8_t> encode_binary(const Program& p);
 Program decode_binary(const std::vector<uint8_t>& bytes, const std::string& name = "<input>");
 
-// Load a program from a path: .tasm (assembly) or .tbin (binary), by content.
-Program load_program(const std::string& path);
+// Which constants a loaded program keeps: asked once per constant of a binary
+// program, after its tensors and queues are decoded; a constant it refuses is never
+// copied (a run that reads no data, or a constant no instruction reads, needs none).
+using ConstantFilter = std::function<bool(const Program& p, const TensorDecl& constant)>;
+
+// Load a program from a path: .tasm (assembly) or .tbin (binary), by content. An
+// empty `keep` keeps every constant; assembly keeps them all.
+Program load_program(const std::string& path, const ConstantFilter& keep = {});
 void save_program(const Program& p, const std::string& path);  // by extension
 
 }  // namespace trnsim::isa

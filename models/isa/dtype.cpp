@@ -238,9 +238,21 @@ void to_fp32(DType t, const void* src, float* dst, size_t n) {
     case DType::fp32:
       if (n) std::memcpy(dst, src, n * sizeof(float));
       return;
-    case DType::bf16:
-      for (size_t i = 0; i < n; ++i) dst[i] = bf16_widen(load<uint16_t>(src, i));
+    case DType::bf16: {
+      // Blocks of a fixed 16 through local arrays: GCC's -O2 (cheap vectorisation
+      // only) vectorises them. Widening is exact: the bits shifted into place.
+      const auto* s = static_cast<const uint8_t*>(src);
+      size_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        uint16_t h[16];
+        uint32_t w[16];
+        std::memcpy(h, s + 2 * i, sizeof h);
+        for (size_t k = 0; k < 16; ++k) w[k] = static_cast<uint32_t>(h[k]) << 16;
+        std::memcpy(dst + i, w, sizeof w);
+      }
+      for (; i < n; ++i) dst[i] = bf16_widen(load<uint16_t>(src, i));
       return;
+    }
     case DType::fp16:
       for (size_t i = 0; i < n; ++i) dst[i] = half_widen(load<uint16_t>(src, i));
       return;

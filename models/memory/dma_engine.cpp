@@ -1,5 +1,7 @@
 #include "models/memory/dma_engine.h"
 
+#include "models/memory/hbm.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -10,6 +12,7 @@
 #include "models/common/sim_time.h"
 #include "models/common/trace.h"
 #include "models/isa/assembler.h"
+#include "models/memory/hbm.h"
 
 namespace trnsim::models {
 
@@ -457,6 +460,7 @@ void dma_engine::finish_share(const std::shared_ptr<spread_state>& st) {
   const isa::Instruction& in = (*q.instrs)[q.ndone];
   q.bytes += fast::bytes(in.dst);
   ++q.copies;
+  if (ctx_.release_hbm) ctx_.release_hbm->copy_done(in, o.hbm_base_);
   o.complete(q, in);
   if (&o != this) o.poke();
 }

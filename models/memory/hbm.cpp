@@ -55,10 +55,81 @@ uint8_t* hbm::page_at(uint64_t page, bool create) const {
   uint8_t* p = nullptr;
   if (it != pages_.end())
     p = it->second.get();
-  else if (create)
+  else if (create) {
     p = pages_.emplace(page, std::make_unique<uint8_t[]>(kPage)).first->second.get();  // zeros
+    peak_pages_ = std::max<uint64_t>(peak_pages_, pages_.size());
+  }
   if (p) last_page_ = page, last_ = p;
   return p;
+}
+
+bool hbm::page_span(const isa::AccessPattern& ap, uint64_t base, uint64_t& first, uint64_t& last) {
+  if (ap.space != isa::MemSpace::hbm || ap.partition_count == 0) return false;
+  int64_t lo = 0, end = 0;
+  fast::byte_range(ap, lo, end);
+  if (end <= lo || lo < 0) return false;
+  first = (base + uint64_t(lo)) >> kPageBits;
+  last = (base + uint64_t(end) - 1) >> kPageBits;
+  return true;
+}
+
+void hbm::plan_release(
+    const std::vector<std::pair<uint64_t, uint64_t>>& freeable,
+    const std::vector<std::pair<const std::vector<isa::Instruction>*, uint64_t>>& queues) {
+  release_.clear();
+  std::vector<std::pair<uint64_t, uint64_t>> pages;  // [first, last) whole pages
+  for (const auto& [b, e] : freeable) {
+    const uint64_t first = (b + kPage - 1) >> kPageBits, last = e >> kPageBits;
+    if (last > first) pages.emplace_back(first, last);
+  }
+  if (pages.empty()) return;
+  std::sort(pages.begin(), pages.end());
+  const auto freeable_page = [&](uint64_t pg) {
+    auto it = std::upper_bound(pages.begin(), pages.end(), std::make_pair(pg, UINT64_MAX));
+    return it != pages.begin() && pg < std::prev(it)->second;
+  };
+  std::unordered_map<uint64_t, bool> kept;
+  for (const auto& [instrs, base] : queues)
+    for (const auto& in : *instrs) {
+      const bool copy = in.op == isa::Opcode::dma_copy;
+      const auto add = [&](const isa::AccessPattern& ap) {
+        uint64_t first, last;
+        if (!page_span(ap, base, first, last)) return;
+        for (uint64_t pg = first; pg <= last; ++pg) {
+          if (!freeable_page(pg)) continue;
+          if (copy)
+            ++release_[pg];
+          else
+            kept[pg] = true;
+        }
+      };
+      if (copy) {  // the two operands copy_done() counts down
+        add(in.src[0]);
+        add(in.dst);
+        continue;
+      }
+      for (int i = 0; i < in.nsrc && i < int(in.src.size()); ++i) add(in.src[i]);
+      add(in.dst);
+      if (in.arg0.is_ap) add(in.arg0.ap);
+      if (in.arg1.is_ap) add(in.arg1.ap);
+      if (in.has_accum) add(in.accum);
+    }
+  for (const auto& [pg, k] : kept) release_.erase(pg);
+}
+
+void hbm::copy_done(const isa::Instruction& in, uint64_t base) {
+  if (release_.empty()) return;
+  for (const isa::AccessPattern* ap : {&in.src[0], &in.dst}) {
+    uint64_t first, last;
+    if (!page_span(*ap, base, first, last)) continue;
+    for (uint64_t pg = first; pg <= last; ++pg) {
+      const auto it = release_.find(pg);
+      if (it == release_.end() || --it->second > 0) continue;
+      release_.erase(it);
+      pages_.erase(pg);
+      if (last_page_ == pg) last_page_ = UINT64_MAX, last_ = nullptr;
+    }
+  }
 }
 
 void hbm::check_range(uint64_t addr, uint64_t n) const {

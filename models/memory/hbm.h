@@ -21,11 +21,13 @@
 #include <systemc>
 #include <tlm>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "models/common/ap_extension.h"
 #include "models/common/bandwidth.h"
 #include "models/common/stats.h"
+#include "models/isa/instruction.h"
 #include "models/memory/memory_params.h"
 
 namespace trnsim::models {
@@ -40,6 +42,21 @@ class hbm : public sc_core::sc_module {
   // Direct (untimed) access for loaders and tests.
   void write(uint64_t addr, const uint8_t* src, uint64_t n);
   void read(uint64_t addr, uint8_t* dst, uint64_t n) const;
+
+  // Scratch pages a functional run may drop once done with them: a program's
+  // intermediates can need more host memory than everything else together. For
+  // each page wholly inside one of `freeable` (absolute [begin, end) byte ranges),
+  // counts the DMA copies of `queues` (each with its program's HBM base) whose HBM
+  // operands span it; a page another instruction reaches is kept. copy_done()
+  // counts down and drops a page at 0 (it reads as zeros again). Replaces the plan
+  // of the previous run; an empty plan drops nothing.
+  void plan_release(
+      const std::vector<std::pair<uint64_t, uint64_t>>& freeable,
+      const std::vector<std::pair<const std::vector<isa::Instruction>*, uint64_t>>& queues);
+  // DMA copy `in` of the program based at `base` has moved all its data.
+  void copy_done(const isa::Instruction& in, uint64_t base);
+  uint64_t pages() const { return pages_.size(); }  // pages held now
+  uint64_t peak_pages() const { return peak_pages_; }
 
   uint32_t channels() const { return static_cast<uint32_t>(ch_.size()); }
   uint32_t channel_of(uint64_t addr) const;
@@ -91,6 +108,11 @@ class hbm : public sc_core::sc_module {
   mutable uint8_t* last_ = nullptr;
   // Page `page`'s bytes; nullptr when never written and not `create`.
   uint8_t* page_at(uint64_t page, bool create) const;
+  // Pages [first, last] that HBM operand `ap` (relative to `base`) may touch.
+  static bool page_span(const isa::AccessPattern& ap, uint64_t base, uint64_t& first,
+                        uint64_t& last);
+  std::unordered_map<uint64_t, uint32_t> release_;  // page -> DMA copies still to come
+  mutable uint64_t peak_pages_ = 0;
   std::vector<bandwidth_resource> ch_;
   std::vector<uint64_t> ch_bytes_;
   std::vector<uint64_t> split_;         // scratch for b_transport, all zeros between calls

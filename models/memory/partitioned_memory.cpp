@@ -70,6 +70,7 @@ void partitioned_memory::clear() {
 }
 
 void partitioned_memory::fill(uint8_t byte) {
+  before_data_access();
   std::memset(mem(), byte, size_t(geo_.partitions) * geo_.partition_bytes);
 }
 
@@ -263,6 +264,7 @@ void partitioned_memory::b_transport(int id, tlm::tlm_generic_payload& gp,
     return;
   }
   peak_byte_ = std::max<uint64_t>(peak_byte_, uint64_t(end));
+  if (!timing_only) before_data_access();
   if (gp.is_read()) {
     if (!timing_only) gather(ap, gp.get_data_ptr());
     read_bytes_ += bytes;

@@ -64,6 +64,9 @@ class partitioned_memory : public sc_core::sc_module {
   virtual void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   // Called for writes with ext.accumulate; default: error (only PSUM accumulates).
   virtual bool accumulate(const isa::AccessPattern& ap, const uint8_t* src, std::string& err);
+  // Called before every access that moves data (and fill()): PSUM applies the writes
+  // it holds back.
+  virtual void before_data_access() {}
   // `end` (optional) receives ap.end_byte().
   bool check_bounds(const isa::AccessPattern& ap, std::string& err, int64_t* end = nullptr) const;
   void gather(const isa::AccessPattern& ap, uint8_t* dst) const;

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "compiler/ir/ops.h"
 #include "compiler/lower/lower.h"
+#include "models/isa/binary.h"
+#include "runtime/constants.h"
 #include "runtime/fallback.h"
 #include "tests/e2e/lowering_check.h"
 
@@ -70,6 +73,45 @@ TEST(RuntimeApi, WeightsStayResidentAcrossLaunches) {
   const runtime::RunReport r3 = dev.run({launch(&m.program, x1, 0)});
   EXPECT_EQ(r3.uploaded_bytes, r1.uploaded_bytes);
   expect_output(m, x1, r3.launches.at(0));
+}
+
+// A constant no instruction reads (a compiled program keeps the fp32 weights its
+// bf16 copies came from) is neither loaded from a file nor written into HBM.
+TEST(RuntimeApi, ConstantsNoInstructionReadsAreNotUploaded) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  Model m = linear(100, 7, cfg);
+  isa::TensorDecl unused;
+  unused.name = "unused";
+  unused.shape = {1024};
+  unused.role = isa::TensorRole::constant;
+  unused.hbm_offset = (m.program.hbm_bytes() + 4095) / 4096 * 4096;
+  m.program.tensors.push_back(unused);
+  m.program.constants["unused"] = std::vector<uint8_t>(4096, 0x3f);
+  const runtime::HbmAccesses acc(m.program);
+  EXPECT_FALSE(runtime::constant_is_read(acc, unused));
+  for (const auto& d : m.program.tensors) {
+    if (d.name != "unused" && m.program.constants.count(d.name)) {
+      EXPECT_TRUE(runtime::constant_is_read(acc, d)) << d.name;
+    }
+  }
+  // Loaded from a file for a functional run: W and b only; timing-only: none.
+  const std::string path = ::testing::TempDir() + "trnsim_unread_constant.tbin";
+  isa::save_program(m.program, path);
+  const isa::Program loaded = isa::load_program(path, runtime::constants_to_load(true));
+  EXPECT_EQ(loaded.constants.size(), m.program.constants.size() - 1);
+  EXPECT_EQ(loaded.constants.count("unused"), 0u);
+  EXPECT_TRUE(isa::load_program(path, runtime::constants_to_load(false)).constants.empty());
+  std::remove(path.c_str());
+  // Run with the constant present: the upload skips it and the output is right.
+  runtime::Device dev(cfg);
+  const Tensor x = random_tensor({100, 64}, 1);
+  const runtime::RunReport r = dev.run({launch(&m.program, x, 0)});
+  EXPECT_EQ(r.uploaded_bytes, uint64_t(4 * (64 * 48 + 48 + 100 * 64)));
+  expect_output(m, x, r.launches.at(0));
+  isa::Program copy = m.program;
+  EXPECT_EQ(runtime::drop_unread_constants(copy), 4096u);
+  EXPECT_EQ(copy.constants.count("unused"), 0u);
+  EXPECT_EQ(copy.constants.size(), m.program.constants.size() - 1);
 }
 
 // A batch of 2 x 100 rows as one launch per core, submitted asynchronously; two

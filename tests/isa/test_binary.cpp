@@ -267,6 +267,42 @@ TEST_F(BinaryFiles, SaveAndLoadByFormat) {
   std::remove(ta.c_str());
 }
 
+TEST_F(BinaryFiles, LoadCopiesOnlyTheConstantsTheFilterKeeps) {
+  const Program p = assemble(
+      ".program two\n.semaphores 1\n.tensor a [2] fp32 constant @0\n.data a AACAPwAAAEA=\n"
+      ".tensor b [2] fp32 constant @8\n.data b AAAAQAAAgD8=\n.queue vector\n"
+      "tensor_scalar dst=sbuf[0:1, 0, fp32, [1,2]] src=sbuf[0:1, 8, bf16, [1,2]] op0=add "
+      "arg0=1 signal=s0+1\n");
+  ASSERT_EQ(p.constants.size(), 2u);
+  const std::string tb = path("two_constants.tbin"), ta = path("two_constants.tasm");
+  save_program(p, tb);
+  save_program(p, ta);
+  // The filter sees the whole program but its constants: tensors and queues decoded.
+  std::vector<std::string> asked;
+  const ConstantFilter keep_a = [&](const Program& q, const TensorDecl& t) {
+    EXPECT_EQ(q.tensors.size(), 2u);
+    EXPECT_EQ(q.queues.size(), 1u);
+    EXPECT_EQ(q.queues[0].instrs.size(), 1u);
+    asked.push_back(t.name);
+    return t.name == "a";
+  };
+  const Program q = load_program(tb, keep_a);
+  EXPECT_EQ(asked, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(q.constants.size(), 1u);
+  EXPECT_EQ(q.constants.at("a"), p.constants.at("a"));
+  EXPECT_EQ(q.queues, p.queues);
+  EXPECT_EQ(q.tensors, p.tensors);
+  // No filter: every constant; several loads of one mapped file agree.
+  EXPECT_EQ(load_program(tb), p);
+  EXPECT_EQ(load_program(tb), p);
+  // Assembly keeps every constant.
+  asked.clear();
+  EXPECT_EQ(load_program(ta, keep_a), p);
+  EXPECT_TRUE(asked.empty());
+  std::remove(tb.c_str());
+  std::remove(ta.c_str());
+}
+
 TEST_F(BinaryFiles, LoadErrorsNameThePath) {
   const std::string missing = path("missing.tbin");
   try {

@@ -76,6 +76,48 @@ TEST(Hbm, DirectAccessAcrossPageBoundaryAndUnwrittenZeros) {
   EXPECT_TRUE(std::all_of(last.begin(), last.end(), [](uint8_t x) { return x == 0; }));
 }
 
+// Scratch pages go once the last DMA copy spanning them is done; partial pages, and
+// pages another instruction reaches, stay.
+TEST(Hbm, PlannedPagesDropAfterTheirLastCopy) {
+  hbm_harness h("h");
+  const auto data = ramp(6 * kMiB);
+  h.mem.write(0, data.data(), data.size());
+  EXPECT_EQ(h.mem.pages(), 6u);
+  const auto sbuf = test::sb(0, 1, 0, DType::fp32, {{1, 4}});
+  // c1 spans page 1; c2 pages 1 and 2; the tensor_copy reaches page 2; c3 page 3.
+  const std::vector<isa::Instruction> q = {
+      test::dma_copy(sbuf, hb(1, 0, kMiB, DType::fp32, {{1, 4}})),
+      test::dma_copy(hb(1, 0, 2 * kMiB - 8, DType::fp32, {{1, 4}}), sbuf),
+      test::instr(isa::Opcode::tensor_copy, hb(1, 0, 2 * kMiB + 64, DType::fp32, {{1, 4}}), {sbuf}),
+      test::dma_copy(sbuf, hb(1, 0, 3 * kMiB, DType::fp32, {{1, 4}})),
+  };
+  // Freeable: [1 MiB, 4 MiB - 1): whole pages 1 and 2 (page 3 is partial).
+  h.mem.plan_release({{kMiB, 4 * kMiB - 1}}, {{&q, 0}});
+  h.mem.copy_done(q[0], 0);
+  EXPECT_EQ(h.mem.pages(), 6u);  // page 1 has c2 to come
+  h.mem.copy_done(q[1], 0);
+  EXPECT_EQ(h.mem.pages(), 5u);  // page 1 gone, page 2 kept for the tensor_copy
+  h.mem.copy_done(q[3], 0);
+  EXPECT_EQ(h.mem.pages(), 5u);  // page 3 is partial
+  std::vector<uint8_t> back(3 * kMiB);
+  h.mem.read(0, back.data(), back.size());
+  for (uint64_t i = 0; i < back.size(); i += 4093) {
+    const bool dropped = i >= kMiB && i < 2 * kMiB;
+    EXPECT_EQ(back[i], dropped ? 0 : data[i]) << i;
+  }
+  // With a program base of 4 MiB, c1 and c2 span page 5.
+  h.mem.plan_release({{5 * kMiB, 6 * kMiB}}, {{&q, 4 * kMiB}});
+  h.mem.copy_done(q[0], 4 * kMiB);
+  EXPECT_EQ(h.mem.pages(), 5u);
+  h.mem.copy_done(q[1], 4 * kMiB);
+  EXPECT_EQ(h.mem.pages(), 4u);
+  EXPECT_EQ(h.mem.peak_pages(), 6u);
+  // An empty plan drops nothing.
+  h.mem.plan_release({}, {{&q, 0}});
+  h.mem.copy_done(q[3], 0);
+  EXPECT_EQ(h.mem.pages(), 4u);
+}
+
 TEST(Hbm, PatternTransactionsAcrossThePageBoundary) {
   hbm_harness h("h");
   // hbm[4x64, 1 MiB - 300, fp32, [1,64]]: rows of 256 B; row 1 spans [1 MiB - 44, 1 MiB + 212).

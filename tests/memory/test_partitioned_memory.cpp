@@ -241,6 +241,67 @@ TEST(PartitionedMemory, PsumAccumulateAddsFp32) {
   EXPECT_NE(bf16_err.find("PSUM accumulates fp32 only, got bf16"), std::string::npos) << bf16_err;
 }
 
+// Contiguous rows (a matmul's dst) take the accumulate's fast path: the same sums,
+// and nothing outside the rows changes.
+TEST(PartitionedMemory, PsumAccumulateContiguousRows) {
+  mem_harness h("h");
+  // psum[1:3, 64, fp32, [8,2][1,8]]: 16 consecutive fp32 of each of partitions 1..3.
+  const auto ap = test::ps(1, 3, 64, DType::fp32, {{8, 2}, {1, 8}});
+  std::vector<float> a(48), b(48), out(48);
+  for (int i = 0; i < 48; ++i) a[i] = float(i) * 0.5f - 3.0f, b[i] = 1.0f / float(i + 1);
+  h.run([&] {
+    h.to_psum.write(ap, a.data());
+    h.to_psum.write(ap, b.data(), true);
+    h.to_psum.read(ap, out.data());
+  });
+  for (int i = 0; i < 48; ++i) EXPECT_EQ(out[i], a[i] + b[i]) << i;
+  for (uint32_t p = 0; p < 5; ++p) {
+    EXPECT_EQ(test::f32_at(h.psum_mem.row(p) + 60), 0.0f) << p;
+    EXPECT_EQ(test::f32_at(h.psum_mem.row(p) + 128), 0.0f) << p;
+  }
+  EXPECT_EQ(test::f32_at(h.psum_mem.row(0) + 64), 0.0f);
+  EXPECT_EQ(test::f32_at(h.psum_mem.row(4) + 64), 0.0f);
+}
+
+// Held writes (matmul products computed on worker threads) go in oldest first before
+// any access that moves PSUM data; a timing-only access leaves them held.
+TEST(PartitionedMemory, PsumHeldWritesGoInBeforeAnyDataAccess) {
+  mem_harness h("h");
+  const auto ap = test::ps(0, 2, 0, DType::fp32, {{1, 4}});
+  std::vector<float> a(8), b(8), c(8), out(8);
+  for (int i = 0; i < 8; ++i) a[i] = float(i), b[i] = 0.5f * float(i) - 1.0f, c[i] = 7.0f;
+  std::vector<int> order;
+  int done = 0;
+  const auto held = [&](const std::vector<float>& v, bool acc, int id) {
+    return psum::held_write{ap, acc,
+                            [&v, &order, id] {
+                              order.push_back(id);
+                              return reinterpret_cast<const uint8_t*>(v.data());
+                            },
+                            [&done] { ++done; }};
+  };
+  h.psum_mem.hold(held(a, false, 1));  // overwrite
+  h.psum_mem.hold(held(b, true, 2));   // then accumulate
+  EXPECT_EQ(h.psum_mem.held(), 2u);
+  h.run([&] {
+    h.to_psum.timing_only(tlm::TLM_READ_COMMAND, ap);  // nothing applied
+    EXPECT_EQ(h.psum_mem.held(), 2u);
+    h.to_psum.read(ap, out.data());
+  });
+  EXPECT_EQ(h.psum_mem.held(), 0u);
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_EQ(done, 2);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], a[i] + b[i]) << i;
+  // drain(keep) applies the oldest until `keep` are left.
+  h.psum_mem.hold(held(c, false, 3));
+  h.psum_mem.hold(held(a, true, 4));
+  h.psum_mem.drain(1);
+  EXPECT_EQ(h.psum_mem.held(), 1u);
+  EXPECT_EQ(order.back(), 3);
+  h.psum_mem.drain();
+  EXPECT_EQ(test::f32_at(h.psum_mem.row(1) + 4), c[5] + a[5]);
+}
+
 TEST(PartitionedMemory, SbufRefusesAccumulate) {
   mem_harness h("h");
   std::vector<float> v(8, 3.0f);

@@ -113,6 +113,62 @@ class Bench(unittest.TestCase):
             self.assertEqual(x["timing"]["latency_ms"], x["functional"]["latency_ms"])
         self.assertIn("tile.keep_on_chip", r.stdout)
 
+    def test_sgemm(self):
+        # --functional-only --sgemm: no timing-only run; the host sgemm's rate and the
+        # functional run's time over the sgemm time of the same FLOPs.
+        spec = "llama_layer:" + ",".join(f"{k}={v}" for k, v in LLAMA.items())
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "bench.json")
+            r = subprocess.run(
+                [sys.executable, os.path.join(ROOT, "scripts", "bench_models.py"), spec,
+                 "--functional-only", "--sgemm", "--no-timings", "--json", out],
+                capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(out) as f:
+                res = json.load(f)
+        wall, cpu = res["host_sgemm_gflops"]
+        self.assertGreater(wall, 0)
+        self.assertGreater(cpu, 0)
+        (x,) = res["models"]
+        self.assertNotIn("timing", x)
+        f = x["functional"]
+        self.assertGreater(f["gflop"], 0)
+        self.assertGreater(f["cpu_s"], 0)
+        self.assertAlmostEqual(f["sgemm_cpu_s"], f["gflop"] / cpu, delta=0.01)
+        self.assertAlmostEqual(f["ratio_cpu"], f["cpu_s"] / f["sgemm_cpu_s"],
+                               delta=0.01 * f["ratio_cpu"] + 0.01)
+        self.assertIn("host sgemm", r.stdout)
+
+    def test_threads_give_the_same_run(self):
+        # A functional run with the matmuls on worker threads: the same output bytes,
+        # simulated time and statistics as with one thread.
+        module, inputs = llama_layer(**LLAMA)
+        trnsim = os.environ.get("TRNSIM_BIN", os.path.join(ROOT, "build", "runtime", "trnsim"))
+        with tempfile.TemporaryDirectory() as d:
+            onnx_path, prog = os.path.join(d, "m.onnx"), os.path.join(d, "m.tbin")
+            tt._export(tt._exportable(module, 1), inputs, onnx_path, ["input_0"], ["output"])
+            r = subprocess.run([trnsim, "compile", onnx_path, "-o", prog], capture_output=True,
+                               text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            runs = {}
+            for n in (1, 3):
+                out = os.path.join(d, f"out{n}")
+                r = subprocess.run([trnsim, "run", prog, "--random-inputs", "--threads", str(n),
+                                    "--output-dir", out, "--stats-text",
+                                    os.path.join(d, f"stats{n}.txt")],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                with open(os.path.join(out, "output.npy"), "rb") as f:
+                    npy = f.read()
+                with open(os.path.join(d, f"stats{n}.txt")) as f:
+                    stats = [line for line in f if "host_seconds" not in line]
+                report = [line for line in r.stdout.splitlines()
+                          if "host time" not in line and "wrote" not in line]
+                runs[n] = (npy, stats, report)
+        self.assertEqual(runs[1][0], runs[3][0])
+        self.assertEqual(runs[1][1], runs[3][1])
+        self.assertEqual(runs[1][2], runs[3][2])
+
     def test_unknown_model(self):
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_models.py"),
                             "bert"], capture_output=True, text=True)
