@@ -286,3 +286,76 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
 }
 
 }  // namespace trnsim::tile
+
+namespace trnsim::tile {
+
+namespace {
+
+// FNV-1a over 64-bit words, then a final mix.
+struct Fingerprint {
+  uint64_t h = 1469598103934665603ull;
+  void add(uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) {
+      h ^= v & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  void add(const isa::AccessPattern& ap) {
+    add(static_cast<uint64_t>(ap.space) | static_cast<uint64_t>(ap.dtype) << 8 |
+        static_cast<uint64_t>(ap.ndims) << 16 | static_cast<uint64_t>(ap.partition_start) << 32);
+    add(ap.partition_count);
+    add(static_cast<uint64_t>(ap.partition_stride));
+    add(ap.offset);
+    for (int d = 0; d < ap.ndims; ++d) {
+      add(static_cast<uint64_t>(ap.dims[d].stride));
+      add(ap.dims[d].size);
+    }
+  }
+  void add(const std::vector<int64_t>& v) {
+    add(v.size());
+    for (int64_t x : v) add(static_cast<uint64_t>(x));
+  }
+};
+
+uint64_t fingerprint(const Kernel& k, DepMode mode) {
+  Fingerprint f;
+  f.add(static_cast<uint64_t>(mode));
+  f.add(k.tensors.size());
+  for (const Tensor& t : k.tensors) {
+    f.add(t.shape);
+    f.add(static_cast<uint64_t>(t.dtype));
+  }
+  f.add(k.tiles.size());
+  for (const Tile& t : k.tiles) {
+    f.add(t.shape);
+    f.add(static_cast<uint64_t>(t.addr));
+  }
+  f.add(k.ops.size());
+  for (const Op& op : k.ops) {
+    const std::vector<Operand> ops = operands(op);
+    f.add(ops.size());
+    for (const Operand& o : ops) {
+      f.add(static_cast<uint64_t>(o.ref) << 2 | uint64_t{o.read} << 1 | uint64_t{o.write});
+      f.add(*o.ap);
+    }
+  }
+  return f.h;
+}
+
+}  // namespace
+
+const DepGraph& DepCache::get(const Kernel& k, DepMode mode) {
+  const uint64_t key = fingerprint(k, mode);
+  if (valid_ && mode_ == mode && key_ == key) {
+    ++reuses_;
+    return g_;
+  }
+  g_ = build_deps(k, mode);
+  valid_ = true;
+  mode_ = mode;
+  key_ = key;
+  ++builds_;
+  return g_;
+}
+
+}  // namespace trnsim::tile
