@@ -768,6 +768,10 @@ int cmd_compile(std::vector<std::string> args) {
     m = runtime::compile_onnx_model(model, cfg, precision, print_after, std::cout, false,
                                     keep_on_chip, import);
   }
+  // Only the program is written: the graph (every weight in fp32) goes before the
+  // program is encoded, which copies the constants once more.
+  m.graph.reset();
+  m.partitioned.reset();
   isa::Program& p = m.program;
   if (const std::string s = runtime::keep_on_chip_summary(m.compile_stats); !s.empty())
     std::cout << s << "\n";
