@@ -7,6 +7,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/lower/int_range.h"
 #include "compiler/lower/lower.h"
+#include "compiler/repeat.h"
 #include "compiler/timings.h"
 
 namespace trnsim::compiler {
@@ -135,6 +136,15 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
     if (n->origin.empty())
       n->origin = {{n->op, n->name.empty() && !n->outputs.empty() ? n->outputs[0]->name : n->name}};
   run_graph_pipeline(g, o, &m.dump_text);
+  {
+    timings::Scope t("find_repeated_blocks");
+    const RepeatedBlocks rb = find_repeated_blocks(g);
+    if (rb.count) {
+      m.stats["repeat.blocks"] = static_cast<double>(rb.count);
+      m.stats["repeat.block_nodes"] = static_cast<double>(rb.nodes);
+      m.stats["repeat.graph_nodes"] = static_cast<double>(g.num_nodes());
+    }
+  }
   {
     timings::Scope t("annotate_int_ranges");
     lower::annotate_int_ranges(g);

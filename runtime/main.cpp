@@ -775,6 +775,8 @@ int cmd_compile(std::vector<std::string> args) {
   isa::Program& p = m.program;
   if (const std::string s = runtime::keep_on_chip_summary(m.compile_stats); !s.empty())
     std::cout << s << "\n";
+  if (const std::string s = runtime::repeated_blocks_summary(m.compile_stats); !s.empty())
+    std::cout << s << "\n";
   std::cout << "program: " << p.instruction_count() << " instructions, " << p.wait_count()
             << " semaphore waits\n";
   if (drop_sync >= 0)
