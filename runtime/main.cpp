@@ -710,7 +710,7 @@ const char* kCompileHelp =
     "                           disassembly order) from the program written\n"
     "  --timings                print the seconds of each compiler phase (import, every\n"
     "                           graph and tile pass, verify, lower, codegen, encode,\n"
-    "                           write) and the total\n";
+    "                           write) and the total, wall and CPU seconds\n";
 
 int cmd_compile(std::vector<std::string> args) {
   std::string model, out, config = "trn2", precision = "bf16", core_type = "core", v;
@@ -760,6 +760,7 @@ int cmd_compile(std::vector<std::string> args) {
                      "' has no such core type (its types: " + cfg.core_type_names() + ")");
   cfg.core = cfg.core_type(type);
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = compiler::timings::process_cpu_seconds();
   runtime::OnnxModel m;
   if (runtime::is_tile_path(model)) {
     runtime::TileProgram t = runtime::compile_tile_file(model, cfg, print_after, std::cout);
@@ -798,7 +799,8 @@ int cmd_compile(std::vector<std::string> args) {
     std::cout << compiler::timings::format()
               << compiler::timings::format_line(
                      "total",
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                     compiler::timings::process_cpu_seconds() - cpu0);
   return 0;
 }
 
