@@ -7,6 +7,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/lower/int_range.h"
 #include "compiler/lower/lower.h"
+#include "compiler/repeat.h"
 #include "compiler/timings.h"
 
 namespace trnsim::compiler {
@@ -110,6 +111,21 @@ void host_decision(const ir::Graph& g, size_t i, const CompileOnnxOptions& o, Pa
   m.segments.push_back(std::move(s));
 }
 
+// A device segment's graph only names the segment's inputs and outputs (its program
+// holds the constants): cloned with type-only constants, the weights are not copied
+// once more (hundreds of MiB for a large model).
+ir::Graph clone_without_constant_data(ir::Graph& g) {
+  std::vector<std::pair<ir::Value*, ir::Tensor>> held;
+  for (const auto& v : g.values())
+    if (v->is_constant && v->data) {
+      held.emplace_back(v.get(), std::move(*v->data));
+      v->data.reset();
+    }
+  ir::Graph c = g.clone();
+  for (auto& [v, t] : held) v->data = std::move(t);
+  return c;
+}
+
 }  // namespace
 
 PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
@@ -121,6 +137,15 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
       n->origin = {{n->op, n->name.empty() && !n->outputs.empty() ? n->outputs[0]->name : n->name}};
   run_graph_pipeline(g, o, &m.dump_text);
   {
+    timings::Scope t("find_repeated_blocks");
+    const RepeatedBlocks rb = find_repeated_blocks(g);
+    if (rb.count) {
+      m.stats["repeat.blocks"] = static_cast<double>(rb.count);
+      m.stats["repeat.block_nodes"] = static_cast<double>(rb.nodes);
+      m.stats["repeat.graph_nodes"] = static_cast<double>(g.num_nodes());
+    }
+  }
+  {
     timings::Scope t("annotate_int_ranges");
     lower::annotate_int_ranges(g);
   }
@@ -130,7 +155,7 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
     s.program = generate(g, o, &m.dump_text, &m.stats, roofline.get());
     s.roofline = std::move(roofline);
     timings::Scope t("graph.clone");
-    s.graph = g.clone();
+    s.graph = clone_without_constant_data(g);
     m.segments.push_back(std::move(s));
     m.graph = std::move(g);
     return m;

@@ -1,4 +1,4 @@
-// Wall-clock seconds per compiler phase (import, each graph and tile pass, lowering,
+// Wall-clock and CPU seconds per compiler phase (import, each graph and tile pass, lowering,
 // codegen, ...), for `trnsim compile --timings` and scripts/bench_models.py. Off by
 // default: a Scope then costs one flag test. Phases accumulate by name (a pass run on
 // several partition segments adds up) and are listed in the order first seen.
@@ -26,6 +26,7 @@ class Scope {
  private:
   std::string name_;
   std::chrono::steady_clock::time_point t0_;
+  double cpu0_ = 0;
   bool on_;
 };
 
@@ -34,5 +35,10 @@ std::vector<std::pair<std::string, double>> phases();
 // One "timing PHASE SECONDS" line per phase (seconds with 3 decimals).
 std::string format();
 std::string format_line(const std::string& phase, double seconds);
+// CPU seconds (the whole process's) per phase, parallel to phases(); format() adds
+// them to each line: "timing PHASE SECONDS  cpu CPU_SECONDS".
+std::vector<double> cpu_seconds();
+std::string format_line(const std::string& phase, double seconds, double cpu);
+double process_cpu_seconds();
 
 }  // namespace trnsim::compiler::timings

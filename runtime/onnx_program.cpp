@@ -279,6 +279,20 @@ std::string keep_on_chip_summary(const std::map<std::string, double>& s) {
   return buf;
 }
 
+std::string repeated_blocks_summary(const std::map<std::string, double>& s) {
+  auto get = [&](const char* k) {
+    auto it = s.find(std::string("repeat.") + k);
+    return it == s.end() ? 0.0 : it->second;
+  };
+  if (get("blocks") < 2) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "repeated blocks: %.0f identical blocks of %.0f nodes (of %.0f); each is "
+                "compiled on its own",
+                get("blocks"), get("block_nodes"), get("graph_nodes"));
+  return buf;
+}
+
 isa::Program compile_model(const std::string& path, const platform::platform_config& cfg,
                            const std::string& precision,
                            const std::vector<std::string>& print_after, std::ostream& dumps,

@@ -95,6 +95,8 @@ isa::Program compile_model(const std::string& path, const platform::platform_con
 // One line on what keep_on_chip did ("keep_on_chip: 12 loads forwarded ..."), or ""
 // when it found nothing to forward.
 std::string keep_on_chip_summary(const std::map<std::string, double>& compile_stats);
+// "repeated blocks: N identical blocks of M nodes (of T); ...", or "" (compiler/repeat.h).
+std::string repeated_blocks_summary(const std::map<std::string, double>& compile_stats);
 
 // The device tensor for model input `in` (one of model_inputs(), so this runs
 // before compiling) from an .npy file: float inputs as read_npy reads them;

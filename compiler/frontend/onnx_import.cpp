@@ -1,9 +1,14 @@
 #include "compiler/frontend/onnx_import.h"
 
+#include <fcntl.h>
 #include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -79,6 +84,10 @@ class Importer {
  public:
   Importer(const onnx::ModelProto& m, std::string label, const ImportOptions& opts)
       : model_(m), label_(std::move(label)), opts_(opts) {}
+  // The model is the importer's to empty: each initializer's raw bytes are freed once
+  // converted.
+  Importer(onnx::ModelProto& m, std::string label, const ImportOptions& opts)
+      : model_(m), label_(std::move(label)), opts_(opts), consume_(&m) {}
   // A body of `parent`'s current node (If/Loop/Scan), imported into `g`: its own
   // graph (captured outer values become inputs), or `parent`'s graph itself when
   // `inline_body` (a branch or loop iteration fixed at import; names get `suffix`).
@@ -100,10 +109,15 @@ class Importer {
     note_uses(gp);
     if (gp.sparse_initializer_size() > 0)
       throw ir::UnsupportedError(label_ + ": sparse initializers are not supported");
-    for (const auto& init : gp.initializer()) {
+    for (int i = 0; i < gp.initializer_size(); ++i) {
+      const auto& init = gp.initializer(i);
       if (init.name().empty()) throw ir::CompileError(label_ + ": an initializer has no name");
       Tensor t = tensor_from_proto(init, label_ + ": initializer '" + init.name() + "'");
       bind(init.name(), g_.add_constant(fresh(init.name()), std::move(t)));
+      // Its bytes are in the graph now: the model's copy goes (weights held once, not
+      // twice, at the import's peak).
+      if (consume_)
+        std::string().swap(*consume_->mutable_graph()->mutable_initializer(i)->mutable_raw_data());
     }
     // A shape given for a name the graph does not take is a typo: say so first.
     std::string inputs;
@@ -1906,6 +1920,7 @@ class Importer {
   // ONNX name -> sequence/optional value of this scope.
   std::unordered_map<std::string, CompPtr> comps_;
   std::unordered_set<std::string> used_;  // every name some node or output reads
+  onnx::ModelProto* consume_ = nullptr;
   const onnx::NodeProto* node_ = nullptr;
   int node_index_ = 0;
 };
@@ -1953,13 +1968,19 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& label,
 ir::Graph import_onnx_file(const std::string& path, const ImportOptions& opts) {
   onnx::ModelProto m;
   {
-    // The file's bytes go once parsed: the weights are not held three times over.
-    std::string bytes;
-    if (const std::string why = isa::read_file(path, bytes); !why.empty())
-      throw ir::CompileError(path + ": cannot open file: " + why);
-    parse_model(bytes, path, m);
+    // Parsed straight from the file, in blocks: the weights are never held as one
+    // more whole-file buffer.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw ir::CompileError(path + ": cannot open file: " + std::strerror(errno));
+    struct stat st {};
+    const bool dir = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+    const bool ok = !dir && m.ParseFromFileDescriptor(fd);
+    ::close(fd);
+    if (dir) throw ir::CompileError(path + ": cannot open file: " + std::strerror(EISDIR));
+    if (!ok) throw ir::CompileError(path + ": not a valid ONNX model (protobuf parse failed)");
+    if (!m.has_graph()) throw ir::CompileError(path + ": not a valid ONNX model (no graph)");
   }
-  return import_onnx_model(m, path, opts);
+  return Importer(m, path, opts).run();
 }
 
 }  // namespace trnsim::frontend

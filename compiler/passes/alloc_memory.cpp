@@ -53,12 +53,16 @@ uint64_t place(const Kernel& k, PassContext& ctx, isa::MemSpace space,
   const bool psum = space == isa::MemSpace::psum;
   const uint64_t cap = psum ? t.psum_partition_bytes : t.sbuf_partition_bytes;
   std::vector<Block> blocks;
+  // Each pool's largest tile, in one pass over the tiles (keep_on_chip sizes kernels
+  // with thousands of pools and tiles many times over).
+  std::vector<uint64_t> largest(k.pools.size(), 0);
+  for (const Tile& tl : k.tiles)
+    if (tl.pool >= 0 && static_cast<size_t>(tl.pool) < largest.size())
+      largest[tl.pool] = std::max(largest[tl.pool], tl.partition_bytes());
   for (size_t p = 0; p < k.pools.size(); ++p) {
     const Pool& pool = k.pools[p];
     if (pool.space != space) continue;
-    uint64_t buf = 0;
-    for (const Tile& tl : k.tiles)
-      if (tl.pool == static_cast<int>(p)) buf = std::max(buf, tl.partition_bytes());
+    uint64_t buf = largest[p];
     uint64_t align = t.sbuf_alignment;
     if (psum) {
       if (buf <= t.psum_bank_bytes) {
@@ -185,7 +189,7 @@ void run(Kernel& k, PassContext& ctx) {
 uint64_t placed_bytes(const Kernel& k, const compiler::Target& t, isa::MemSpace space) {
   std::vector<int> first, last;
   pool_lifetimes(k, first, last);
-  PassContext ctx{t, {}, {}, {}};
+  PassContext ctx{t, {}, {}, {}, {}};
   return place(k, ctx, space, first, last, nullptr);
 }
 

@@ -18,7 +18,6 @@
 
 namespace trnsim::passes {
 
-using tile::build_deps;
 using tile::DepGraph;
 using tile::DepMode;
 using tile::Kernel;
@@ -35,7 +34,7 @@ void run(Kernel& k, PassContext& ctx) {
     throw KernelError("target '" + t.name + "' has no DMA engines or queues");
   bool allocated = true;
   for (const Tile& tl : k.tiles) allocated = allocated && tl.addr >= 0;
-  const DepGraph g = build_deps(k, allocated ? DepMode::physical : DepMode::logical);
+  const DepGraph& g = ctx.deps.get(k, allocated ? DepMode::physical : DepMode::logical);
   const uint32_t classes =
       std::max<uint32_t>(1, std::min(t.dma_queue_classes, t.dma_queues_per_engine));
   std::array<double, isa::kNumEngines> free{};

@@ -14,7 +14,6 @@
 
 namespace trnsim::passes {
 
-using tile::build_deps;
 using tile::DepGraph;
 using tile::DepMode;
 using tile::engine_can_run;
@@ -28,7 +27,7 @@ namespace {
 
 void run(Kernel& k, PassContext& ctx) {
   const compiler::Target& t = ctx.target;
-  const DepGraph g = build_deps(k, DepMode::logical);
+  const DepGraph& g = ctx.deps.get(k, DepMode::logical);
   std::array<double, isa::kNumEngines> free{};
   std::vector<double> dma_free(std::max<uint32_t>(1, t.dma_engines), 0.0);
   std::vector<double> end(k.ops.size(), 0.0);

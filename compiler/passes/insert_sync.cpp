@@ -22,7 +22,6 @@
 
 namespace trnsim::passes {
 
-using tile::build_deps;
 using tile::DepGraph;
 using tile::DepMode;
 using tile::Kernel;
@@ -57,7 +56,7 @@ void run(Kernel& k, PassContext& ctx) {
     pos[i] = qlen[q[i]]++;
   }
   const int nq = static_cast<int>(qindex.size());
-  const DepGraph g = build_deps(k, DepMode::physical);
+  const DepGraph& g = ctx.deps.get(k, DepMode::physical);
 
   // vc[i][r]: position of the last op of queue r known complete when op i
   // completes (vc[i][q[i]] = pos[i]); -1 = none.

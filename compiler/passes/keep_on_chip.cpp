@@ -48,17 +48,24 @@ struct Elem {
   int64_t byte;
 };
 
-// The elements of `ap` in stream order (rows/partitions, then the free pattern).
-void stream(const isa::AccessPattern& ap, std::vector<Elem>& out) {
-  out.clear();
-  out.reserve(ap.elems());
+// Calls f(part, byte) for the elements of `ap` in stream order (rows/partitions, then
+// the free pattern): HBM byte address, or partition and byte in a tile.
+template <typename F>
+void for_each_elem(const isa::AccessPattern& ap, F&& f) {
   const int64_t es = static_cast<int64_t>(isa::dtype_size(ap.dtype));
   for (uint32_t r = 0; r < ap.partition_count; ++r) {
     const bool hbm = ap.space == isa::MemSpace::hbm;
     const int64_t base = static_cast<int64_t>(ap.offset) + (hbm ? r * ap.partition_stride * es : 0);
     const uint32_t part = hbm ? 0 : ap.partition_start + r;
-    isa::for_each_free(ap, [&](uint64_t, int64_t off) { out.push_back({part, base + off}); });
+    isa::for_each_free(ap, [&](uint64_t, int64_t off) { f(part, base + off); });
   }
+}
+
+// The elements of `ap` in stream order.
+void stream(const isa::AccessPattern& ap, std::vector<Elem>& out) {
+  out.clear();
+  out.reserve(ap.elems());
+  for_each_elem(ap, [&](uint32_t part, int64_t byte) { out.push_back({part, byte}); });
 }
 
 // log2 of the element size (1, 2 or 4 bytes): the element index of a byte offset,
@@ -79,6 +86,48 @@ struct Owner {
   int32_t tile = -1;  // -1: not from an SBUF tile (or cast on the way)
   uint32_t part = 0;
   uint32_t byte = 0;  // within the partition
+};
+
+// Element-owner arrays of the tracked tensors. A tensor's array is dropped after its
+// last access; its memory goes to the next tensor that needs one, so a large model
+// does not fault in (and zero) fresh pages for every intermediate.
+class OwnerArrays {
+ public:
+  explicit OwnerArrays(size_t tensors) : owners_(tensors) {}
+  std::vector<Owner>& get(size_t t, size_t elems) {
+    std::vector<Owner>& own = owners_[t];
+    if (own.empty()) {
+      // The smallest spare that holds `elems` (none: a fresh array).
+      size_t pick = spare_.size();
+      for (size_t i = 0; i < spare_.size(); ++i)
+        if (spare_[i].capacity() >= elems &&
+            (pick == spare_.size() || spare_[i].capacity() < spare_[pick].capacity()))
+          pick = i;
+      if (pick < spare_.size()) {
+        own.swap(spare_[pick]);
+        spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(pick));
+      }
+      own.assign(elems, Owner{});
+    }
+    return own;
+  }
+  void drop(size_t t) {
+    if (owners_[t].capacity() == 0) return;
+    spare_.push_back(std::move(owners_[t]));
+    owners_[t] = {};
+    // A few spares cover the tensors alive at once; more would only hold memory.
+    if (spare_.size() > kMaxSpare) {
+      auto smallest = std::min_element(
+          spare_.begin(), spare_.end(),
+          [](const auto& a, const auto& b) { return a.capacity() < b.capacity(); });
+      spare_.erase(smallest);
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxSpare = 4;
+  std::vector<std::vector<Owner>> owners_;
+  std::vector<std::vector<Owner>> spare_;
 };
 
 struct Piece {
@@ -199,7 +248,7 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
   a.is_store.assign(k.ops.size(), false);
   // Tensors small enough that kept tiles could hold them, written by the kernel.
   const uint64_t limit = 2ull * t.partitions * t.sbuf_partition_bytes;
-  std::vector<std::vector<Owner>> owners(k.tensors.size());
+  OwnerArrays owners(k.tensors.size());
   std::vector<bool> tracked(k.tensors.size(), false);
   for (size_t i = 0; i < k.tensors.size(); ++i) {
     const Tensor& tn = k.tensors[i];
@@ -235,7 +284,7 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
     return it != w.end() && *it < hi;
   };
 
-  std::vector<Elem> els, tel;
+  std::vector<Elem> tel;
   std::vector<Owner> src;
   for (size_t i = 0; i < k.ops.size(); ++i) {
     const Op& op = k.ops[i];
@@ -246,22 +295,22 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
         (o.read ? hbm_reads : hbm_writes).push_back(o);
     }
     for (const Operand& o : hbm_reads) {
-      auto& own = owners[o.ref];
-      if (own.empty()) own.resize(k.tensors[o.ref].elems());
+      const auto& own = owners.get(o.ref, k.tensors[o.ref].elems());
       const int sh = elem_shift(o.ap->dtype);
-      stream(*o.ap, els);
-      src.resize(els.size());
+      src.clear();
+      src.reserve(o.ap->elems());
       std::set<int> stores;
       int prev = -1;
-      for (size_t e = 0; e < els.size(); ++e) {
-        src[e] = own[static_cast<size_t>(els[e].byte) >> sh];
-        if (src[e].op >= 0 && src[e].op != prev) stores.insert(prev = src[e].op);
-      }
+      for_each_elem(*o.ap, [&](uint32_t, int64_t byte) {
+        const Owner& w = own[static_cast<size_t>(byte) >> sh];
+        src.push_back(w);
+        if (w.op >= 0 && w.op != prev) stores.insert(prev = w.op);
+      });
       a.readers.push_back({pos, {stores.begin(), stores.end()}});
       // A load into an SBUF tile: a candidate when every element comes from tiles
       // unchanged since their stores.
       if (op.ins.op != isa::Opcode::dma_copy || op.ins.dst.space != isa::MemSpace::sbuf ||
-          op.ins.dst.elems() != els.size() || stores.empty())
+          op.ins.dst.elems() != src.size() || stores.empty())
         continue;
       // Runs of elements share their store and tile: each pair is tested once.
       bool ok = true;
@@ -280,25 +329,25 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
       if (ok && plan_pieces(op, src, c.pieces, &c.dma)) a.cands.push_back(std::move(c));
     }
     for (const Operand& o : hbm_writes) {
-      auto& own = owners[o.ref];
-      if (own.empty()) own.resize(k.tensors[o.ref].elems());
+      auto& own = owners.get(o.ref, k.tensors[o.ref].elems());
       const int sh = elem_shift(o.ap->dtype);
-      stream(*o.ap, els);
       const isa::AccessPattern& s = op.ins.src[0];
       const bool from_tile = op.ins.op == isa::Opcode::dma_copy && s.space == isa::MemSpace::sbuf &&
-                             s.dtype == o.ap->dtype && s.elems() == els.size();
+                             s.dtype == o.ap->dtype && s.elems() == o.ap->elems();
       if (from_tile) stream(s, tel);
-      for (size_t e = 0; e < els.size(); ++e) {
-        Owner& w = own[static_cast<size_t>(els[e].byte) >> sh];
+      const int tile = from_tile ? op.ref[kSrc0] : -1;
+      size_t e = 0;
+      for_each_elem(*o.ap, [&](uint32_t, int64_t byte) {
+        Owner& w = own[static_cast<size_t>(byte) >> sh];
         w.op = pos;
-        w.tile = from_tile ? op.ref[kSrc0] : -1;
+        w.tile = tile;
         if (from_tile) w.part = tel[e].part, w.byte = static_cast<uint32_t>(tel[e].byte);
-      }
+        ++e;
+      });
       if (from_tile && k.tensors[o.ref].role == isa::TensorRole::scratch) a.is_store[i] = true;
     }
     for (const Operand& o : operands(op))
-      if (o.ap->space == isa::MemSpace::hbm && last_access[o.ref] == pos)
-        std::vector<Owner>().swap(owners[o.ref]);
+      if (o.ap->space == isa::MemSpace::hbm && last_access[o.ref] == pos) owners.drop(o.ref);
   }
   // Shortest distance from store to load first: the cheapest to keep.
   std::stable_sort(a.cands.begin(), a.cands.end(), [](const Candidate& x, const Candidate& y) {

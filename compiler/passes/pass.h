@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/target.h"
+#include "compiler/tile/deps.h"
 #include "compiler/tile/ir.h"
 
 namespace trnsim::passes {
@@ -21,6 +22,8 @@ struct PassContext {
   // Passes after which to dump the tile IR ("*" = every pass), and where to.
   std::vector<std::string> dump_after;
   std::function<void(const std::string& pass, const std::string& text)> dump;
+  // Dependency graphs, shared by passes while the ops' memory accesses are unchanged.
+  tile::DepCache deps;
 };
 
 struct PassInfo {

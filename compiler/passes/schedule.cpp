@@ -31,7 +31,6 @@
 
 namespace trnsim::passes {
 
-using tile::build_deps;
 using tile::DepGraph;
 using tile::DepMode;
 using tile::engine_can_run;
@@ -168,7 +167,7 @@ void run(Kernel& k, PassContext& ctx) {
       throw KernelError(op_label(k, op) + ": run assign_dma_queues before schedule");
   }
   const int n = static_cast<int>(k.ops.size());
-  const DepGraph g = build_deps(k, DepMode::physical);
+  const DepGraph& g = ctx.deps.get(k, DepMode::physical);
 
   // Where each op may run, at what cost. The assigned engine comes first.
   std::vector<std::vector<Choice>> cands(n);

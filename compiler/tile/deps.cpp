@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 
 namespace trnsim::tile {
@@ -155,22 +156,26 @@ bool covers(const Region& w, const Region& a, const Scope& sc) {
   return w.b0 <= std::max(a.b0, sc.b0) && std::min(a.b1, sc.b1) <= w.b1;
 }
 
+// Regions are shared between the access and every bucket entry made from it: an
+// access spans many buckets, and copying its index boxes into each cost more than
+// the tests themselves.
 struct Entry {
   int op;
-  Region r;
+  std::shared_ptr<const Region> r;
 };
 struct Bucket {
   std::vector<Entry> readers, writers;
 };
 
 struct Access {
-  Region r;
+  std::shared_ptr<const Region> r;
   bool read, write;
 };
 
 std::vector<Access> accesses(const Kernel& k, const Op& op, DepMode mode) {
   std::vector<Access> out;
-  for (const Operand& o : operands(op)) out.push_back({region(k, o, mode), o.read, o.write});
+  for (const Operand& o : operands(op))
+    out.push_back({std::make_shared<const Region>(region(k, o, mode)), o.read, o.write});
   return out;
 }
 
@@ -238,7 +243,7 @@ bool ops_conflict(const Kernel& k, const Op& a, const Op& b, DepMode mode) {
   const auto aa = accesses(k, a, mode), bb = accesses(k, b, mode);
   for (const Access& x : aa)
     for (const Access& y : bb)
-      if ((x.write || y.write) && overlap(x.r, y.r)) return true;
+      if ((x.write || y.write) && overlap(*x.r, *y.r)) return true;
   return false;
 }
 
@@ -259,30 +264,114 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
       g.preds[j].push_back(i);
       g.succs[i].push_back(j);
     };
-    for (const Access& a : acc)
-      for (const auto& [key, sc] : keys(a.r, mode, hbm_band)) {
+    std::vector<std::vector<std::pair<Key, Scope>>> ks;
+    ks.reserve(acc.size());
+    for (const Access& a : acc) ks.push_back(keys(*a.r, mode, hbm_band));
+    std::vector<Bucket*> found;  // by access and key, in order; null: no bucket yet
+    for (size_t x = 0; x < acc.size(); ++x) {
+      const Access& a = acc[x];
+      for (const auto& [key, sc] : ks[x]) {
         auto it = buckets.find(key);
+        found.push_back(it == buckets.end() ? nullptr : &it->second);
         if (it == buckets.end()) continue;
         for (const Entry& e : it->second.writers)
-          if (overlap(a.r, e.r)) add(e.op);
+          if (overlap(*a.r, *e.r)) add(e.op);
         if (a.write)
           for (const Entry& e : it->second.readers)
-            if (overlap(a.r, e.r)) add(e.op);
+            if (overlap(*a.r, *e.r)) add(e.op);
       }
-    for (const Access& a : acc)
-      for (const auto& [key, sc] : keys(a.r, mode, hbm_band)) {
-        Bucket& b = buckets[key];
+    }
+    size_t f = 0;
+    for (size_t x = 0; x < acc.size(); ++x) {
+      const Access& a = acc[x];
+      for (const auto& [key, sc] : ks[x]) {
+        Bucket& b = found[f] ? *found[f] : buckets[key];
+        ++f;
         if (a.write) {
-          auto gone = [&, &sc = sc](const Entry& e) { return e.op != j && covers(a.r, e.r, sc); };
+          auto gone = [&, &sc = sc](const Entry& e) { return e.op != j && covers(*a.r, *e.r, sc); };
           std::erase_if(b.readers, gone);
           std::erase_if(b.writers, gone);
           b.writers.push_back({j, a.r});
         }
         if (a.read && !a.write) b.readers.push_back({j, a.r});
       }
+    }
     std::sort(g.preds[j].begin(), g.preds[j].end());
   }
   return g;
+}
+
+}  // namespace trnsim::tile
+
+namespace trnsim::tile {
+
+namespace {
+
+// FNV-1a over 64-bit words, then a final mix.
+struct Fingerprint {
+  uint64_t h = 1469598103934665603ull;
+  void add(uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) {
+      h ^= v & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  void add(const isa::AccessPattern& ap) {
+    add(static_cast<uint64_t>(ap.space) | static_cast<uint64_t>(ap.dtype) << 8 |
+        static_cast<uint64_t>(ap.ndims) << 16 | static_cast<uint64_t>(ap.partition_start) << 32);
+    add(ap.partition_count);
+    add(static_cast<uint64_t>(ap.partition_stride));
+    add(ap.offset);
+    for (int d = 0; d < ap.ndims; ++d) {
+      add(static_cast<uint64_t>(ap.dims[d].stride));
+      add(ap.dims[d].size);
+    }
+  }
+  void add(const std::vector<int64_t>& v) {
+    add(v.size());
+    for (int64_t x : v) add(static_cast<uint64_t>(x));
+  }
+};
+
+uint64_t fingerprint(const Kernel& k, DepMode mode) {
+  Fingerprint f;
+  f.add(static_cast<uint64_t>(mode));
+  f.add(k.tensors.size());
+  for (const Tensor& t : k.tensors) {
+    f.add(t.shape);
+    f.add(static_cast<uint64_t>(t.dtype));
+  }
+  f.add(k.tiles.size());
+  for (const Tile& t : k.tiles) {
+    f.add(t.shape);
+    f.add(static_cast<uint64_t>(t.addr));
+  }
+  f.add(k.ops.size());
+  for (const Op& op : k.ops) {
+    const std::vector<Operand> ops = operands(op);
+    f.add(ops.size());
+    for (const Operand& o : ops) {
+      f.add(static_cast<uint64_t>(o.ref) << 2 | uint64_t{o.read} << 1 | uint64_t{o.write});
+      f.add(*o.ap);
+    }
+  }
+  return f.h;
+}
+
+}  // namespace
+
+const DepGraph& DepCache::get(const Kernel& k, DepMode mode) {
+  const uint64_t key = fingerprint(k, mode);
+  if (valid_ && mode_ == mode && key_ == key) {
+    ++reuses_;
+    return g_;
+  }
+  g_ = build_deps(k, mode);
+  valid_ = true;
+  mode_ = mode;
+  key_ = key;
+  ++builds_;
+  return g_;
 }
 
 }  // namespace trnsim::tile

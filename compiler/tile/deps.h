@@ -30,6 +30,24 @@ struct DepGraph {
 
 DepGraph build_deps(const Kernel& k, DepMode mode);
 
+// build_deps, remembered: the graph last built is returned again while the kernel's
+// memory accesses (every op's operands, the tiles' shapes and addresses, the tensors'
+// shapes) and the mode are unchanged, which a 64-bit fingerprint of them checks. Passes
+// that only pick engines or queues (assign_dma_queues before schedule) share one graph.
+class DepCache {
+ public:
+  const DepGraph& get(const Kernel& k, DepMode mode);
+  int builds() const { return builds_; }
+  int reuses() const { return reuses_; }
+
+ private:
+  bool valid_ = false;
+  DepMode mode_ = DepMode::logical;
+  uint64_t key_ = 0;
+  DepGraph g_;
+  int builds_ = 0, reuses_ = 0;
+};
+
 // True when ops a and b (either order) touch overlapping memory and one writes.
 bool ops_conflict(const Kernel& k, const Op& a, const Op& b, DepMode mode);
 

@@ -25,6 +25,12 @@ TEST(Timings, AccumulateByNameInFirstSeenOrder) {
   const std::string text = format();
   EXPECT_EQ(text.find("timing b "), 0u) << text;
   EXPECT_NE(text.find("\ntiming a "), std::string::npos) << text;
+  // CPU seconds too, one per phase (the wall clock on a shared machine is mostly
+  // the other jobs).
+  const auto cpu = cpu_seconds();
+  ASSERT_EQ(cpu.size(), 2u);
+  EXPECT_GE(cpu[0], 0.0);
+  EXPECT_NE(text.find(" cpu "), std::string::npos) << text;
   reset();
   EXPECT_TRUE(phases().empty());
 }
