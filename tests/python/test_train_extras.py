@@ -2,9 +2,10 @@
 the step's HBM breakdown, activation recomputation, the Perfetto trace and the
 `trnsim train` command.
 
-StochasticRounding: on the device, values a fixed fraction of a bf16 ulp above 1 round
-up in that fraction of the draws (bound from the number of draws), repeat with the
-seed and change with another; a bf16 training run with it tracks eager fp32.
+StochasticRounding: on the device (a vector-engine write, DMA casts of matmul
+operands), values a fixed fraction of a bf16 ulp above 1 round up in that fraction of
+the draws (bound from the number of draws), repeat with the seed and change with
+another; `trnsim validate` passes with it; a bf16 training run with it tracks eager.
 Memory: the parameter and optimizer-state figures equal the torch model's numel x 4.
 Recompute: the same gradients as without, fewer saved-activation bytes.
 Trace: the file parses and has engine tracks. Cli: a script trains; bad ones fail
@@ -102,6 +103,43 @@ class StochasticRounding(unittest.TestCase):
             # Round to nearest: every element goes to the nearer neighbour.
             y_rne = self.matmul(a)
             self.assertTrue(np.all(y_rne == self.K * (1.0 + ulp * round(frac))), y_rne[0])
+
+    # A vector-engine copy writes fp32 values as bf16 (the DMA out moves bf16 as it is).
+    COPY = """.program sr_copy
+.semaphores 2
+.tensor x [128,512] fp32 input @0
+.tensor y [128,512] bf16 output @262144
+.queue dma 0 0
+dma_copy dst=sbuf[0:128, 0, fp32, [1,512]] src=hbm[128x512, @x, fp32, [1,512]] signal=s0+1
+dma_copy dst=hbm[128x512, @y, bf16, [1,512]] src=sbuf[0:128, 2048, bf16, [1,512]] wait=s1>=1
+.queue vector
+tensor_copy dst=sbuf[0:128, 2048, bf16, [1,512]] src=sbuf[0:128, 0, fp32, [1,512]] \
+wait=s0>=1 signal=s1+1
+"""  # the backslash joins the tensor_copy line
+
+    def engine_copy(self, x, seed=None):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "copy.tasm")
+            with open(path, "w") as f:
+                f.write(self.COPY)
+            set_ = None if seed is None else {"core.rounding.stochastic": "true",
+                                              "core.rounding.seed": str(seed)}
+            outs, _ = run_model(path, {"x": x}, config=CONFIG, set=set_, output_names=["y"],
+                                workdir=d)
+            return outs["y"].astype(np.float32)
+
+    def test_engine_write(self):
+        ulp = 2.0 ** -7
+        x = np.full((128, 512), 1.0 + 0.3 * ulp, np.float32)
+        frac = (float(x[0, 0]) - 1.0) / ulp
+        y = self.engine_copy(x, seed=9)
+        self.assertTrue(np.all((y == 1.0) | (y == 1.0 + ulp)))
+        n = y.size
+        got = float(np.mean(y == 1.0 + ulp))
+        self.assertLess(abs(got - frac), 6 * math.sqrt(frac * (1 - frac) / n), got)
+        self.assertTrue(np.array_equal(y, self.engine_copy(x, seed=9)))
+        self.assertFalse(np.array_equal(y, self.engine_copy(x, seed=10)))
+        self.assertTrue(np.all(self.engine_copy(x) == 1.0))  # off: to nearest
 
     def test_seeded(self):
         rng = np.random.default_rng(0)
