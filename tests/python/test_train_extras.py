@@ -202,6 +202,9 @@ class Memory(unittest.TestCase):
         self.assertEqual(hbm["optimizer_state"], 2 * pbytes)
         self.assertEqual(hbm["new_parameters_and_state"], 3 * pbytes)
         self.assertEqual(sum(hbm.values()), r["hbm_peak_bytes"])
+        # Live at once: at least the inputs and outputs (live throughout), at most all.
+        self.assertLessEqual(r["hbm_live_peak_bytes"], r["hbm_peak_bytes"])
+        self.assertGreaterEqual(r["hbm_live_peak_bytes"], 6 * pbytes)
         for kind in ("gradients", "saved_activations", "other"):
             self.assertGreater(hbm[kind], 0, kind)
         # The batch (16 x 32 fp32 inputs) at least is "other".
@@ -217,16 +220,19 @@ class Recompute(unittest.TestCase):
         self.assertAlmostEqual(loss0, loss1, delta=1e-6 * abs(loss0))
         for name in g0:
             self.assertLess(rel_err(g1[name], g0[name]), 1e-5, name)
-        saved = {}
+        saved, live = {}, {}
         for rc in (False, True):
             m = copy.deepcopy(model)
             opt = torch.optim.SGD(m.parameters(), lr=0.1)
             r = tt.train(m, loss_fn, opt, [batch], config=CONFIG, phase_times=False,
                          recompute=rc).report
             saved[rc] = r["hbm_breakdown"]["saved_activations"]
+            live[rc] = r["hbm_live_peak_bytes"]
             self.assertEqual(r["fallback_ops"], [])
         self.assertGreater(r["recomputed_nodes"], 0)
         self.assertLess(saved[True], saved[False])
+        # Recomputed values live from just before their use: fewer bytes at once.
+        self.assertLess(live[True], live[False])
 
     def test_bad_mode(self):
         model, loss_fn, batch = case("mlp")

@@ -410,6 +410,11 @@ def _program_tensors(program):
     return tensors, used
 
 
+def _safe_name(value):
+    """The HBM tensor name compiler/lower gives an ONNX value (before de-duplication)."""
+    return "".join(c if c.isalnum() or c in "_." else "_" for c in value)
+
+
 def hbm_breakdown(cap, program):
     """{kind: bytes} of the compiled step's HBM allocation, and its peak. The program
     gives every HBM tensor its own space for the whole step (codegen allocates them one
@@ -420,7 +425,8 @@ def hbm_breakdown(cap, program):
     optimizer reads (gradients), that the forward produces and the backward reads
     (saved_activations); unused: scratch no instruction touches (keep_on_chip kept the
     value in SBUF; still allocated); other: the batch, loss, statistics, the forward's
-    and backward's temporaries, alignment padding."""
+    and backward's temporaries, alignment padding. Returns (peak, {kind: bytes},
+    live peak: see _live_peak)."""
     tensors, used = _program_tensors(program)
     phase, readers = {}, {}
     for node in cap.onnx.graph.node:
@@ -437,7 +443,7 @@ def hbm_breakdown(cap, program):
     # HBM tensor names are the ONNX value names made file-safe (compiler/lower).
     safe = {}
     for v in phase:
-        safe.setdefault("".join(c if c.isalnum() or c in "_." else "_" for c in v), v)
+        safe.setdefault(_safe_name(v), v)
     out = dict.fromkeys(_HBM_KINDS, 0)
     for name, role, nbytes, _ in tensors:
         if name.startswith("param_") and role == "input":
@@ -457,7 +463,41 @@ def hbm_breakdown(cap, program):
         out[kind] += nbytes
     peak = max((off + b for _, _, b, off in tensors), default=0)
     out["other"] += peak - sum(b for _, _, b, _ in tensors)  # alignment
-    return peak, out
+    return peak, out, _live_peak(cap.onnx.graph, tensors, used, safe)
+
+
+def _live_peak(graph, tensors, used, safe):
+    """The most HBM bytes live at once in the ONNX node order (the step's order: the
+    forward, then the backward with its recomputations, then the optimizer): what an
+    allocator reusing a dead tensor's space would need. Inputs, outputs and constants
+    live throughout; a scratch tensor from its producer to its last reader (a reader
+    of a reshape of it counts); scratch no instruction touches takes none."""
+    size = {name: b for name, role, b, _ in tensors if role != "scratch" or name in used}
+    scratch = {name for name, role, _, _ in tensors if role == "scratch"}
+    nodes = list(graph.node)
+    start, end = {}, {}
+    alias = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+    for i, node in enumerate(nodes):
+        for o in node.output:
+            start.setdefault(o, i)
+        for v in node.input:
+            end[v] = i
+    for i in range(len(nodes) - 1, -1, -1):  # a view keeps its source alive
+        node = nodes[i]
+        if node.op_type in alias and node.input and node.output[0] in end:
+            end[node.input[0]] = max(end.get(node.input[0], i), end[node.output[0]])
+    always = sum(b for name, b in size.items() if name not in scratch)
+    delta = [0] * (len(nodes) + 1)
+    for v, i in start.items():
+        t = _safe_name(v)
+        if t in scratch and t in size and safe.get(t) == v:
+            delta[i] += size[t]
+            delta[max(end.get(v, i), i) + 1] -= size[t]
+    live, peak = 0, 0
+    for d in delta:
+        live += d
+        peak = max(peak, live)
+    return always + peak
 
 
 class StepReport:
@@ -518,6 +558,8 @@ class TrainResult:
             parts = ", ".join(f"{k.replace('_', ' ')} {_human_bytes(v)}"
                               for k, v in r["hbm_breakdown"].items() if v)
             rows.append(f"  HBM peak          {_human_bytes(r['hbm_peak_bytes'])}: {parts}")
+            rows.append(f"  HBM live peak     {_human_bytes(r['hbm_live_peak_bytes'])} (tensors "
+                        "live at once in node order; the program allocates the peak above)")
         rows.append(f"  host fallback     {', '.join(r['fallback_ops']) or 'none'}; compiled "
                     f"{r['compiled']}")
         return "\n".join(rows)
@@ -741,6 +783,7 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
         # The compiled step's HBM allocation (None: compiled per step, host fallback).
         "hbm_peak_bytes": hbm[0] if hbm else None,
         "hbm_breakdown": hbm[1] if hbm else None,
+        "hbm_live_peak_bytes": hbm[2] if hbm else None,
     }
     if trace:
         summary["trace"] = str(trace)
