@@ -15,7 +15,9 @@ Run as a script: exits 77 (ctest's skip code) when numpy, torch or onnx is missi
 fails instead under CI=true (skip_unless.py).
 """
 
+import contextlib
 import copy
+import io
 import json
 import math
 import os
@@ -45,6 +47,7 @@ if not MISSING:
     from torch import nn
 
     import trnsim.train as tt
+    import trnsim.train_cli as train_cli
     from trnsim._cli import find_binary, run_model
     from test_train import case, rel_err
 
@@ -302,11 +305,17 @@ class Cli(unittest.TestCase):
                 (script("badbatch.py", ok + "def batches(): return [(1, 2)]\n"),
                  "batch 0 is not a tensor"),
             ]
+            # The binary once (it hands over to trnsim.train_cli), the rest in process.
+            p = self.run_cli(cases[0][0], "-c", CONFIG)
+            self.assertEqual(p.returncode, 2, (p.stdout, p.stderr))
+            self.assertIn(cases[0][1], p.stderr)
             for path, msg in cases:
-                p = self.run_cli(path, "-c", CONFIG)
-                self.assertEqual(p.returncode, 2, (path, p.stdout, p.stderr))
-                self.assertIn(msg, p.stderr)
-                self.assertNotIn("Traceback", p.stderr)
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err):
+                    rc = train_cli.main([path, "-c", CONFIG])
+                self.assertEqual(rc, 2, (path, err.getvalue()))
+                self.assertIn(msg, err.getvalue())
+                self.assertNotIn("Traceback", err.getvalue())
 
 
 if __name__ == "__main__":
