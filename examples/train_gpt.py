@@ -55,9 +55,17 @@ def main():
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--vocab", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--stochastic-rounding", action="store_true",
+                    help="engines and DMA casts round bf16 results stochastically")
+    ap.add_argument("--recompute", nargs="?", const="selective", choices=("selective", "full"),
+                    help="activation recomputation")
+    ap.add_argument("--trace", help="write the first step's Perfetto trace here")
+    ap.add_argument("--no-phase-times", action="store_true",
+                    help="skip the separate forward/backward/optimizer programs")
     args = ap.parse_args()
     torch.manual_seed(0)
-    model = GPTBlock(args.vocab, args.dim, 4, args.seq)
+    model = GPTBlock(args.vocab, args.dim, args.heads, args.seq)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     tokens = torch.randint(0, args.vocab, (args.steps, args.batch, args.seq + 1))
     batches = [(t[:, :-1], t[:, 1:]) for t in tokens]
@@ -66,7 +74,10 @@ def main():
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
     result = trnsim.torch.train(model, loss_fn, opt, batches, config=args.config,
-                                precision=args.precision, steps=args.steps)
+                                precision=args.precision, steps=args.steps,
+                                stochastic_rounding=args.stochastic_rounding,
+                                recompute=args.recompute or False, trace=args.trace,
+                                phase_times=not args.no_phase_times)
     print(result)
 
 

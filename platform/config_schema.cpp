@@ -103,6 +103,11 @@ std::vector<KeyDef> build() {
   TRNSIM_DMA_PARAMS(TRNSIM_ROW)
 #undef SECTION
 #undef STRUCT
+#define SECTION "core.rounding"
+#define STRUCT(c, t) c.core_type(t).rounding
+  TRNSIM_ROUNDING_PARAMS(TRNSIM_ROW)
+#undef SECTION
+#undef STRUCT
 #undef PER_CORE
   return v;
 }

@@ -20,6 +20,7 @@ neuron_core::neuron_core(const sc_core::sc_module_name& name, const core_config&
     models::engine& en = engine_for(e);
     en.sbuf_socket.bind(sbuf.tgt_socket);
     en.psum_socket.bind(psum.tgt_socket);
+    en.set_rounding(cfg.rounding);
   }
   // Socket binding indices follow the order above: tensor 0, vector 1, scalar 2,
   // gpsimd 3, sync 4 (then the DMA engines on SBUF).
@@ -31,6 +32,7 @@ neuron_core::neuron_core(const sc_core::sc_module_name& name, const core_config&
     auto d = std::make_unique<models::dma_engine>(("dma" + std::to_string(i)).c_str(), cfg.dma,
                                                   sems, ctx);
     d->sbuf_socket.bind(sbuf.tgt_socket);
+    d->set_rounding(cfg.rounding);
     dma.push_back(std::move(d));
   }
   // The config loader has checked the block against the build and the array.

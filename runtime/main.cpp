@@ -70,6 +70,8 @@ const char* kMainHelp =
     "  sweep SPEC      design-space sweep of a YAML spec (Python: trnsim.sweep)\n"
     "  plot OUTDIR     plots of a sweep's results (Python: trnsim.plot)\n"
     "  fuzz            differential fuzzing of the compiler (Python: trnsim.fuzz)\n"
+    "  train SCRIPT.py training steps of a model a Python file defines (Python:\n"
+    "                  trnsim.train; 'trnsim train --help')\n"
     "  collbench COLL  time a collective over the configured chips and nodes\n"
     "Run 'trnsim <command> --help' for its options.\n";
 
@@ -1049,6 +1051,7 @@ int main(int argc, char** argv) {
       }
     }
     if (cmd == "sweep" || cmd == "plot" || cmd == "fuzz") return exec_python(cmd, args);
+    if (cmd == "train") return exec_python(cmd, args);
     throw UsageError("unknown command '" + cmd + "'\n" + kMainHelp);
   } catch (const UsageError& e) {
     std::cerr << "trnsim: " << e.what() << "\n";

@@ -4,6 +4,7 @@
 // core gains a block.
 #pragma once
 
+#include "models/common/rounding_params.h"
 #include "models/engines/engine_params.h"
 #include "models/memory/memory_params.h"
 
@@ -31,6 +32,7 @@ struct core_params {
   psum_params psum;
   dma_params dma;
   semaphores_params semaphores;
+  rounding_params rounding;
 };
 
 }  // namespace trnsim::models

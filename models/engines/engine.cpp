@@ -9,6 +9,7 @@
 #include "models/common/sim_time.h"
 #include "models/common/trace.h"
 #include "models/isa/assembler.h"
+#include "models/isa/dtype.h"
 
 namespace trnsim::models {
 
@@ -39,7 +40,15 @@ void engine::spawn_threads() {
   sc_core::sc_spawn([this] { complete(); }, (base + "_complete").c_str(), &done_opts);
 }
 
+void engine::set_rounding(const rounding_params& r) {
+  stochastic_ = r.stochastic;
+  uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a of the name
+  for (const char* c = name(); *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 0x100000001B3ull;
+  rounding_stream_ = isa::stochastic_bits(h, r.seed);
+}
+
 void engine::load(const std::vector<isa::Instruction>* instrs) {
+  writes_ = 0;
   queue_ = instrs;
   pc_ = 0;
   state_ = state::idle;
@@ -171,6 +180,11 @@ sc_core::sc_time engine::write_tile(const isa::AccessPattern& ap, const Tile* t,
   if (f && ap.dtype == isa::DType::fp32) {
     // fp32 results go out of the tile as they are (targets only read write data).
     buf = const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(t->v.data()));
+  } else if (f && stochastic_ && isa::is_float(ap.dtype)) {
+    scratch_.resize(ap.bytes());
+    isa::from_fp32_stochastic(ap.dtype, t->v.data(), scratch_.data(), t->v.size(),
+                              isa::stochastic_bits(rounding_stream_, writes_++));
+    buf = scratch_.data();
   } else if (f) {
     scratch_.resize(ap.bytes());
     isa::from_fp32(ap.dtype, t->v.data(), scratch_.data(), t->v.size());

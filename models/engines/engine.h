@@ -22,6 +22,7 @@
 
 #include "models/common/ap_extension.h"
 #include "models/common/collectives.h"
+#include "models/common/rounding_params.h"
 #include "models/common/scheduler.h"
 #include "models/common/semaphores.h"
 #include "models/common/sim_context.h"
@@ -65,10 +66,18 @@ class engine : public sc_core::sc_module {
   // Matmul FLOPs (2 x K x M x N each) by input dtype (the wider of the two inputs).
   uint64_t flops(isa::DType t) const { return flops_[static_cast<size_t>(t)]; }
   void reset_stats();  // zero the counters (the runtime's stats are per run)
+  // Rounding of results written as bf16/fp16/fp8 (core.rounding): stochastic ones
+  // draw their bits from the seed, this engine's hierarchical name and the count of
+  // its writes since load(), so a run repeats bit for bit.
+  void set_rounding(const rounding_params& r);
 
   sc_core::sc_time cycles_to_time(double cycles) const;
 
  protected:
+  bool stochastic_ = false;
+  uint64_t rounding_stream_ = 0;  // from the seed and the engine's name
+  uint64_t writes_ = 0;           // narrowing writes since load()
+
   // Compute cycles of one instruction (not counting the static overhead).
   virtual uint64_t cost_cycles(const isa::Instruction& in) = 0;
   // Reads operands, computes, writes; returns the longest port time of its accesses.

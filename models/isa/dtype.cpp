@@ -73,7 +73,9 @@ struct Narrow {
   static constexpr uint32_t kNaN = ieee ? kExpOnes | (1u << (M - 1)) : kExpOnes | kMantMask;
   static constexpr uint32_t kMaxFinite = ieee ? kExpOnes - 1 : (kExpOnes | kMantMask) - 1;
 
-  static uint32_t from_fp32(float f) {
+  // rnd: null rounds to nearest even; else 64 random bits, and the magnitude rounds
+  // up with probability (dropped bits) / 2^shift (stochastic rounding).
+  static uint32_t from_fp32(float f, const uint64_t* rnd = nullptr) {
     const uint32_t u = bits_of(f);
     const uint32_t sign = (u >> 31) ? kSign : 0;
     const uint32_t a = u & 0x7FFFFFFFu;
@@ -89,11 +91,19 @@ struct Narrow {
     const uint32_t sig = (a & 0x7FFFFFu) | 0x800000u;
     // Normal results keep M mantissa bits; subnormal ones lose 1-te more.
     const int shift = (23 - M) + (te >= 1 ? 0 : 1 - te);
-    if (shift > 25) return sign;  // < half the smallest subnormal
-    uint32_t r = sig >> shift;
-    const uint32_t rem = sig & ((1u << shift) - 1);
-    const uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1))) ++r;
+    uint32_t r = 0;
+    if (rnd) {
+      if (shift >= 64) return sign;
+      r = shift >= 32 ? 0 : sig >> shift;
+      const uint64_t rem = uint64_t{sig} & ((uint64_t{1} << shift) - 1);
+      if ((*rnd >> (64 - shift)) < rem) ++r;
+    } else {
+      if (shift > 25) return sign;  // < half the smallest subnormal
+      r = sig >> shift;
+      const uint32_t rem = sig & ((1u << shift) - 1);
+      const uint32_t half = 1u << (shift - 1);
+      if (rem > half || (rem == half && (r & 1))) ++r;
+    }
     // r carries the implicit bit at position M; adding it to the exponent field
     // lets a round-up carry into the exponent (subnormal -> normal, or -> inf).
     uint32_t out = te >= 1 ? (static_cast<uint32_t>(te - 1) << M) + r : r;
@@ -141,6 +151,14 @@ inline uint16_t bf16_from(float f) {
   u += 0x7FFFu + ((u >> 16) & 1u);
   const uint16_t rounded = static_cast<uint16_t>(u >> 16);
   return (bits_of(f) & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded;
+}
+// Stochastic: the 16 dropped bits plus 16 random ones carry into the kept bits with
+// probability (dropped bits) / 2^16; an overflow carries into the exponent (-> inf).
+inline uint16_t bf16_from_stochastic(float f, uint64_t rnd) {
+  const uint32_t u = bits_of(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  if ((u & 0x7FFFFFFFu) == 0x7F800000u) return static_cast<uint16_t>(u >> 16);
+  return static_cast<uint16_t>((u + static_cast<uint32_t>(rnd >> 48)) >> 16);
 }
 inline float bf16_widen(uint16_t h) {
   return float_of(static_cast<uint32_t>(h) << 16);
@@ -297,6 +315,45 @@ void from_fp32(DType t, const float* src, void* dst, size_t n) {
       return;
     case DType::uint8:
       for (size_t i = 0; i < n; ++i) store<uint8_t>(dst, i, uint8_from(src[i]));
+      return;
+  }
+}
+
+uint64_t stochastic_bits(uint64_t stream, uint64_t i) {
+  // splitmix64's finaliser over a Weyl sequence: a counter-based generator, so the
+  // bits of element i depend on (stream, i) only, not on the order of the calls.
+  uint64_t z = stream + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void from_fp32_stochastic(DType t, const float* src, void* dst, size_t n, uint64_t stream) {
+  switch (t) {
+    case DType::bf16:
+      for (size_t i = 0; i < n; ++i)
+        store<uint16_t>(dst, i, bf16_from_stochastic(src[i], stochastic_bits(stream, i)));
+      return;
+    case DType::fp16:
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t r = stochastic_bits(stream, i);
+        store<uint16_t>(dst, i, static_cast<uint16_t>(Half::from_fp32(src[i], &r)));
+      }
+      return;
+    case DType::fp8e4m3:
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t r = stochastic_bits(stream, i);
+        store<uint8_t>(dst, i, static_cast<uint8_t>(E4M3::from_fp32(src[i], &r)));
+      }
+      return;
+    case DType::fp8e5m2:
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t r = stochastic_bits(stream, i);
+        store<uint8_t>(dst, i, static_cast<uint8_t>(E5M2::from_fp32(src[i], &r)));
+      }
+      return;
+    default:
+      from_fp32(t, src, dst, n);
       return;
   }
 }

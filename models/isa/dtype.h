@@ -38,4 +38,13 @@ float round_to(DType t, float f);
 void to_fp32(DType t, const void* src, float* dst, size_t n);
 void from_fp32(DType t, const float* src, void* dst, size_t n);
 
+// Stochastic rounding (the engines' core.rounding.stochastic): bf16, fp16 and fp8
+// round the magnitude up with probability equal to the dropped fraction of a unit in
+// the last place, so the expected result is the fp32 value (NaN, inf and overflow as
+// from_fp32).
+// Element i's random bits are stochastic_bits(stream, i): equal streams give equal
+// results. fp32 and integer types convert as from_fp32.
+uint64_t stochastic_bits(uint64_t stream, uint64_t i);
+void from_fp32_stochastic(DType t, const float* src, void* dst, size_t n, uint64_t stream);
+
 }  // namespace trnsim::isa

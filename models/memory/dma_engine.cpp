@@ -264,7 +264,11 @@ sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern
     f32_.resize(src.elems());
     isa::to_fp32(src.dtype, src_buf_.data(), f32_.data(), f32_.size());
     dst_buf_.resize(dst.bytes());
-    isa::from_fp32(dst.dtype, f32_.data(), dst_buf_.data(), f32_.size());
+    if (stochastic_)
+      isa::from_fp32_stochastic(dst.dtype, f32_.data(), dst_buf_.data(), f32_.size(),
+                                share_stream_);
+    else
+      isa::from_fp32(dst.dtype, f32_.data(), dst_buf_.data(), f32_.size());
     out = dst_buf_.data();
   }
   ap_transport(ws, xfer_, tlm::TLM_WRITE_COMMAND, dst, f ? out : nullptr, wr, false, !f);
@@ -392,6 +396,13 @@ void dma_engine::finish_nop(size_t qi) {
   complete(q, in);
 }
 
+void dma_engine::set_rounding(const rounding_params& r) {
+  stochastic_ = r.stochastic;
+  uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a of the name
+  for (const char* c = name(); *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 0x100000001B3ull;
+  rounding_stream_ = isa::stochastic_bits(h, r.seed);
+}
+
 isa::AccessPattern dma_engine::share_pattern(const share& s, const isa::AccessPattern& ap) {
   // Only a spread transfer is cut into rows (src and dst then have the same row
   // count); a whole one keeps its patterns, whose row counts may differ.
@@ -411,6 +422,10 @@ bool dma_engine::begin_share(const share& s) {
   const isa::AccessPattern src = share_pattern(s, in.src[0]), dst = share_pattern(s, in.dst);
   sc_core::sc_time dur;
   const int agent = s.st->owner->queues_[s.st->queue].agent;
+  if (stochastic_)
+    share_stream_ =
+        isa::stochastic_bits(isa::stochastic_bits(s.st->owner->rounding_stream_, s.st->queue),
+                             (uint64_t{s.pc} << 32) | s.row_lo);
   try {
     dur = transfer(src, dst, s.hbm_base, agent);
     checked_time(now() + dur);  // its end in the time range

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "models/common/ap_extension.h"
+#include "models/common/rounding_params.h"
 #include "models/common/scheduler.h"
 #include "models/common/semaphores.h"
 #include "models/common/sim_context.h"
@@ -71,6 +72,10 @@ class dma_engine : public sc_core::sc_module {
   // Throws std::out_of_range past queues_per_engine.
   void load(uint16_t q, const std::vector<isa::Instruction>* instrs);
   void set_hbm_base(uint64_t base) { hbm_base_ = base; }
+  // Rounding of the casts to bf16/fp16/fp8 (core.rounding): stochastic ones key their
+  // bits by the seed, the issuing engine's name, the queue, the instruction's index
+  // and the share's first row, so they do not depend on which engine moves a share.
+  void set_rounding(const rounding_params& r);
   void clear();  // unload every queue
   void start();
   bool idle() const;
@@ -173,6 +178,11 @@ class dma_engine : public sc_core::sc_module {
   semaphores& sems_;
   sim_context& ctx_;
   std::vector<queue_state> queues_;
+
+  bool stochastic_ = false;
+  uint64_t rounding_stream_ = 0;  // from the seed and the engine's name
+  uint64_t share_stream_ = 0;     // the moving share's (begin_share)
+
   struct own_time_entry {
     uint64_t bytes = 0, descriptors = 0;
     bool valid = false;

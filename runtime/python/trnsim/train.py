@@ -24,7 +24,7 @@ from trnsim._cli import run_model
 from trnsim._fx_to_onnx import (UnsupportedOp, _shape, decompositions, fx_to_onnx,
                                 split_phases)
 
-__all__ = ["StepReport", "TrainResult", "gradients", "train", "UnsupportedOp"]
+__all__ = ["StepReport", "TrainResult", "gradients", "hbm_breakdown", "train", "UnsupportedOp"]
 
 
 def _named_tensors(model):
@@ -182,7 +182,7 @@ class _Optim:
 class _Captured:
     """The captured step graph and its ONNX form, with input/output names."""
 
-    def __init__(self, model, loss_fn, optim, batch, with_grads, with_update):
+    def __init__(self, model, loss_fn, optim, batch, with_grads, with_update, recompute=False):
         from torch.fx.experimental.proxy_tensor import make_fx
         from torch.nn.utils.stateless import functional_call
 
@@ -253,10 +253,14 @@ class _Captured:
                 m.training = t
         self._random_inputs()
         self.gm.graph.eliminate_dead_code()
+        self.recomputed = _recompute(self.gm, self.phase_of(), recompute) if recompute else 0
         # A training step keeps its gradients inside the program: they are outputs of
         # the trace only so that the phases can be told apart (phase_models).
         self.keep = [not n.startswith("grad_") or not with_update for n in self.out_names]
-        self.onnx = fx_to_onnx(self.gm, self.in_names, self.out_names, keep=self.keep)
+        # Each node's doc_string names its phase (hbm_breakdown reads it; the compiler
+        # does not).
+        self.onnx = fx_to_onnx(self.gm, self.in_names, self.out_names, keep=self.keep,
+                               phase_of=self.phase_of())
         self.run_outputs = [n for n, k in zip(self.out_names, self.keep) if k]
 
     def phase_of(self):
@@ -324,6 +328,178 @@ class _Captured:
         return {n: np.ascontiguousarray(a) for n, a in zip(self.in_names, arrays)}
 
 
+# Ops whose outputs the selective recomputation keeps (saves for the backward): the
+# matmuls and convolutions, whose recomputation would cost tensor-engine time.
+def _saved_ops():
+    a = torch.ops.aten
+    return {a.mm.default, a.bmm.default, a.addmm.default, a.convolution.default,
+            a.baddbmm.default}
+
+
+def _recompute(gm, phase_of, mode):
+    """Activation recomputation on the captured step: every forward value a backward
+    node reads is computed again in the backward from saved values, instead of being
+    kept from the forward. mode True / "selective": matmul and convolution outputs are
+    saved, everything else (norms, activations, softmax, masks) recomputed; "full":
+    only the step's inputs are saved and the whole forward chain is recomputed (as
+    torch.utils.checkpoint around the whole model). In-place ops are never recomputed.
+    Returns the number of nodes added."""
+    if mode not in (True, "selective", "full"):
+        raise ValueError(f"train: recompute={mode!r}: expected False, True, 'selective' or "
+                         "'full'")
+    saved = set() if mode == "full" else _saved_ops()
+    g = gm.graph
+    copies = {}
+
+    def keep(n):
+        if not isinstance(n, torch.fx.Node) or n.op != "call_function":
+            return True
+        if phase_of(n) != "forward" or n.target in saved:
+            return True
+        name = getattr(n.target, "__name__", "")
+        return name.split(".")[0].endswith("_")  # in place: would apply twice
+
+    def clone(n, anchor):
+        if keep(n):
+            return n
+        if n not in copies:
+            args = {a: clone(a, anchor) for a in n.all_input_nodes}
+            with g.inserting_before(anchor):
+                c = g.node_copy(n, lambda a: args[a])
+            c.meta = dict(n.meta)
+            copies[n] = c
+        return copies[n]
+
+    backward = [n for n in g.nodes if n.op == "call_function" and phase_of(n) == "backward"]
+    for n in backward:
+        ins = {a: clone(a, n) for a in n.all_input_nodes}
+        if any(a is not b for a, b in ins.items()):
+            n.args = torch.fx.node.map_arg(n.args, lambda a: ins[a])
+            n.kwargs = torch.fx.node.map_arg(n.kwargs, lambda a: ins[a])
+    g.eliminate_dead_code()
+    g.lint()
+    gm.recompile()
+    return len(copies)
+
+
+_HBM_KINDS = ("parameters", "optimizer_state", "gradients", "saved_activations",
+              "new_parameters_and_state", "other", "unused")
+
+
+def _program_tensors(program):
+    """[(name, role, bytes, offset)] of a compiled program's HBM tensor table, and the
+    names of the tensors an instruction accesses (`trnsim disasm`)."""
+    import re
+    import subprocess
+    from trnsim._cli import find_binary
+    proc = subprocess.run([find_binary(), "disasm", program], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"trnsim disasm {program}: {proc.stderr.strip()}")
+    sizes = {"fp32": 4, "int32": 4, "bf16": 2, "fp16": 2, "fp8e4m3": 1, "fp8e5m2": 1,
+             "uint8": 1}
+    decl = re.compile(r"^\.tensor\s+(\S+)\s+\[([0-9,\s]*)\]\s+(\S+)\s+(\S+)\s+@(\d+)")
+    tensors, used = [], set()
+    for line in proc.stdout.splitlines():
+        m = decl.match(line)
+        if m:
+            shape = [int(d) for d in m.group(2).split(",") if d.strip()]
+            tensors.append((m.group(1), m.group(4), sizes[m.group(3)] * math.prod(shape),
+                            int(m.group(5))))
+        elif "@" in line:
+            used.update(re.findall(r"@([A-Za-z_][A-Za-z0-9_.]*)", line))
+    return tensors, used
+
+
+def _safe_name(value):
+    """The HBM tensor name compiler/lower gives an ONNX value (before de-duplication)."""
+    return "".join(c if c.isalnum() or c in "_." else "_" for c in value)
+
+
+def hbm_breakdown(cap, program):
+    """{kind: bytes} of the compiled step's HBM allocation, and its peak. The program
+    gives every HBM tensor its own space for the whole step (codegen allocates them one
+    after another, nothing is reused), so the peak is the footprint: the end of the
+    last tensor. Kinds: the inputs param_* (parameters) and state_* (optimizer_state);
+    the outputs new_param_* / new_state_* (new_parameters_and_state: an in-place
+    update would reuse the inputs' space); scratch values the backward produces and the
+    optimizer reads (gradients), that the forward produces and the backward reads
+    (saved_activations); unused: scratch no instruction touches (keep_on_chip kept the
+    value in SBUF; still allocated); other: the batch, loss, statistics, the forward's
+    and backward's temporaries, alignment padding. Returns (peak, {kind: bytes},
+    live peak: see _live_peak)."""
+    tensors, used = _program_tensors(program)
+    phase, readers = {}, {}
+    for node in cap.onnx.graph.node:
+        for o in node.output:
+            phase[o] = node.doc_string
+        for i in node.input:
+            readers.setdefault(i, set()).add(node.doc_string)
+    # A gradient reaches the optimizer through shape-only ops (the transpose of a
+    # weight gradient, reshapes): the value before them is the gradient too.
+    views = ("Reshape", "Transpose", "Identity", "Squeeze", "Unsqueeze", "Flatten")
+    for node in reversed(cap.onnx.graph.node):
+        if node.op_type in views and "optimizer" in readers.get(node.output[0], ()):
+            readers.setdefault(node.input[0], set()).add("optimizer")
+    # HBM tensor names are the ONNX value names made file-safe (compiler/lower).
+    safe = {}
+    for v in phase:
+        safe.setdefault(_safe_name(v), v)
+    out = dict.fromkeys(_HBM_KINDS, 0)
+    for name, role, nbytes, _ in tensors:
+        if name.startswith("param_") and role == "input":
+            kind = "parameters"
+        elif name.startswith("state_") and role == "input":
+            kind = "optimizer_state"
+        elif (name.startswith("new_param_") or name.startswith("new_state_")) and \
+                role == "output":
+            kind = "new_parameters_and_state"
+        elif role == "scratch" and name not in used:
+            kind = "unused"
+        else:
+            v = safe.get(name)
+            ph, rd = phase.get(v), readers.get(v, set())
+            kind = ("saved_activations" if ph == "forward" and "backward" in rd else
+                    "gradients" if ph == "backward" and "optimizer" in rd else "other")
+        out[kind] += nbytes
+    peak = max((off + b for _, _, b, off in tensors), default=0)
+    out["other"] += peak - sum(b for _, _, b, _ in tensors)  # alignment
+    return peak, out, _live_peak(cap.onnx.graph, tensors, used, safe)
+
+
+def _live_peak(graph, tensors, used, safe):
+    """The most HBM bytes live at once in the ONNX node order (the step's order: the
+    forward, then the backward with its recomputations, then the optimizer): what an
+    allocator reusing a dead tensor's space would need. Inputs, outputs and constants
+    live throughout; a scratch tensor from its producer to its last reader (a reader
+    of a reshape of it counts); scratch no instruction touches takes none."""
+    size = {name: b for name, role, b, _ in tensors if role != "scratch" or name in used}
+    scratch = {name for name, role, _, _ in tensors if role == "scratch"}
+    nodes = list(graph.node)
+    start, end = {}, {}
+    alias = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+    for i, node in enumerate(nodes):
+        for o in node.output:
+            start.setdefault(o, i)
+        for v in node.input:
+            end[v] = i
+    for i in range(len(nodes) - 1, -1, -1):  # a view keeps its source alive
+        node = nodes[i]
+        if node.op_type in alias and node.input and node.output[0] in end:
+            end[node.input[0]] = max(end.get(node.input[0], i), end[node.output[0]])
+    always = sum(b for name, b in size.items() if name not in scratch)
+    delta = [0] * (len(nodes) + 1)
+    for v, i in start.items():
+        t = _safe_name(v)
+        if t in scratch and t in size and safe.get(t) == v:
+            delta[i] += size[t]
+            delta[max(end.get(v, i), i) + 1] -= size[t]
+    live, peak = 0, 0
+    for d in delta:
+        live += d
+        peak = max(peak, live)
+    return always + peak
+
+
 class StepReport:
     """Figures of one simulated training step (see TrainResult.report)."""
 
@@ -378,6 +554,12 @@ class TrainResult:
         from trnsim.report import _human_bytes
         rows.append(f"  HBM per step      read {_human_bytes(r['hbm_read_bytes_per_step'])}, "
                     f"write {_human_bytes(r['hbm_write_bytes_per_step'])}")
+        if r.get("hbm_peak_bytes"):
+            parts = ", ".join(f"{k.replace('_', ' ')} {_human_bytes(v)}"
+                              for k, v in r["hbm_breakdown"].items() if v)
+            rows.append(f"  HBM peak          {_human_bytes(r['hbm_peak_bytes'])}: {parts}")
+            rows.append(f"  HBM live peak     {_human_bytes(r['hbm_live_peak_bytes'])} (tensors "
+                        "live at once in node order; the program allocates the peak above)")
         rows.append(f"  host fallback     {', '.join(r['fallback_ops']) or 'none'}; compiled "
                     f"{r['compiled']}")
         return "\n".join(rows)
@@ -407,9 +589,10 @@ class _Program:
                                                 timeout) else None
 
     def run(self, inputs, output_names, **extra):
+        kw = dict(self.kw, **extra)  # extra may replace set: the simulator's keys of a step
         with tempfile.TemporaryDirectory(prefix="trnsim-train-run-") as work:
             return run_model(self.program or self.onnx, inputs, output_names=output_names,
-                             workdir=work, **self.kw, **extra)
+                             workdir=work, **kw)
 
     def close(self):
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -455,16 +638,17 @@ def _as_batch(batch):
 
 
 def gradients(model, loss_fn, batch, config="trn2", precision="fp32", set=None,
-              timeout=None):
+              timeout=None, recompute=False):
     """Loss and the gradient of every trainable parameter for one batch, on the simulator.
 
     batch: (input, *loss_args): loss_fn(model(input), *loss_args). The model keeps its
     mode (a BatchNorm in train mode uses the batch's statistics); nothing is modified.
+    recompute: as train's.
     Returns (loss float, {param name: grad tensor}, Report).
     """
     batch = _as_batch(batch)
     cap = _Captured(model, loss_fn, _Optim(None, []), batch, with_grads=True,
-                    with_update=False)
+                    with_update=False, recompute=recompute)
     prog = _Program(cap.onnx, config, precision, set, timeout)
     try:
         params = [p for _, p in cap.params]
@@ -478,8 +662,19 @@ def gradients(model, loss_fn, batch, config="trn2", precision="fp32", set=None,
     return float(np.asarray(outs["loss"]).reshape(())), grads, report
 
 
+def _with_rounding(set, stochastic_rounding, seed):
+    """`set` (dict, list of "K=V" or of pairs) plus the core.rounding keys: stochastic
+    rounding of the engines' bf16/fp16/fp8 results, seeded."""
+    items = [] if set is None else (list(set.items()) if isinstance(set, dict) else list(set))
+    if stochastic_rounding:
+        items += [("core.rounding.stochastic", "true"),
+                  ("core.rounding.seed", str(int(seed) % 2**32))]
+    return items
+
+
 def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", steps=None,
-          set=None, timeout=None, tokens_per_batch=None, phase_times=True):
+          set=None, timeout=None, tokens_per_batch=None, phase_times=True,
+          stochastic_rounding=False, seed=0, recompute=False, trace=None):
     """Trains `model` for `steps` steps on the simulator; each step is one device program
     (forward, backward, optimizer) compiled once.
 
@@ -494,6 +689,15 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     number of elements of batch[0] for an integer batch (token ids), else its first dim).
     phase_times: also compile and simulate the forward, backward and optimizer parts as
     separate programs once (first step's inputs) to attribute time to them.
+    stochastic_rounding: the engines round their bf16 (fp16, fp8) results stochastically
+    (config core.rounding.stochastic; matmul operands at precision="bf16"); step s (from
+    0) uses core.rounding.seed = seed + s, so a run repeats bit for bit and the steps
+    draw different bits.
+    recompute: activation recomputation (True or "selective": matmul and convolution
+    outputs are kept for the backward, the other forward values it reads are computed
+    again there; "full": every forward value is, from the step's inputs).
+    trace: path of a Perfetto (Chrome JSON) trace of the first step's simulation, one
+    track per engine and DMA queue (`trnsim run --trace`).
     """
     batches = list(batches)
     if not batches:
@@ -511,8 +715,10 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
                                  f"{list(t.shape)}, batch 0's {t0.dtype} {list(t0.shape)}: "
                                  "the step is compiled for one shape")
     optim = _Optim(optimizer, [(n, p) for n, p in model.named_parameters() if p.requires_grad])
-    cap = _Captured(model, loss_fn, optim, first, with_grads=True, with_update=True)
-    prog = _Program(cap.onnx, config, precision, set, timeout)
+    cap = _Captured(model, loss_fn, optim, first, with_grads=True, with_update=True,
+                    recompute=recompute)
+    prog = _Program(cap.onnx, config, precision, _with_rounding(set, stochastic_rounding, seed),
+                    timeout)
     params = [p.detach().clone() for _, p in cap.params]
     bufs = [b.detach().clone() for _, b in cap.fbufs]
     states = [optim.initial_state(p) for _, p in cap.params]
@@ -520,14 +726,17 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     losses, reports = [], []
     np_ = len(params)
     phases = {}
+    hbm = hbm_breakdown(cap, prog.program) if prog.program else None
     try:
         for s in range(steps):
             batch = _as_batch(batches[s % len(batches)])
             inputs = cap.inputs(params, bufs, states, optim.lrs(), step0 + s + 1, batch,
                                 cap.draw_masks())
+            step_set = _with_rounding(set, stochastic_rounding, seed + s)
             if phase_times and s == 0:  # the first step's inputs, its masks too
-                phases = _phase_times(cap, inputs, config, precision, set, timeout)
-            outs, report = prog.run(inputs, cap.run_outputs)
+                phases = _phase_times(cap, inputs, config, precision, step_set, timeout)
+            extra = {"trace": trace} if trace and s == 0 else {}
+            outs, report = prog.run(inputs, cap.run_outputs, set=step_set, **extra)
 
             def get(name, like):
                 return torch.from_numpy(np.array(outs[name])).reshape(like.shape).to(like.dtype)
@@ -569,7 +778,15 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
         "mfu_pct": reports[-1].mfu_pct,
         "fallback_ops": sorted({op for r in reports for op in r.fallback_ops}),
         "compiled": "once" if compiled_once else "per step (host fallback)",
+        "stochastic_rounding": bool(stochastic_rounding),
+        "recompute": recompute or False, "recomputed_nodes": cap.recomputed,
+        # The compiled step's HBM allocation (None: compiled per step, host fallback).
+        "hbm_peak_bytes": hbm[0] if hbm else None,
+        "hbm_breakdown": hbm[1] if hbm else None,
+        "hbm_live_peak_bytes": hbm[2] if hbm else None,
     }
+    if trace:
+        summary["trace"] = str(trace)
     if phases:
         # Attributed, not measured inside the fused step: each phase is its own program
         # with HBM in between, so their sum differs from step_ns.
@@ -582,3 +799,9 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
                                          if k.endswith("_fallback_ops")}
     return TrainResult(losses, {n: p for (n, _), p in zip(cap.params, params)}, reports,
                        summary)
+
+
+if __name__ == "__main__":  # `trnsim train SCRIPT.py` (python3 -m trnsim.train)
+    import sys
+    from trnsim.train_cli import main
+    sys.exit(main())
