@@ -630,6 +630,12 @@ std::string format_fallback(const compiler::PartitionedModel& m, const FallbackR
     for (const auto& [op, node] : onnx_nodes(f))
       o << "  host decision: " << op << " '" << (node.empty() ? "(unnamed)" : node)
         << "': " << f.reason << "\n";
+  // The runtime's host tensors have no fp64: say so rather than round in silence.
+  for (const auto* vs : {&m.graph.inputs(), &m.graph.outputs()})
+    for (const ir::Value* v : *vs)
+      if (v->elem() == ir::ElemType::fp64)
+        o << "  fp64 " << (vs == &m.graph.inputs() ? "input" : "output") << " '" << v->name
+          << "': crosses the runtime as fp32 (rounded to 24 significant bits)\n";
   std::snprintf(line, sizeof line,
                 "  total       %.3f us simulated = device %.3f us + link %.3f us (%llu "
                 "transfers, %llu B); host compute %.6f s wall clock, not simulated\n",

@@ -89,8 +89,9 @@ void hbm::plan_release(
     return it != pages.begin() && pg < std::prev(it)->second;
   };
   std::unordered_map<uint64_t, bool> kept;
-  for (const auto& [instrs, base] : queues)
-    for (const auto& in : *instrs) {
+  for (const auto& q : queues) {
+    const uint64_t base = q.second;  // a plain name: lambdas below capture it
+    for (const auto& in : *q.first) {
       const bool copy = in.op == isa::Opcode::dma_copy;
       const auto add = [&](const isa::AccessPattern& ap) {
         uint64_t first, last;
@@ -114,6 +115,7 @@ void hbm::plan_release(
       if (in.arg1.is_ap) add(in.arg1.ap);
       if (in.has_accum) add(in.accum);
     }
+  }
   for (const auto& [pg, k] : kept) release_.erase(pg);
 }
 

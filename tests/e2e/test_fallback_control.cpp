@@ -207,5 +207,26 @@ TEST(FallbackControl, TimingOnlyRunSaysTheBranchIsAssumed) {
   EXPECT_NE(r.stats_json.find("\"branch_assumed\": true"), std::string::npos);
 }
 
+// The runtime's host tensors are fp32: an fp64 model input or output is rounded at
+// the boundary, and the report says so (the host still computes in double).
+TEST(FallbackControl, Fp64InputsAndOutputsAreNamedAsRounded) {
+  const platform::platform_config cfg = platform::load_config("tiny");
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::fp32;
+  o.target = runtime::target_from_config(cfg);
+  ir::Graph g;
+  ir::Value* x = g.add_input("X", {ElemType::fp64, {2, 3}});
+  g.add_output(
+      ir::make_node(g, "CumSum", {x, g.add_constant("axis", Tensor::scalar_int(1))}, {}, "cumsum")
+          ->outputs[0]);
+  compiler::PartitionedModel m = compiler::compile_partitioned(std::move(g), o, true);
+  runtime::Device dev(cfg);
+  const interp::TensorMap in{{"X", random_tensor({2, 3}, 4).cast(ElemType::fp64)}};
+  runtime::FallbackResult r = runtime::run_partitioned(dev, cfg, m, in);
+  const std::string text = runtime::format_fallback(m, r);
+  EXPECT_NE(text.find("fp64 input 'X': crosses the runtime as fp32"), std::string::npos) << text;
+  EXPECT_NE(text.find("fp64 output"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace trnsim::e2e
