@@ -217,8 +217,7 @@ TEST(FallbackControl, Fp64InputsAndOutputsAreNamedAsRounded) {
   ir::Graph g;
   ir::Value* x = g.add_input("X", {ElemType::fp64, {2, 3}});
   g.add_output(
-      ir::make_node(g, "CumSum", {x, g.add_constant("axis", Tensor::scalar_int(1))}, {}, "cumsum")
-          ->outputs[0]);
+      ir::make_node(g, "CumSum", {x}, {{"axis", ir::Attribute(int64_t{1})}}, "cumsum")->outputs[0]);
   compiler::PartitionedModel m = compiler::compile_partitioned(std::move(g), o, true);
   runtime::Device dev(cfg);
   const interp::TensorMap in{{"X", random_tensor({2, 3}, 4).cast(ElemType::fp64)}};
