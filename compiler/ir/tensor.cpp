@@ -14,6 +14,15 @@ void check_shape(const Shape& s) {
     if (d < 0) throw CompileError("tensor shape " + shape_str(s) + " has a negative dim");
 }
 
+// A valid shape, and as many values as it has elements.
+void check_values(const Shape& shape, size_t count) {
+  check_shape(shape);
+  if (static_cast<int64_t>(count) != num_elements(shape))
+    throw CompileError("tensor " + shape_str(shape) + " needs " +
+                       std::to_string(num_elements(shape)) + " values, got " +
+                       std::to_string(count));
+}
+
 int64_t wrap_int(ElemType t, int64_t v) {
   switch (t) {
     case ElemType::int32:
@@ -81,11 +90,7 @@ Tensor Tensor::from_floats(Shape shape, std::vector<float> values, ElemType elem
     throw CompileError("Tensor::from_floats: " + std::string(elem_type_name(elem)) +
                        " is not a floating type");
   Tensor t;
-  check_shape(shape);
-  if (static_cast<int64_t>(values.size()) != num_elements(shape))
-    throw CompileError("tensor " + shape_str(shape) + " needs " +
-                       std::to_string(num_elements(shape)) + " values, got " +
-                       std::to_string(values.size()));
+  check_values(shape, values.size());
   t.elem_ = elem;
   t.shape_ = std::move(shape);
   if (elem == ElemType::fp64) {
@@ -100,11 +105,7 @@ Tensor Tensor::from_floats(Shape shape, std::vector<float> values, ElemType elem
 
 Tensor Tensor::from_doubles(Shape shape, std::vector<double> values) {
   Tensor t;
-  check_shape(shape);
-  if (static_cast<int64_t>(values.size()) != num_elements(shape))
-    throw CompileError("tensor " + shape_str(shape) + " needs " +
-                       std::to_string(num_elements(shape)) + " values, got " +
-                       std::to_string(values.size()));
+  check_values(shape, values.size());
   t.elem_ = ElemType::fp64;
   t.shape_ = std::move(shape);
   t.f_.clear();
@@ -117,11 +118,7 @@ Tensor Tensor::from_ints(Shape shape, std::vector<int64_t> values, ElemType elem
     throw CompileError("Tensor::from_ints: " + std::string(elem_type_name(elem)) +
                        " is a floating type");
   Tensor t;
-  check_shape(shape);
-  if (static_cast<int64_t>(values.size()) != num_elements(shape))
-    throw CompileError("tensor " + shape_str(shape) + " needs " +
-                       std::to_string(num_elements(shape)) + " values, got " +
-                       std::to_string(values.size()));
+  check_values(shape, values.size());
   t.elem_ = elem;
   t.shape_ = std::move(shape);
   t.f_.clear();

@@ -46,6 +46,22 @@ Collective kind(isa::Opcode op) {
   }
 }
 
+// Calls f(k, at) for each element of `ap` in order: its bytes sit at k in the packed
+// data and at `at` in a buffer holding the bytes [lo, ...) of the pattern's range.
+template <class F>
+void for_each_packed(const isa::AccessPattern& ap, int64_t lo, F&& f) {
+  const int64_t es = static_cast<int64_t>(isa::dtype_size(ap.dtype));
+  int64_t k = 0;
+  for (uint32_t p = 0; p < ap.partition_count; ++p) {
+    const int64_t row =
+        static_cast<int64_t>(ap.offset) + ap.partition_stride * static_cast<int64_t>(p) * es;
+    isa::for_each_free(ap, [&](uint64_t, int64_t off) {
+      f(k, row + off - lo);
+      k += es;
+    });
+  }
+}
+
 }  // namespace
 
 collective_result run_group(Collective c, const topology_params& base,
@@ -192,15 +208,9 @@ std::vector<float> collective_unit::read(uint32_t rank, const isa::AccessPattern
   b.hbm->read(b.hbm_base + static_cast<uint64_t>(lo), raw.data(), raw.size());
   const uint64_t es = isa::dtype_size(ap.dtype);
   std::vector<uint8_t> packed(ap.bytes());
-  uint64_t k = 0;
-  for (uint32_t p = 0; p < ap.partition_count; ++p) {
-    const int64_t row = static_cast<int64_t>(ap.offset) +
-                        ap.partition_stride * static_cast<int64_t>(p) * static_cast<int64_t>(es);
-    isa::for_each_free(ap, [&](uint64_t, int64_t off) {
-      std::copy_n(raw.begin() + (row + off - lo), es, packed.begin() + static_cast<int64_t>(k));
-      k += es;
-    });
-  }
+  for_each_packed(ap, lo, [&](int64_t k, int64_t at) {
+    std::copy_n(raw.begin() + at, es, packed.begin() + k);
+  });
   std::vector<float> v(ap.elems());
   isa::to_fp32(ap.dtype, packed.data(), v.data(), v.size());
   return v;
@@ -216,15 +226,9 @@ void collective_unit::write(uint32_t rank, const isa::AccessPattern& ap,
   const uint64_t es = isa::dtype_size(ap.dtype);
   std::vector<uint8_t> packed(ap.bytes());
   isa::from_fp32(ap.dtype, v.data() + from, packed.data(), ap.elems());
-  uint64_t k = 0;
-  for (uint32_t p = 0; p < ap.partition_count; ++p) {
-    const int64_t row = static_cast<int64_t>(ap.offset) +
-                        ap.partition_stride * static_cast<int64_t>(p) * static_cast<int64_t>(es);
-    isa::for_each_free(ap, [&](uint64_t, int64_t off) {
-      std::copy_n(packed.begin() + static_cast<int64_t>(k), es, raw.begin() + (row + off - lo));
-      k += es;
-    });
-  }
+  for_each_packed(ap, lo, [&](int64_t k, int64_t at) {
+    std::copy_n(packed.begin() + k, es, raw.begin() + at);
+  });
   b.hbm->write(b.hbm_base + static_cast<uint64_t>(lo), raw.data(), raw.size());
 }
 
