@@ -193,7 +193,9 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
   net::topology_params tp;
   tp.net = cfg.network;
   tp.cores_per_chip = cfg.cores;
-  tp.dma_bps = cfg.core.dma.core_rate_bps();
+  tp.dma_bps =
+      net::collective_dma_rate(cfg.network, cfg.core.dma.engines, cfg.core.dma.bandwidth_bps,
+                               cfg.core.dma.core_bandwidth_bps);
   tp.per_chip = per_chip;
   tp.ranks = ranks ? ranks : per_chip * cfg.network.chips;
   const uint64_t esize = isa::dtype_size(dt);
@@ -216,9 +218,8 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
         throw CollbenchUsage(std::string("collbench: --algo: ") + e.what());
       }
     }
-    const bool whole =
-        probe.chips_used() == 1 || probe.chips_used() == cfg.network.chips * probe.nodes_used();
-    if (algo.empty() && whole) alg = net::Algorithm::torus;
+    const bool whole = net::torus_fits(probe);
+    if (algo.empty()) alg = net::choose_algorithm(probe);
     if (alg == net::Algorithm::torus && !whole)  // before any output
       throw CollbenchUsage("collbench: the torus algorithm needs whole nodes: " +
                            std::to_string(probe.chips_used()) + " chips used, nodes have " +

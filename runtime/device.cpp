@@ -20,6 +20,7 @@
 #include "models/isa/validate.h"
 #include "models/network/collective_unit.h"
 #include "platform/chip.h"
+#include "runtime/comm_profile.h"
 #include "runtime/constants.h"
 #include "runtime/host_memory.h"
 #include "runtime/report.h"
@@ -339,9 +340,10 @@ void Device::Impl::load_queues(const std::vector<Launch>& launches,
   chip->reset_stats();
   // The roofline's attribution reads the instructions' intervals off a recorder.
   const bool attribute = attributes(launches);
-  const bool tracing = !opts.trace_path.empty() || !opts.vcd_path.empty() || attribute;
+  const bool overlap = opts.comm_overlap && launches.front().rank >= 0;
+  const bool tracing = !opts.trace_path.empty() || !opts.vcd_path.empty() || attribute || overlap;
   trace = tracing ? std::make_unique<trace::recorder>() : nullptr;
-  ctx.trace = opts.trace_path.empty() && !attribute ? nullptr : trace.get();
+  ctx.trace = opts.trace_path.empty() && !attribute && !overlap ? nullptr : trace.get();
   for (auto& c : chip->cores) c->sems.set_trace(opts.vcd_path.empty() ? nullptr : trace.get());
 
   for (size_t i = 0; i < launches.size(); ++i) {
@@ -430,16 +432,20 @@ void Device::Impl::bind_ranks(const std::vector<Launch>& launches,
       throw RunError("SPMD run: launch ranks must be 0.." + std::to_string(launches.size() - 1) +
                      ", once each (rank " + std::to_string(r) + ")");
     seen[r] = true;
-    b[r] = {&chip->hbm, bases[i],
-            "rank " + std::to_string(r) + " (core" + std::to_string(launches[i].core) + ")"};
+    b[r].hbm = &chip->hbm;
+    b[r].hbm_base = bases[i];
+    b[r].name = "rank " + std::to_string(r) + " (core" + std::to_string(launches[i].core) + ")";
+    for (auto& d : chip->cores[launches[i].core]->dma) b[r].dma.push_back(d.get());
     chip->cores[launches[i].core]->sync.set_rank(uint32_t(r), bases[i]);
   }
   models::network::topology_params tp;
   tp.net = cfg.network;
   tp.cores_per_chip = opts.chip_cores ? opts.chip_cores : cfg.cores;
-  tp.dma_bps =
-      std::min(cfg.core.dma.engines * cfg.core.dma.bandwidth_bps, cfg.core.dma.core_bandwidth_bps);
+  tp.dma_bps = models::network::collective_dma_rate(cfg.network, cfg.core.dma.engines,
+                                                    cfg.core.dma.bandwidth_bps,
+                                                    cfg.core.dma.core_bandwidth_bps);
   coll = std::make_unique<models::network::collective_unit>(tp, std::move(b), ctx);
+  coll->record_transfers(!opts.trace_path.empty());
   ctx.collectives = coll.get();
 }
 
@@ -623,8 +629,11 @@ RunReport Device::run(const std::vector<Launch>& launches) {
       lr.collective_ns = cs.collective_ns;
       lr.rendezvous_ns = cs.rendezvous_ns;
       lr.comm_bytes = cs.bytes;
+      lr.contention_ns = cs.contention_ns;
+      lr.comm_hbm_bytes = cs.hbm_bytes;
     }
   }
+  if (I.coll) add_comm_profile(*I.coll, I.trace.get(), launches, I.chip->cores, t0, rep);
   rep.cores = uint32_t(cores.size());
   I.add_totals(rep, flops);
   I.build_stats(rep, cores, flops);

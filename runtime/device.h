@@ -63,6 +63,28 @@ struct LaunchResult {
   uint64_t collectives = 0;
   double collective_ns = 0, rendezvous_ns = 0;
   uint64_t comm_bytes = 0;
+  // Of collective_ns, the time its DMA engines or HBM were busy with compute
+  // (models/network/collective_unit.h), and the collectives' HBM bytes. comm_ns:
+  // the union of its collectives' intervals; overlap_ns: the part of it during
+  // which an instruction of its own other than a collective ran (known only when
+  // instruction intervals were recorded: DeviceOptions::comm_overlap or a trace).
+  double contention_ns = 0, comm_ns = 0, overlap_ns = 0;
+  bool overlap_known = false;
+  uint64_t comm_hbm_bytes = 0;
+};
+
+// SPMD runs: one distinct collective (runtime/comm_profile.h).
+struct CollectiveLine {
+  std::string op, algorithm, dtype;
+  std::vector<uint32_t> group;
+  uint64_t count = 0, runs = 0;
+  double network_ns = 0;  // the network model's time of one run
+};
+// SPMD runs: one network resource the collectives used, summed over them.
+struct LinkLine {
+  std::string name;
+  uint64_t bytes = 0, transfers = 0;
+  double busy_ns = 0, contended_ns = 0;
 };
 
 // Figures of one run (every launch of it); the stats tree has the same and more.
@@ -89,8 +111,10 @@ struct RunReport {
   // report (both instructions, the address range, the missing edge).
   uint64_t races = 0, poisoned_reads = 0;
   std::string check_report;
-  Roofline roofline;       // one launch only (runtime/roofline.h)
-  std::string stats_json;  // the stats tree: run figures, then the whole chip
+  std::vector<CollectiveLine> collectives;  // SPMD runs
+  std::vector<LinkLine> links;              // SPMD runs
+  Roofline roofline;                        // one launch only (runtime/roofline.h)
+  std::string stats_json;                   // the stats tree: run figures, then the whole chip
   std::string stats_text;
 };
 
@@ -113,6 +137,9 @@ struct DeviceOptions {
   // SPMD over several chips: the cores of one real chip (the collective timing's
   // placement: rank r on chip r / chip_cores). 0: the config's chip.cores.
   uint32_t chip_cores = 0;
+  // SPMD: record the instructions' intervals (as a trace does) so the report can
+  // say how much of each rank's communication overlapped its compute.
+  bool comm_overlap = false;
   // Host threads of a functional run (0: the host's cores; TRNSIM_THREADS sets the
   // default): the tensor engine's matmuls run on the extra ones. Outputs, simulated
   // times and stats are the same for every count.

@@ -124,7 +124,10 @@ const char* kRunHelp =
     "  --tp N                   for .onnx: tensor parallel over N ranks (--ranks N):\n"
     "                           MatMul pairs split Megatron-style, one all_reduce each\n"
     "  --dp D                   for .onnx: D data-parallel replicas (ranks = tp x D, rank\n"
-    "                           d x tp + t); `{replica}` in an --input file name is d\n";
+    "                           d x tp + t); `{replica}` in an --input file name is d\n"
+    "  --comm-profile           with --ranks: record instruction intervals so the report\n"
+    "                           says how much of each rank's communication overlapped\n"
+    "                           its compute (--trace does too)\n";
 
 const char* kValidateHelp =
     "usage: trnsim validate MODEL.onnx [options]\n"
@@ -280,6 +283,7 @@ struct RunArgs {
   long long tp = 0;     // ONNX + --ranks: tensor-parallel split (compiler/graph_passes)
   long long dp = 0;     // ONNX + --ranks: data-parallel replicas
   std::map<long long, std::string> rank_programs;  // --rank-program R=FILE
+  bool comm_profile = false;                       // --comm-profile
 };
 
 // validate's own options (--reference, --rtol, --atol, --no-check-races,
@@ -407,6 +411,8 @@ bool parse_run_args(std::vector<std::string> args, bool validate, RunArgs& r) {
     } else if (take_value(args, i, "--ranks", "", v)) {
       r.ranks = parse_index("--ranks", v);
       if (r.ranks < 1) throw UsageError("--ranks: must be at least 1");
+    } else if (a == "--comm-profile") {
+      r.comm_profile = true;
     } else if (a == "--no-functional") {
       r.functional = false;
     } else if (take_value(args, i, "--threads", "", v)) {
@@ -751,6 +757,7 @@ int cmd_run_spmd(const RunArgs& r) {
   }
   runtime::DeviceOptions opts = run_device_options(r);
   opts.chip_cores = cfg0.cores;
+  opts.comm_overlap = r.comm_profile;
   runtime::Device dev(cfg, opts);
   std::vector<runtime::Launch> launches = runtime::spmd_launches(&progs[0], std::move(inputs));
   for (size_t k = 0; k < launches.size() && progs.size() > 1; ++k) launches[k].program = &progs[k];

@@ -6,6 +6,7 @@
 
 #include "compiler/graph_passes/pass.h"
 #include "compiler/graph_passes/tensor_parallel.h"
+#include "runtime/comm_profile.h"
 
 namespace trnsim::runtime {
 
@@ -85,7 +86,8 @@ std::string format_spmd_report(const RunReport& rep) {
                 "longest rendezvous wait %.1f ns\n",
                 rep.simulated_ns, rep.launches.size(), comm,
                 rep.simulated_ns > 0 ? 100.0 * comm / rep.simulated_ns : 0.0, wait);
-  return s + buf;
+  s += buf;
+  return s + format_comm_profile(rep);
 }
 
 }  // namespace trnsim::runtime

@@ -73,13 +73,46 @@ uint32_t recorder::track(const sc_core::sc_object* module, int queue) {
   std::string thread = module->basename();
   if (queue >= 0) thread += ".q" + std::to_string(queue);
   if (queue == kSpreadShares) thread += ".spread";
-  auto p = std::find(processes_.begin(), processes_.end(), process);
-  const auto pid = static_cast<uint32_t>(p - processes_.begin());
-  if (p == processes_.end()) processes_.push_back(process);
+  const uint32_t pid = process_id(process);
   const auto id = static_cast<uint32_t>(tracks_.size());
   tracks_.push_back({pid, id, thread});
   track_ids_.emplace(key, id);
   return id;
+}
+
+uint32_t recorder::process_id(const std::string& process) {
+  auto p = std::find(processes_.begin(), processes_.end(), process);
+  const auto pid = static_cast<uint32_t>(p - processes_.begin());
+  if (p == processes_.end()) processes_.push_back(process);
+  return pid;
+}
+
+uint32_t recorder::named_track(const std::string& process, const std::string& thread) {
+  const auto key = std::make_pair(process, thread);
+  if (auto it = named_ids_.find(key); it != named_ids_.end()) return it->second;
+  const uint32_t pid = process_id(process);
+  const auto id = static_cast<uint32_t>(tracks_.size());
+  tracks_.push_back({pid, id, thread});
+  named_ids_.emplace(key, id);
+  return id;
+}
+
+void recorder::label_process(const std::string& process, const std::string& label) {
+  labels_[process] = label;
+}
+
+void recorder::span(uint32_t track, const std::string& name, const sc_core::sc_time& start,
+                    const sc_core::sc_time& dur, const std::string& args) {
+  spans_.push_back({track, name, args, start.value(), dur.value()});
+}
+
+std::vector<recorder::interval> recorder::intervals_of(const std::string& process) const {
+  const uint64_t tick = ps_per_tick();
+  std::vector<interval> v;
+  for (const slice_rec& s : slices_)
+    if (processes_[tracks_[s.track].pid] == process)
+      v.push_back({s.in, s.start * tick, (s.start + std::max(s.dur, s.done)) * tick});
+  return v;
 }
 
 void recorder::set_program(const std::string& process, const isa::Program* p) {
@@ -121,6 +154,7 @@ std::vector<recorder::interval> recorder::intervals() const {
 
 void recorder::clear() {
   slices_.clear();
+  spans_.clear();
   sems_.clear();
 }
 
@@ -135,7 +169,8 @@ void recorder::write_chrome(std::ostream& os) const {
   for (size_t pid = 0; pid < processes_.size(); ++pid) {
     sep();
     os << "{\"ph\": \"M\", \"pid\": " << pid
-       << ", \"name\": \"process_name\", \"args\": {\"name\": " << quoted(processes_[pid])
+       << ", \"name\": \"process_name\", \"args\": {\"name\": "
+       << quoted(labels_.count(processes_[pid]) ? labels_.at(processes_[pid]) : processes_[pid])
        << "}},\n";
     os << "{\"ph\": \"M\", \"pid\": " << pid
        << ", \"name\": \"process_sort_index\", \"args\": {\"sort_index\": " << pid << "}}";
@@ -180,6 +215,18 @@ void recorder::write_chrome(std::ostream& os) const {
            ", \"done_ns\": " + ns_text(s.done * tick) + "}}";
     sep();
     os << line;
+  }
+  std::vector<const span_rec*> sorder;
+  for (const auto& s : spans_) sorder.push_back(&s);
+  std::stable_sort(sorder.begin(), sorder.end(), [](const span_rec* a, const span_rec* b) {
+    return a->start != b->start ? a->start < b->start : a->track < b->track;
+  });
+  for (const span_rec* sp : sorder) {
+    const track_info& t = tracks_[sp->track];
+    sep();
+    os << "{\"ph\": \"X\", \"pid\": " << t.pid << ", \"tid\": " << t.tid
+       << ", \"name\": " << quoted(sp->name) << ", \"ts\": " << us_text(sp->start * tick)
+       << ", \"dur\": " << us_text(sp->dur * tick) << ", \"args\": {" << sp->args << "}}";
   }
   os << "\n]}\n";
 }

@@ -54,6 +54,18 @@ class recorder {
   };
   std::vector<interval> intervals() const;
 
+  // A track that is no module's (a rank's collectives, a network link): thread
+  // `thread` of process `process`, made on first use.
+  uint32_t named_track(const std::string& process, const std::string& thread);
+  // The name a process is shown with ("rank 0 (chip.core0)"); by default its own.
+  void label_process(const std::string& process, const std::string& label);
+  // A slice that is no instruction: `name` over [start, start + dur), with `args`
+  // (a JSON object's members, "" for none).
+  void span(uint32_t track, const std::string& name, const sc_core::sc_time& start,
+            const sc_core::sc_time& dur, const std::string& args);
+  // The intervals of the slices on tracks of process `process`, as intervals().
+  std::vector<interval> intervals_of(const std::string& process) const;
+
   void clear();  // forget the recorded slices and semaphore changes, keep the tracks
   size_t slice_count() const { return slices_.size(); }
   size_t track_count() const { return tracks_.size(); }
@@ -83,6 +95,15 @@ class recorder {
   static constexpr uint16_t kReset = 0xffff;
   uint32_t bank(const sc_core::sc_object* sems);
 
+  struct span_rec {
+    uint32_t track;
+    std::string name, args;
+    uint64_t start, dur;  // ticks
+  };
+  std::vector<span_rec> spans_;
+  std::map<std::string, std::string> labels_;  // process -> shown name
+  std::map<std::pair<std::string, std::string>, uint32_t> named_ids_;
+  uint32_t process_id(const std::string& process);
   std::vector<std::string> processes_;  // by pid
   std::vector<track_info> tracks_;
   std::map<std::pair<const sc_core::sc_object*, int>, uint32_t> track_ids_;

@@ -207,6 +207,7 @@ enum class Key {
   steps,
   spread,
   group,
+  peers,
   wait,
   signal,
 };
@@ -274,7 +275,11 @@ std::vector<KeySpec> keys_for(Opcode op) {
     case Opcode::all_gather:
     case Opcode::reduce_scatter:
     case Opcode::barrier:
+    case Opcode::all_to_all:
       k.push_back({"group", Key::group, true});
+      break;
+    case Opcode::permute:
+      k.insert(k.end(), {{"group", Key::group, true}, {"peers", Key::peers, true}});
       break;
     default:
       break;
@@ -748,6 +753,12 @@ class Assembler {
         if (in.group.empty()) c.fail_at(b, "group lists no rank");
         break;
       }
+      case Key::peers: {
+        c.skip_blanks();
+        for (auto r : c.int_list(0, kU32, "rank", kMaxGroup))
+          in.peers.push_back(static_cast<uint32_t>(r));
+        break;
+      }
       case Key::wait:
       case Key::signal:
         break;  // handled by the caller
@@ -889,11 +900,16 @@ std::string disassemble(const Instruction& in, const Program* p) {
     case Opcode::all_reduce:
     case Opcode::all_gather:
     case Opcode::reduce_scatter:
-    case Opcode::barrier: {
-      std::string v = "[";
-      for (size_t i = 0; i < in.group.size(); ++i)
-        v += (i ? "," : "") + std::to_string(in.group[i]);
-      key("group", v + "]");
+    case Opcode::barrier:
+    case Opcode::all_to_all:
+    case Opcode::permute: {
+      const auto list = [](const std::vector<uint32_t>& r) {
+        std::string v = "[";
+        for (size_t i = 0; i < r.size(); ++i) v += (i ? "," : "") + std::to_string(r[i]);
+        return v + "]";
+      };
+      key("group", list(in.group));
+      if (in.op == Opcode::permute) key("peers", list(in.peers));
       break;
     }
     default:

@@ -32,7 +32,8 @@
 //   if has_accum], u8 axes,
 //   i32 pstep, 4 x i32 steps, f32 fill,
 //   u32 nwaits x (u16 sem, u32 value), u32 nsignals x (u16 sem, u32 inc, u8 when),
-//   u32 source line; collectives (all_reduce .. barrier) then u32 ngroup x u32 rank.
+//   u32 source line; collectives (all_reduce .. permute) then u32 ngroup x u32 rank;
+//   permute then u32 npeers x u32 rank.
 
 namespace trnsim::isa {
 
@@ -140,6 +141,10 @@ class Writer {
     if (is_collective(in.op)) {
       count(in.group.size());
       for (uint32_t r : in.group) le(r);
+      if (in.op == Opcode::permute) {
+        count(in.peers.size());
+        for (uint32_t r : in.peers) le(r);
+      }
     } else if (!in.group.empty()) {
       throw ProgramFormatError("encode_binary: a group on a non-collective instruction");
     }
@@ -319,6 +324,11 @@ class Reader {
       const uint32_t ng = count("group size", 4);
       if (ng > kMaxGroup) fail_at(pos_ - 4, "group size " + std::to_string(ng) + " too large");
       for (uint32_t i = 0; i < ng; ++i) in.group.push_back(le<uint32_t>("group rank"));
+      if (in.op == Opcode::permute) {
+        const uint32_t np = count("peers size", 4);
+        if (np > kMaxGroup) fail_at(pos_ - 4, "peers size " + std::to_string(np) + " too large");
+        for (uint32_t i = 0; i < np; ++i) in.peers.push_back(le<uint32_t>("peer rank"));
+      }
     }
     return in;
   }

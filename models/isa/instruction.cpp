@@ -47,6 +47,8 @@ constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes{{
     {Opcode::all_gather, "all_gather", {"src"}, 1, true, kY},
     {Opcode::reduce_scatter, "reduce_scatter", {"src"}, 1, true, kY},
     {Opcode::barrier, "barrier", {}, 0, false, kY},
+    {Opcode::all_to_all, "all_to_all", {"src"}, 1, true, kY},
+    {Opcode::permute, "permute", {"src"}, 1, true, kY},
 }};
 
 constexpr bool table_in_enum_order() {
@@ -112,7 +114,7 @@ const OpcodeInfo& opcode_info(Opcode o) {
 
 bool is_collective(Opcode o) {
   return o == Opcode::all_reduce || o == Opcode::all_gather || o == Opcode::reduce_scatter ||
-         o == Opcode::barrier;
+         o == Opcode::barrier || o == Opcode::all_to_all || o == Opcode::permute;
 }
 
 bool engine_allows(Engine e, Opcode o) {
@@ -142,7 +144,7 @@ bool Instruction::operator==(const Instruction& o) const {
          arg0 == o.arg0 && arg1 == o.arg1 && reverse0 == o.reverse0 && reverse1 == o.reverse1 &&
          accumulate == o.accumulate && double_row == o.double_row && axes == o.axes &&
          pstep == o.pstep && steps == o.steps && same_float(fill, o.fill) && spread == o.spread &&
-         waits == o.waits && signals == o.signals && group == o.group;
+         waits == o.waits && signals == o.signals && group == o.group && peers == o.peers;
 }
 
 }  // namespace trnsim::isa

@@ -41,9 +41,11 @@ enum class Opcode : uint8_t {
   all_gather,           // sync: dst = the group's src buffers, concatenated in group order
   reduce_scatter,       // sync: dst = this rank's block of the sum of the group's src
   barrier,              // sync: every rank of the group reached it
+  all_to_all,           // sync: dst block q = rank q's src block p (p: this rank's position)
+  permute,              // sync: the src of the rank whose `peers` entry is this rank
 };
-inline constexpr int kNumOpcodes = 21;
-// The cross-rank opcodes (all_reduce .. barrier): a rendezvous of `group`.
+inline constexpr int kNumOpcodes = 23;
+// The cross-rank opcodes (all_reduce .. permute): a rendezvous of `group`.
 bool is_collective(Opcode o);
 
 enum class ActFunc : uint8_t {
@@ -137,6 +139,9 @@ struct Instruction {
   float fill = 0.0f;                      // affine_select: value where the predicate fails
   // Collectives: the ranks taking part, ascending (docs/isa.md, "Collectives").
   std::vector<uint32_t> group;
+  // permute: the rank group position i sends its src to, one per group rank (a
+  // permutation of `group`).
+  std::vector<uint32_t> peers;
 
   // Every field but `line`; src slots beyond nsrc and `accum` without has_accum carry
   // nothing and are ignored; floats compare as in ScalarOperand.

@@ -335,6 +335,8 @@ class Checker {
       case Opcode::all_gather:
       case Opcode::reduce_scatter:
       case Opcode::barrier:
+      case Opcode::all_to_all:
+      case Opcode::permute:
         collective();
         break;
       case Opcode::bn_aggr: {
@@ -377,6 +379,23 @@ class Checker {
     if (in_.op == Opcode::reduce_scatter && ne != g * nd)
       broken("src has " + s(ne) + " elements; reduce_scatter over " + s(g) + " ranks into " +
              s(nd) + " needs " + s(g * nd));
+    if ((in_.op == Opcode::all_to_all || in_.op == Opcode::permute) && nd != ne)
+      broken("dst has " + s(nd) + " elements but src has " + s(ne) + "; " +
+             std::string(opcode_name(in_.op)) + " keeps the count");
+    if (in_.op == Opcode::all_to_all && ne % g != 0)
+      broken("src has " + s(ne) + " elements; all_to_all over " + s(g) +
+             " ranks needs a multiple of " + s(g) + " (one block per rank)");
+    if (in_.op == Opcode::permute) {
+      if (in_.peers.size() != g)
+        broken("peers lists " + s(in_.peers.size()) + " ranks; permute needs one per group rank (" +
+               s(g) + ")");
+      std::vector<uint32_t> sorted = in_.peers;
+      std::sort(sorted.begin(), sorted.end());
+      if (sorted != in_.group)
+        broken(
+            "peers must be a permutation of the group (each rank sends to one rank of the "
+            "group and receives from one)");
+    }
   }
 
   void matmul() {

@@ -167,6 +167,9 @@ dma_engine::queue_stats dma_engine::queue(size_t q) const {
 void dma_engine::reset_stats() {
   executed_ = shares_moved_ = bytes_ = descriptors_ = helper_shares_ = 0;
   busy_ = sc_core::SC_ZERO_TIME;
+  held_bytes_ = 0;
+  held_busy_ = sc_core::SC_ZERO_TIME;
+  held_until_ = sc_core::SC_ZERO_TIME;
   activity_ = activity{};
 }
 
@@ -288,6 +291,30 @@ sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern
   a.batch_work += work;
   const sc_core::sc_time shared_end = std::max(a.shared_free, now()) + work;
   return std::max({own_time(moved, desc), rd, wr, shared_end - now()});
+}
+
+sc_core::sc_time dma_engine::hold(uint64_t bytes, uint64_t descriptors) {
+  const sc_core::sc_time t = now();
+  sc_core::sc_time start = std::max(t, held_until_);
+  if (phase_ == phase::transfer) start = std::max(start, cur_end_);
+  const sc_core::sc_time own = seconds_to_time(params_.descriptor_cost_s * double(descriptors) +
+                                               double(bytes) / params_.bandwidth_bps);
+  held_until_ = checked_time(start + own);
+  held_busy_ += own;
+  held_bytes_ += bytes;
+  // The core's shared rate, as transfer() queues a share starting now.
+  activity& a = core_activity();
+  if (t != a.batch_at) {
+    if (a.batch_work != sc_core::SC_ZERO_TIME)
+      a.shared_free = std::max(a.shared_free, a.batch_at) + a.batch_work;
+    a.batch_at = t;
+    a.batch_work = sc_core::SC_ZERO_TIME;
+  }
+  const sc_core::sc_time work =
+      seconds_to_time(double(bytes) / params_.core_bandwidth_bps +
+                      double(descriptors) * params_.core_descriptor_cost_s);
+  a.batch_work += work;
+  return std::max(held_until_, std::max(a.shared_free, t) + work);
 }
 
 const std::vector<dma_engine*>& dma_engine::peers() {
@@ -441,6 +468,7 @@ bool dma_engine::begin_share(const share& s) {
     return false;
   }
   cur_dur_ = dur;
+  cur_end_ = now() + dur;
   phase_ = phase::transfer;
   activity& a = core_activity();
   if (a.moving++ == 0) a.since = now();
@@ -503,6 +531,8 @@ dma_engine::park dma_engine::advance() {
       phase_ = phase::pick;
     }
     if (failed_) return {K::start};
+    // A collective holds the engine (hold()): nothing of its own starts meanwhile.
+    if (held_until_ > now()) return {K::time, held_until_ - now()};
     // Round-robin over the queues whose oldest issued instruction may start now (in
     // order within each) and one more slot, after every queue, for shares of other
     // engines' spread transfers: from next_, queues next_.., the share slot, then

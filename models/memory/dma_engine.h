@@ -104,6 +104,17 @@ class dma_engine : public sc_core::sc_module {
   queue_stats queue(size_t q) const;
   void reset_stats();  // zero the engine's counters (the runtime's stats are per run)
 
+  // Work that is none of this engine's queues' (a collective's transfers through
+  // it; models/network/collective_unit.h): `bytes` in `descriptors` chunks at the
+  // engine's bandwidth and descriptor cost, from when its current transfer and
+  // earlier holds end. Its queues and spread shares start nothing until then. The
+  // bytes also queue on the core's shared rate like a share starting now. Returns
+  // when both are done.
+  sc_core::sc_time hold(uint64_t bytes, uint64_t descriptors);
+  // Bytes and engine time of the holds since reset_stats().
+  uint64_t held_bytes() const { return held_bytes_; }
+  double held_ns() const { return held_busy_.to_seconds() * 1e9; }
+
   // The engine-side time of `bytes` moved in `descriptors` chunks.
   sc_core::sc_time own_time(uint64_t bytes, uint64_t descriptors) const;
   // Contiguous chunks of one side of a transfer.
@@ -232,6 +243,10 @@ class dma_engine : public sc_core::sc_module {
   ap_payload xfer_;  // reused by every access
   std::vector<float> f32_;
 
+  sc_core::sc_time cur_end_;     // the moving share's end (phase::transfer)
+  sc_core::sc_time held_until_;  // holds end (hold())
+  sc_core::sc_time held_busy_;
+  uint64_t held_bytes_ = 0;
   uint64_t executed_ = 0, shares_moved_ = 0, bytes_ = 0, descriptors_ = 0, helper_shares_ = 0;
   sc_core::sc_time busy_ = sc_core::SC_ZERO_TIME;
 };

@@ -263,6 +263,32 @@ void hbm::register_stats(stats::group& g) {
   }
 }
 
+sc_core::sc_time hbm::reserve_spread(uint64_t bytes, bool write) {
+  if (bytes == 0) return now();
+  const sc_core::sc_time offer = checked_time(now() + seconds_to_time(params_.latency_s));
+  (write ? write_bytes_ : read_bytes_) += bytes;
+  ++transfers_;
+  const uint64_t share = (bytes + ch_.size() - 1) / ch_.size();
+  const sc_core::sc_time d = ch_[0].duration(share);
+  if (!uniform_) {
+    sc_core::sc_time latest = sc_core::SC_ZERO_TIME;
+    for (const auto& ch : ch_) latest = std::max(latest, ch.next_free());
+    if (latest <= offer) uniform_ = true, uniform_free_ = offer;
+  }
+  if (uniform_) {
+    uniform_free_ = checked_time(std::max(offer, uniform_free_) + d);
+    common_busy_ += d;
+    common_bytes_ += share;
+    return uniform_free_;
+  }
+  sc_core::sc_time finish = offer;
+  for (size_t c = 0; c < ch_.size(); ++c) {
+    ch_bytes_[c] += share;
+    finish = std::max(finish, ch_[c].reserve_for(offer, ch_[c].duration(share)));
+  }
+  return finish;
+}
+
 void hbm::b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
   auto* ext = gp.get_extension<ap_extension>();
   if (!ext) {

@@ -58,6 +58,11 @@ class hbm : public sc_core::sc_module {
   uint64_t pages() const { return pages_.size(); }  // pages held now
   uint64_t peak_pages() const { return peak_pages_; }
 
+  // Timing only: `bytes` read (or written) spread evenly over the channels, offered
+  // now plus the latency (a collective's traffic, whose chunks cover its buffers
+  // evenly); counted in the read/write bytes. Returns when the last channel is done.
+  sc_core::sc_time reserve_spread(uint64_t bytes, bool write);
+
   uint32_t channels() const { return static_cast<uint32_t>(ch_.size()); }
   uint32_t channel_of(uint64_t addr) const;
   // Bytes of `ap` (absolute offsets) served by each channel.

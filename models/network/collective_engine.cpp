@@ -12,7 +12,7 @@ namespace trnsim::models::network {
 namespace {
 
 constexpr const char* kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter"};
-constexpr const char* kAlgorithms[] = {"ring", "torus"};
+constexpr const char* kAlgorithms[] = {"ring", "torus", "direct"};
 
 // One chunk transfer between two ranks.
 struct Xfer {
@@ -131,95 +131,14 @@ std::vector<Dim> torus_dims(const Topology& t) {
   return dims;
 }
 
-}  // namespace
-
-Collective parse_collective(const std::string& s) {
-  for (int i = 0; i < 3; ++i)
-    if (s == kCollectives[i]) return static_cast<Collective>(i);
-  throw std::invalid_argument("unknown collective '" + s +
-                              "' (expected all_reduce, all_gather or reduce_scatter)");
-}
-std::string collective_name(Collective c) {
-  return kCollectives[static_cast<int>(c)];
-}
-Algorithm parse_algorithm(const std::string& s) {
-  for (int i = 0; i < 2; ++i)
-    if (s == kAlgorithms[i]) return static_cast<Algorithm>(i);
-  throw std::invalid_argument("unknown algorithm '" + s + "' (expected ring or torus)");
-}
-std::string algorithm_name(Algorithm a) {
-  return kAlgorithms[static_cast<int>(a)];
-}
-
-std::vector<uint32_t> ring_order(const Topology& t) {
-  const network_params& n = t.params().net;
-  std::vector<uint32_t> snake(n.chips);  // chip -> position on the ring
-  uint32_t pos = 0;
-  for (uint32_t y = 0; y < n.torus_y; ++y)
-    for (uint32_t i = 0; i < n.torus_x; ++i)
-      snake[(y % 2 == 0 ? i : n.torus_x - 1 - i) + n.torus_x * y] = pos++;
-  std::vector<uint32_t> order(t.ranks());
-  for (uint32_t r = 0; r < t.ranks(); ++r) order[r] = r;
-  const auto key = [&](uint32_t r) {
-    const rank_place& p = t.place(r);
-    return std::tuple(p.node, snake[p.chip], p.core);
-  };
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-  return order;
-}
-
-collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t count, isa::DType dt,
-                                        std::vector<std::vector<float>>* data) {
-  if (dt != isa::DType::fp32 && dt != isa::DType::bf16)
-    throw std::invalid_argument("collectives support fp32 and bf16");
-  const uint32_t R = topo_.ranks();
-  if (data) {
-    if (data->size() != R) throw std::invalid_argument("one buffer per rank expected");
-    for (const auto& b : *data)
-      if (b.size() != count) throw std::invalid_argument("every buffer must hold count values");
-  }
-  std::vector<Dim> dims;
-  uint32_t halves = 1;
-  if (a == Algorithm::ring) {
-    Dim d;
-    d.lines.push_back(ring_order(topo_));
-    for (uint32_t r = 0; r < R; ++r) d.digit.push_back(r);
-    dims.push_back(std::move(d));
-  } else {
-    dims = torus_dims(topo_);
-    halves = 2;
-  }
-  // Pieces: block b (rank b's share) split into `halves` parts.
-  std::vector<uint64_t> piece_begin;
-  for (uint32_t b = 0; b < R; ++b) {
-    const uint64_t lo = b * (count / R) + std::min<uint64_t>(b, count % R);
-    const uint64_t len = count / R + (b < count % R ? 1 : 0);
-    piece_begin.push_back(lo);
-    if (halves == 2) piece_begin.push_back(lo + (len + 1) / 2);
-  }
-  piece_begin.push_back(count);
-
-  Builder bld{R,           halves, isa::dtype_size(dt),
-              piece_begin, {},     std::vector<std::vector<uint32_t>>(R)};
-  // Blocks each rank holds before each dimension's reduce_scatter (and after its
-  // all_gather): all, then those whose digits match the rank's so far.
-  std::vector<std::vector<std::vector<uint32_t>>> held(dims.size() + 1,
-                                                       std::vector<std::vector<uint32_t>>(R));
-  for (uint32_t r = 0; r < R; ++r)
-    for (uint32_t b = 0; b < R; ++b) held[0][r].push_back(b);
-  for (size_t d = 0; d < dims.size(); ++d)
-    for (uint32_t r = 0; r < R; ++r)
-      for (uint32_t b : held[d][r])
-        if (dims[d].digit[b] == dims[d].digit[r]) held[d + 1][r].push_back(b);
-  if (c != Collective::all_gather)
-    for (size_t d = 0; d < dims.size(); ++d) bld.phase(dims[d], held[d], true);
-  if (c != Collective::reduce_scatter)
-    for (size_t d = dims.size(); d-- > 0;) bld.phase(dims[d], held[d], false);
-
+// Runs the transfers `xs` over `topo`: a transfer starts as soon as what it waits
+// for has arrived; see run().
+collective_result execute(Topology& topo, std::vector<transfer_record>* records,
+                          std::vector<Xfer>& xs, const std::vector<uint64_t>& piece_begin,
+                          isa::DType dt, std::vector<std::vector<float>>* data, uint32_t R) {
   // Run: a transfer starts as soon as what it waits for has arrived; the transfers
   // in flight share every resource max-min fairly; one whose bytes have drained
   // arrives after its route's latency.
-  std::vector<Xfer>& xs = bld.xfers;
   using Entry = std::pair<double, uint32_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   for (uint32_t i = 0; i < xs.size(); ++i)
@@ -227,13 +146,18 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
   // Resources by index; per resource the transfers on it and since when it is busy.
   std::vector<Link*> res_link;
   std::unordered_map<const Link*, uint32_t> res_of;
-  for (const Link& l : topo_.links()) {
+  for (const Link& l : topo.links()) {
     res_of[&l] = static_cast<uint32_t>(res_link.size());
     res_link.push_back(const_cast<Link*>(&l));
   }
   const size_t nres = res_link.size();
   std::vector<std::vector<uint32_t>> on(nres);  // transfers in flight per resource
   std::vector<double> busy_since(nres, 0);
+  std::vector<double> last_change(nres, 0);  // of on[r]'s size, for contended time
+  const auto touch = [&](uint32_t r, double t) {
+    if (on[r].size() >= 2) res_link[r]->add_contended(t - last_change[r]);
+    last_change[r] = t;
+  };
   struct Flow {
     double remaining = 0, rate = 0, latency = 0, start = 0;
     std::vector<uint32_t> path;  // resource indices
@@ -291,6 +215,10 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
     }
   };
   collective_result res;
+  res.sent.assign(R, 0);
+  res.received.assign(R, 0);
+  res.reduced.assign(R, 0);
+  res.sends.assign(R, 0);
   size_t done = 0;
   double now = 0;
   constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -313,19 +241,24 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
       x.end = t + f.latency;
       for (uint32_t r : f.path) {
         res_link[r]->count_transfer(x.bytes);
+        touch(r, t);
         auto& v = on[r];
         v.erase(std::find(v.begin(), v.end(), id));
         if (v.empty()) res_link[r]->add_busy(t - busy_since[r]);
         changed.push_back(r);
       }
       res.time_s = std::max(res.time_s, x.end);
-      if (records_) {
+      if (records) {
         transfer_record rec{x.src, x.dst, x.bytes, f.start, t, x.end, {}};
         for (uint32_t r : f.path) rec.route.push_back(res_link[r]);
-        records_->push_back(std::move(rec));
+        records->push_back(std::move(rec));
       }
       res.transfers += 1;
       res.link_bytes += x.bytes;
+      res.sent[x.src] += x.bytes;
+      res.sends[x.src] += 1;
+      res.received[x.dst] += x.bytes;
+      if (x.reduce) res.reduced[x.dst] += x.bytes;
       if (data) {
         const std::vector<float>& s = (*data)[x.src];
         std::vector<float>& d = (*data)[x.dst];
@@ -348,11 +281,12 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
       Flow& f = flows[id];
       f.remaining = static_cast<double>(xs[id].bytes);
       f.start = now;
-      for (Link* l : topo_.route(xs[id].src, xs[id].dst, xs[id].dir)) {
+      for (Link* l : topo.route(xs[id].src, xs[id].dst, xs[id].dir)) {
         const uint32_t r = res_of.at(l);
         f.path.push_back(r);
         f.latency += l->params().latency_s;
         if (on[r].empty()) busy_since[r] = now;
+        touch(r, now);
         on[r].push_back(id);
         changed.push_back(r);
       }
@@ -362,6 +296,117 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
   }
   if (done != xs.size()) throw std::logic_error("collective schedule has a cycle");
   return res;
+}
+}  // namespace
+
+Collective parse_collective(const std::string& s) {
+  for (int i = 0; i < 3; ++i)
+    if (s == kCollectives[i]) return static_cast<Collective>(i);
+  throw std::invalid_argument("unknown collective '" + s +
+                              "' (expected all_reduce, all_gather or reduce_scatter)");
+}
+std::string collective_name(Collective c) {
+  return kCollectives[static_cast<int>(c)];
+}
+Algorithm parse_algorithm(const std::string& s) {
+  for (int i = 0; i < 2; ++i)
+    if (s == kAlgorithms[i]) return static_cast<Algorithm>(i);
+  throw std::invalid_argument("unknown algorithm '" + s + "' (expected ring or torus)");
+}
+std::string algorithm_name(Algorithm a) {
+  return kAlgorithms[static_cast<int>(a)];
+}
+
+std::vector<uint32_t> ring_order(const Topology& t) {
+  const network_params& n = t.params().net;
+  std::vector<uint32_t> snake(n.chips);  // chip -> position on the ring
+  uint32_t pos = 0;
+  for (uint32_t y = 0; y < n.torus_y; ++y)
+    for (uint32_t i = 0; i < n.torus_x; ++i)
+      snake[(y % 2 == 0 ? i : n.torus_x - 1 - i) + n.torus_x * y] = pos++;
+  std::vector<uint32_t> order(t.ranks());
+  for (uint32_t r = 0; r < t.ranks(); ++r) order[r] = r;
+  const auto key = [&](uint32_t r) {
+    const rank_place& p = t.place(r);
+    return std::tuple(p.node, snake[p.chip], p.core);
+  };
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  return order;
+}
+
+bool torus_fits(const Topology& t) {
+  return t.chips_used() <= 1 || t.chips_used() == t.params().net.chips * t.nodes_used();
+}
+
+Algorithm choose_algorithm(const Topology& t) {
+  return torus_fits(t) ? Algorithm::torus : Algorithm::ring;
+}
+
+collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t count, isa::DType dt,
+                                        std::vector<std::vector<float>>* data) {
+  if (dt != isa::DType::fp32 && dt != isa::DType::bf16)
+    throw std::invalid_argument("collectives support fp32 and bf16");
+  const uint32_t R = topo_.ranks();
+  if (data) {
+    if (data->size() != R) throw std::invalid_argument("one buffer per rank expected");
+    for (const auto& b : *data)
+      if (b.size() != count) throw std::invalid_argument("every buffer must hold count values");
+  }
+  std::vector<Dim> dims;
+  uint32_t halves = 1;
+  if (a == Algorithm::ring) {
+    Dim d;
+    d.lines.push_back(ring_order(topo_));
+    for (uint32_t r = 0; r < R; ++r) d.digit.push_back(r);
+    dims.push_back(std::move(d));
+  } else {
+    dims = torus_dims(topo_);
+    halves = 2;
+  }
+  // Pieces: block b (rank b's share) split into `halves` parts.
+  std::vector<uint64_t> piece_begin;
+  for (uint32_t b = 0; b < R; ++b) {
+    const uint64_t lo = b * (count / R) + std::min<uint64_t>(b, count % R);
+    const uint64_t len = count / R + (b < count % R ? 1 : 0);
+    piece_begin.push_back(lo);
+    if (halves == 2) piece_begin.push_back(lo + (len + 1) / 2);
+  }
+  piece_begin.push_back(count);
+
+  Builder bld{R,           halves, isa::dtype_size(dt),
+              piece_begin, {},     std::vector<std::vector<uint32_t>>(R)};
+  // Blocks each rank holds before each dimension's reduce_scatter (and after its
+  // all_gather): all, then those whose digits match the rank's so far.
+  std::vector<std::vector<std::vector<uint32_t>>> held(dims.size() + 1,
+                                                       std::vector<std::vector<uint32_t>>(R));
+  for (uint32_t r = 0; r < R; ++r)
+    for (uint32_t b = 0; b < R; ++b) held[0][r].push_back(b);
+  for (size_t d = 0; d < dims.size(); ++d)
+    for (uint32_t r = 0; r < R; ++r)
+      for (uint32_t b : held[d][r])
+        if (dims[d].digit[b] == dims[d].digit[r]) held[d + 1][r].push_back(b);
+  if (c != Collective::all_gather)
+    for (size_t d = 0; d < dims.size(); ++d) bld.phase(dims[d], held[d], true);
+  if (c != Collective::reduce_scatter)
+    for (size_t d = dims.size(); d-- > 0;) bld.phase(dims[d], held[d], false);
+
+  return execute(topo_, records_, bld.xfers, piece_begin, dt, data, R);
+}
+
+collective_result CollectiveEngine::run_direct(const std::vector<direct_send>& sends) {
+  std::vector<Xfer> xs;
+  for (const direct_send& d : sends) {
+    if (d.src >= topo_.ranks() || d.dst >= topo_.ranks())
+      throw std::invalid_argument("a transfer names a rank beyond the topology's");
+    if (d.src == d.dst || d.bytes == 0) continue;
+    Xfer x;
+    x.src = d.src;
+    x.dst = d.dst;
+    x.bytes = d.bytes;
+    xs.push_back(std::move(x));
+  }
+  const std::vector<uint64_t> none{0};
+  return execute(topo_, records_, xs, none, isa::DType::fp32, nullptr, topo_.ranks());
 }
 
 }  // namespace trnsim::models::network

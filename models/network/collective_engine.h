@@ -44,7 +44,8 @@
 namespace trnsim::models::network {
 
 enum class Collective { all_reduce, all_gather, reduce_scatter };
-enum class Algorithm { ring, torus };
+// direct: point-to-point transfers all at once (all_to_all, permute; run_direct()).
+enum class Algorithm { ring, torus, direct };
 
 // "all_reduce" -> Collective; throws std::invalid_argument listing the names.
 Collective parse_collective(const std::string& s);
@@ -56,6 +57,9 @@ struct collective_result {
   double time_s = 0;        // last arrival, from all ranks starting at 0
   uint64_t transfers = 0;   // chunk transfers
   uint64_t link_bytes = 0;  // bytes summed over transfers (not per hop)
+  // Per rank of the topology: bytes it sent and received, of those received the
+  // ones added to its own (reduce steps), and the transfers it sent.
+  std::vector<uint64_t> sent, received, reduced, sends;
 };
 
 // One transfer as it ran (for traces): its bytes flowed from `start` to `drain`
@@ -65,6 +69,12 @@ struct transfer_record {
   uint64_t bytes = 0;
   double start = 0, drain = 0, end = 0;
   std::vector<const Link*> route;
+};
+
+// One point-to-point transfer of run_direct().
+struct direct_send {
+  uint32_t src = 0, dst = 0;
+  uint64_t bytes = 0;
 };
 
 class CollectiveEngine {
@@ -80,6 +90,10 @@ class CollectiveEngine {
   // for an algorithm that does not fit the placement or an unsupported dtype.
   collective_result run(Collective c, Algorithm a, uint64_t count, isa::DType dt,
                         std::vector<std::vector<float>>* data);
+  // Timing only: `sends` all start at once and share the resources on their routes
+  // as run()'s transfers do (a send to itself or of 0 bytes moves nothing). Throws
+  // std::invalid_argument for a rank beyond the topology's.
+  collective_result run_direct(const std::vector<direct_send>& sends);
 
  private:
   Topology& topo_;
@@ -88,5 +102,12 @@ class CollectiveEngine {
 
 // The ring order of the `ring` algorithm: ranks, chips snaking through the torus.
 std::vector<uint32_t> ring_order(const Topology& t);
+
+// The algorithm a collective over `t` takes unless told otherwise (collbench, the
+// collective instructions): torus where it fits (one chip, or whole nodes), since
+// it drives both links of every dimension; else ring.
+Algorithm choose_algorithm(const Topology& t);
+// Whether the torus algorithm fits `t`'s placement.
+bool torus_fits(const Topology& t);
 
 }  // namespace trnsim::models::network

@@ -21,6 +21,7 @@ std::string describe(const isa::Instruction& in) {
   std::string s(isa::opcode_name(in.op));
   if (in.line) s += " (line " + std::to_string(in.line) + ")";
   s += " group " + list(in.group);
+  if (in.op == isa::Opcode::permute) s += " peers " + list(in.peers);
   if (in.op != isa::Opcode::barrier)
     s += " src " + std::to_string(in.src[0].elems()) + " " +
          std::string(isa::dtype_name(in.src[0].dtype)) + " dst " + std::to_string(in.dst.elems()) +
@@ -29,7 +30,7 @@ std::string describe(const isa::Instruction& in) {
 }
 
 bool same_shape(const isa::Instruction& a, const isa::Instruction& b) {
-  if (a.op != b.op || a.group != b.group) return false;
+  if (a.op != b.op || a.group != b.group || a.peers != b.peers) return false;
   if (a.op == isa::Opcode::barrier) return true;
   return a.src[0].elems() == b.src[0].elems() && a.dst.elems() == b.dst.elems() &&
          a.src[0].dtype == b.src[0].dtype && a.dst.dtype == b.dst.dtype;
@@ -62,11 +63,8 @@ void for_each_packed(const isa::AccessPattern& ap, int64_t lo, F&& f) {
   }
 }
 
-}  // namespace
-
-collective_result run_group(Collective c, const topology_params& base,
-                            const std::vector<uint32_t>& group, uint64_t count, isa::DType dt,
-                            std::vector<std::vector<float>>* data) {
+// The placement of `group`'s ranks as run_group() takes it.
+topology_params group_params(const topology_params& base, const std::vector<uint32_t>& group) {
   if (group.empty()) throw std::invalid_argument("a collective group lists no rank");
   const uint32_t cpc = std::max<uint32_t>(1, base.cores_per_chip);
   std::map<uint32_t, uint32_t> per_chip;  // chip -> group ranks on it
@@ -81,9 +79,27 @@ collective_result run_group(Collective c, const topology_params& base,
   topology_params tp = base;
   tp.ranks = static_cast<uint32_t>(group.size());
   tp.per_chip = first.second;
-  Topology topo(tp);
+  return tp;
+}
+
+}  // namespace
+
+collective_result run_group(Collective c, const topology_params& base,
+                            const std::vector<uint32_t>& group, uint64_t count, isa::DType dt,
+                            std::vector<std::vector<float>>* data) {
+  return run_group(c, Algorithm::ring, base, group, count, dt, data);
+}
+
+collective_result run_group(Collective c, Algorithm a, const topology_params& base,
+                            const std::vector<uint32_t>& group, uint64_t count, isa::DType dt,
+                            std::vector<std::vector<float>>* data) {
+  Topology topo(group_params(base, group));
   CollectiveEngine eng(topo);
-  return eng.run(c, Algorithm::ring, count, dt, data);
+  return eng.run(c, a, count, dt, data);
+}
+
+Algorithm group_algorithm(const topology_params& base, const std::vector<uint32_t>& group) {
+  return choose_algorithm(Topology(group_params(base, group)));
 }
 
 collective_unit::collective_unit(const topology_params& base, std::vector<rank_binding> ranks,
@@ -162,16 +178,38 @@ void collective_unit::finish(const std::vector<arrival>& all) {
       data.push_back(std::move(src));
     }
   }
-  collective_result res;
-  const auto key = std::make_tuple(static_cast<int>(in.op), g, count, static_cast<int>(dt));
+  // all_to_all and permute move data without arithmetic: done here, timed as
+  // point-to-point transfers (run_model).
+  const bool direct = in.op == isa::Opcode::all_to_all || in.op == isa::Opcode::permute;
+  if (direct && !data.empty()) {
+    std::vector<std::vector<float>> out(G, std::vector<float>(count, 0.0f));
+    const uint64_t blk = count / G;
+    for (uint64_t p = 0; p < G; ++p) {
+      if (in.op == isa::Opcode::permute) {
+        const auto q =
+            static_cast<size_t>(std::lower_bound(g.begin(), g.end(), in.peers[p]) - g.begin());
+        out[q] = data[p];
+      } else {
+        for (uint64_t q = 0; q < G; ++q)
+          std::copy_n(data[p].begin() + static_cast<int64_t>(q * blk), blk,
+                      out[q].begin() + static_cast<int64_t>(p * blk));
+      }
+    }
+    data.swap(out);
+  }
+  std::vector<uint32_t> kg = g;  // the timing's key: permute's peers matter too
+  if (in.op == isa::Opcode::permute) kg.insert(kg.end(), in.peers.begin(), in.peers.end());
+  const model_run* run = nullptr;
+  const auto key = std::make_tuple(static_cast<int>(in.op), kg, count, static_cast<int>(dt));
   try {
-    if (!data.empty()) {
-      res = run_group(c, base_, g, count, dt, &data);
-      times_[key] = res;
+    if (!data.empty() && !direct) {
+      model_run m = run_model(in, c, g, count, dt, &data);
+      if (auto it = times_.find(key); it != times_.end()) m.sum.runs = it->second.sum.runs;
+      run = &(times_[key] = std::move(m));
     } else if (auto it = times_.find(key); it != times_.end()) {
-      res = it->second;
+      run = &it->second;
     } else {
-      res = times_[key] = run_group(c, base_, g, count, dt, nullptr);
+      run = &(times_[key] = run_model(in, c, g, count, dt, nullptr));
     }
   } catch (const std::exception& e) {
     std::vector<uint32_t> who;
@@ -179,6 +217,23 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     fault(who, in, e.what());
     return;
   }
+  const collective_result& res = run->res;
+  times_[key].sum.op = in.op;
+  times_[key].sum.runs += 1;
+  for (const link_summary& l : run->links) {
+    link_summary& t = link_totals_[l.name];
+    t.name = l.name;
+    t.bytes += l.bytes;
+    t.transfers += l.transfers;
+    t.busy_ns += l.busy_ns;
+    t.contended_ns += l.contended_ns;
+  }
+  if (record_)
+    for (transfer_span sp : run->spans) {
+      sp.start += models::now();
+      sp.drain += models::now();
+      spans_.push_back(std::move(sp));
+    }
   if (!data.empty()) {
     for (uint64_t p = 0; p < G; ++p) {
       const isa::Instruction& mine = *std::find_if(all.begin(), all.end(), [&](const arrival& a) {
@@ -189,15 +244,108 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     }
   }
   const sc_core::sc_time now = models::now();
-  const sc_core::sc_time dur = seconds_to_time(res.time_s);
-  for (const auto& a : all) {
+  const sc_core::sc_time net = seconds_to_time(res.time_s);
+  std::vector<sc_core::sc_time> dur(all.size(), net);
+  for (size_t k = 0; k < all.size(); ++k) {
+    const arrival& a = all[k];
+    const auto p = static_cast<size_t>(std::lower_bound(g.begin(), g.end(), a.rank) - g.begin());
+    const uint64_t sent = p < res.sent.size() ? res.sent[p] : 0;
+    const uint64_t recv = p < res.received.size() ? res.received[p] : 0;
+    const uint64_t reduced = p < res.reduced.size() ? res.reduced[p] : 0;
+    const uint64_t sends = p < res.sends.size() ? res.sends[p] : 0;
+    sc_core::sc_time end = now + net;
+    const rank_binding& b = ranks_[a.rank];
+    if (!barrier && sent > 0 && !b.dma.empty()) {
+      const auto n = static_cast<uint32_t>(
+          std::min<size_t>(b.dma.size(), std::max<uint32_t>(1, base_.net.collective_dma_engines)));
+      for (uint32_t e = 0; e < n; ++e) {
+        // Engine e of the last n carries bytes [sent e / n, sent (e + 1) / n).
+        const uint64_t lo = sent * e / n, hi = sent * (e + 1) / n;
+        const uint64_t dlo = sends * e / n, dhi = sends * (e + 1) / n;
+        if (hi > lo) end = std::max(end, b.dma[b.dma.size() - n + e]->hold(hi - lo, dhi - dlo));
+      }
+    }
+    if (!barrier && b.hbm) {
+      end = std::max(end, b.hbm->reserve_spread(sent + reduced, false));
+      end = std::max(end, b.hbm->reserve_spread(recv, true));
+    }
+    dur[k] = end - now;
+    windows_.push_back({a.rank, in.op, now, end});
     rank_comm_stats& s = stats_[a.rank];
     s.collectives += 1;
-    s.collective_ns += res.time_s * 1e9;
+    s.collective_ns += dur[k].to_seconds() * 1e9;
+    s.contention_ns += (dur[k] - net).to_seconds() * 1e9;
     s.rendezvous_ns += (now - a.at).to_seconds() * 1e9;
     s.bytes += res.link_bytes / G;
+    s.hbm_bytes += barrier ? 0 : sent + reduced + recv;
   }
-  for (const auto& a : all) a.w->collective_ready(dur);
+  for (size_t k = 0; k < all.size(); ++k) all[k].w->collective_ready(dur[k]);
+}
+
+collective_unit::model_run collective_unit::run_model(const isa::Instruction& in, Collective c,
+                                                      const std::vector<uint32_t>& g,
+                                                      uint64_t count, isa::DType dt,
+                                                      std::vector<std::vector<float>>* data) const {
+  Topology topo(group_params(base_, g));
+  CollectiveEngine eng(topo);
+  std::vector<transfer_record> recs;
+  if (record_) eng.record_to(&recs);
+  model_run m;
+  if (in.op == isa::Opcode::all_to_all || in.op == isa::Opcode::permute) {
+    // all_to_all: block q of each rank to rank q; permute: the buffer to its peer.
+    const uint64_t G = g.size(), es = isa::dtype_size(dt);
+    std::vector<direct_send> sends;
+    for (uint32_t p = 0; p < G; ++p) {
+      if (in.op == isa::Opcode::permute) {
+        const auto q =
+            static_cast<uint32_t>(std::lower_bound(g.begin(), g.end(), in.peers[p]) - g.begin());
+        sends.push_back({p, q, count * es});
+      } else {
+        for (uint32_t q = 0; q < G; ++q) sends.push_back({p, q, count / G * es});
+      }
+    }
+    m.sum.algorithm = Algorithm::direct;
+    m.res = eng.run_direct(sends);
+  } else {
+    m.sum.algorithm = choose_algorithm(topo);
+    m.res = eng.run(c, m.sum.algorithm, count, dt, data);
+  }
+  m.sum.group = g;
+  m.sum.count = count;
+  m.sum.dtype = dt;
+  m.sum.network_ns = m.res.time_s * 1e9;
+  // A rank's DMA by its launch rank: the topology numbers the group's positions.
+  const auto name_of = [&](const Link& l) {
+    const std::string& n = l.name();
+    if (n.rfind("rank", 0) == 0) {
+      const size_t dot = n.find('.');
+      const auto p = static_cast<size_t>(std::stoul(n.substr(4, dot - 4)));
+      if (p < g.size()) return "rank" + std::to_string(g[p]) + n.substr(dot);
+    }
+    return n;
+  };
+  for (const Link& l : topo.links())
+    if (l.stats().transfers)
+      m.links.push_back({name_of(l), l.stats().bytes, l.stats().transfers, l.stats().busy_s * 1e9,
+                         l.stats().contended_s * 1e9});
+  for (const transfer_record& r : recs)
+    for (const Link* l : r.route)
+      m.spans.push_back({name_of(*l), g[r.src], g[r.dst], r.bytes, seconds_to_time(r.start),
+                         seconds_to_time(r.drain)});
+  return m;
+}
+
+std::vector<collective_summary> collective_unit::summaries() const {
+  std::vector<collective_summary> v;
+  for (const auto& [k, m] : times_)
+    if (m.sum.runs) v.push_back(m.sum);
+  return v;
+}
+
+std::vector<link_summary> collective_unit::links() const {
+  std::vector<link_summary> v;
+  for (const auto& [n, l] : link_totals_) v.push_back(l);
+  return v;
 }
 
 std::vector<float> collective_unit::read(uint32_t rank, const isa::AccessPattern& ap) const {

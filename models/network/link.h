@@ -24,7 +24,8 @@ struct link_params {
 struct link_stats {
   uint64_t bytes = 0;
   uint64_t transfers = 0;
-  double busy_s = 0;  // time with at least one transfer on the link
+  double busy_s = 0;       // time with at least one transfer on the link
+  double contended_s = 0;  // time with two or more sharing it
 };
 
 class Link {
@@ -39,6 +40,8 @@ class Link {
   void count_transfer(uint64_t bytes);
   // The link carried at least one transfer for `dt` seconds.
   void add_busy(double dt) { stats_.busy_s += dt; }
+  // The link carried two or more transfers at once for `dt` seconds.
+  void add_contended(double dt) { stats_.contended_s += dt; }
 
  private:
   std::string name_;

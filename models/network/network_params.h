@@ -44,7 +44,13 @@
     "docs/hardware.md: Scale-out, 3.2 Tbps EFA per trn2.48xlarge = 400 GB/s")                     \
   X(node_latency_s, double, 10e-6, "node_latency", time, "s", duration(), sim,                    \
     "latency of one transfer between nodes",                                                     \
-    "no public figure; chosen: docs/hardware.md: Scale-out, the order of an RDMA message")
+    "no public figure; chosen: docs/hardware.md: Scale-out, the order of an RDMA message")  \
+  X(collective_dma_engines, uint32_t, 16, "collective_dma_engines", count, "engines",            \
+    range(1, 1024), sim,                                                                         \
+    "DMA engines of a rank's core that carry its collectives' transfers (at most core.dma."     \
+    "engines); their time and the core's shared DMA rate are taken from compute DMA",           \
+    "no public figure; chosen: every engine of a core (docs/hardware.md: DMA, 16 per core), "   \
+    "as the engines are shared between compute and communication")
 
 // clang-format on
 

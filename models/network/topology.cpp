@@ -1,8 +1,14 @@
 #include "models/network/topology.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace trnsim::models::network {
+
+double collective_dma_rate(const network_params& n, uint32_t engines, double engine_bps,
+                           double core_bps) {
+  return std::min(double(std::min(n.collective_dma_engines, engines)) * engine_bps, core_bps);
+}
 
 Topology::Topology(const topology_params& p) : p_(p) {
   const network_params& n = p.net;

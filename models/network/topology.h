@@ -28,6 +28,12 @@ struct topology_params {
   uint32_t per_chip = 1;  // ranks on each chip used
 };
 
+// One core's DMA rate for collectives: the engines they may use
+// (network.collective_dma_engines, at most the core's `engines`) x the per-engine
+// bandwidth, within the core's shared rate.
+double collective_dma_rate(const network_params& n, uint32_t engines, double engine_bps,
+                           double core_bps);
+
 struct rank_place {
   uint32_t core, chip, node;  // chip within its node
   uint32_t x, y;              // the chip's torus coordinates

@@ -68,6 +68,8 @@ all_reduce dst=hbm[1x0, @x, fp32, [1,64]] src=hbm[1x0, @x+256, fp32, [1,64]] gro
 all_gather dst=hbm[1x0, @x, bf16, [1,96]] src=hbm[1x0, @x+1024, bf16, [1,32]] group=[0,2,5]
 reduce_scatter dst=hbm[2x16, @x, fp32, [1,16]] src=hbm[1x0, @x+4096, fp32, [1,64]] group=[0,1] signal=s1+1@start
 barrier group=[0,1,2,3] wait=s0>=1
+all_to_all dst=hbm[1x0, @x, fp32, [1,64]] src=hbm[1x0, @x+256, fp32, [1,64]] group=[0,1,3,5]
+permute dst=hbm[1x0, @x, bf16, [1,32]] src=hbm[1x0, @x+1024, bf16, [1,32]] group=[0,2,5] peers=[2,5,0]
 )";
 
 namespace {
@@ -103,7 +105,7 @@ TEST(Assembler, ParsesDirectives) {
   EXPECT_EQ(p.queues[1].label(), "dma.15.3");
   EXPECT_EQ(p.queues[2].label(), "sync");
   EXPECT_EQ(p.queues[6].label(), "gpsimd");
-  EXPECT_EQ(p.instruction_count(), 37u);  // 33 + the four collectives
+  EXPECT_EQ(p.instruction_count(), 39u);  // 33 + the six collectives
   // x ends at 128*512*4 = 262144; idx at 0x60020 = 393248 ends 16 bytes later.
   EXPECT_EQ(p.hbm_bytes(), 393264u);
 }
@@ -250,7 +252,8 @@ TEST(Assembler, RoundTripEveryOpcodeAndKey) {
                           "wait=s3>=2",
                           "signal=s0+1@start",
                           "@idx+4",
-                          "group=[0,2,5]"})
+                          "group=[0,2,5]",
+                          "peers=[2,5,0]"})
     EXPECT_NE(t1.find(key), std::string::npos) << key;
 }
 

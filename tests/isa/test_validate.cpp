@@ -56,6 +56,22 @@ TEST(Validate, CollectiveRules) {
   EXPECT_NE(err("all_reduce dst=sbuf[0:1, 0, fp32, [1,8]] src=" + f8 + " group=[0,1]")
                 .find("collective operands are in hbm"),
             std::string::npos);
+  // all_to_all: one block per rank, the count kept; permute: peers a permutation.
+  EXPECT_EQ(err("all_to_all dst=" + f8 + " src=" + f8 + " group=[0,1]"), "");
+  EXPECT_NE(err("all_to_all dst=" + f8 + " src=" + f8 + " group=[0,1,2]").find("multiple of 3"),
+            std::string::npos);
+  EXPECT_NE(err("all_to_all dst=" + f16 + " src=" + f8 + " group=[0,1]").find("keeps the count"),
+            std::string::npos);
+  EXPECT_EQ(err("permute dst=" + f8 + " src=" + f8 + " group=[0,1,2] peers=[1,2,0]"), "");
+  EXPECT_NE(err("permute dst=" + f8 + " src=" + f8 + " group=[0,1,2] peers=[1,1,0]")
+                .find("permutation of the group"),
+            std::string::npos);
+  EXPECT_NE(err("permute dst=" + f8 + " src=" + f8 + " group=[0,1,2] peers=[1,3,0]")
+                .find("permutation of the group"),
+            std::string::npos);
+  EXPECT_NE(err("permute dst=" + f8 + " src=" + f8 + " group=[0,1,2] peers=[1,0]")
+                .find("one per group rank"),
+            std::string::npos);
   // A binary program may carry any group: the validator checks the order too.
   Program p = assemble(head + "barrier group=[0,1]\n");
   p.queues[0].instrs[0].group = {1, 1};

@@ -232,3 +232,54 @@ TEST(NetworkCollectiveGroup, AllReducesBuffersOfTheGivenRanks) {
 }
 
 }  // namespace
+
+namespace {
+
+// The algorithm a placement takes (collbench and the collective instructions):
+// torus on one chip or on whole nodes (tiny: 4 chips a node), else ring.
+TEST(NetworkCollective, ChoosesTorusWhereItFits) {
+  EXPECT_EQ(choose_algorithm(Topology(params(2, 2))), Algorithm::torus);  // one chip
+  EXPECT_EQ(choose_algorithm(Topology(params(4, 1))), Algorithm::torus);  // the node
+  EXPECT_EQ(choose_algorithm(Topology(params(2, 1))), Algorithm::ring);   // half of it
+  EXPECT_EQ(choose_algorithm(Topology(params(6, 1, {"network.nodes=2"}))), Algorithm::ring);
+  EXPECT_EQ(group_algorithm(params(1, 1), {0, 1, 2, 3, 4, 5, 6, 7}), Algorithm::torus);
+  EXPECT_EQ(group_algorithm(params(1, 1), {2, 3, 4, 5}), Algorithm::ring);  // 2 chips
+  // The instruction path's time for 8 ranks (2 a chip, the whole node) is the torus
+  // algorithm's, faster than the ring's there.
+  const topology_params base = params(1, 1);
+  const std::vector<uint32_t> all{0, 1, 2, 3, 4, 5, 6, 7};
+  const double torus = run_group(Collective::all_reduce, Algorithm::torus, base, all, 8192,
+                                 isa::DType::fp32, nullptr)
+                           .time_s;
+  const double ring =
+      run_group(Collective::all_reduce, base, all, 8192, isa::DType::fp32, nullptr).time_s;
+  EXPECT_LT(torus, ring);
+}
+
+// Point-to-point sends all at once (all_to_all, permute). 4 ranks one per chip of
+// tiny's ring: 1024 B from each rank to each other. Each + link carries three sends
+// (c -> c+1, c -> c+2 first hop, c-1 -> c+1 second hop), 10/3 B/ns each: 307.2 ns,
+// then two hops of latency for the longest: 507.2 ns. Each rank sent 3 x 1024 B.
+TEST(NetworkCollective, DirectSendsShareTheirLinks) {
+  Topology t(params(4, 1));
+  CollectiveEngine e(t);
+  std::vector<direct_send> sends;
+  for (uint32_t p = 0; p < 4; ++p)
+    for (uint32_t q = 0; q < 4; ++q) sends.push_back({p, q, 1024});
+  const collective_result r = e.run_direct(sends);
+  EXPECT_NEAR(r.time_s * 1e9, 507.2, 1e-6);
+  EXPECT_EQ(r.transfers, 12u);
+  for (uint32_t p = 0; p < 4; ++p) {
+    EXPECT_EQ(r.sent[p], 3072u);
+    EXPECT_EQ(r.received[p], 3072u);
+  }
+  // The + link of chip 0 was shared for all of its busy time: 307.2 ns.
+  for (const Link& l : t.links())
+    if (l.name() == "node0.chip0.linkx+") {
+      EXPECT_NEAR(l.stats().busy_s * 1e9, 307.2, 1e-6);
+      EXPECT_NEAR(l.stats().contended_s * 1e9, 307.2, 1e-6);
+    }
+  EXPECT_THROW(e.run_direct({{0, 9, 8}}), std::invalid_argument);
+}
+
+}  // namespace
