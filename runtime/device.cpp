@@ -790,6 +790,26 @@ void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>
                   double(l.comm_bytes), true);
       g.add_fixed("comm_pct", "%", "collective_ns / simulated_ns",
                   pct(l.collective_ns, l.simulated_ns));
+      g.add_fixed("contention_ns", "ns",
+                  "of collective_ns, the time its DMA engines or HBM were busy with compute",
+                  l.contention_ns);
+      g.add_fixed("comm_hbm_bytes", "bytes", "HBM bytes its collectives read and wrote",
+                  double(l.comm_hbm_bytes), true);
+      g.add_fixed("comm_ns", "ns", "the union of its collectives' intervals", l.comm_ns);
+      if (l.overlap_known)
+        g.add_fixed("overlap_pct", "%", "of comm_ns, the time its other instructions ran",
+                    pct(l.overlap_ns, l.comm_ns));
+    }
+    auto& lg = r.child("links", "network resources the collectives used (topology.h names)");
+    for (const LinkLine& k : rep.links) {
+      std::string key = k.name;  // dots separate stats paths
+      std::replace(key.begin(), key.end(), '.', '_');
+      auto& g = lg.child(key);
+      g.add_fixed("bytes", "bytes", "bytes the collectives moved over it", double(k.bytes), true);
+      g.add_fixed("transfers", "transfers", "transfers over it", double(k.transfers), true);
+      g.add_fixed("busy_pct", "%", "time with a transfer on it / simulated_ns", pct(k.busy_ns, ns));
+      g.add_fixed("contended_pct", "%", "time with two or more on it / simulated_ns",
+                  pct(k.contended_ns, ns));
     }
   }
 

@@ -343,6 +343,12 @@ class Profile(unittest.TestCase):
                     "--random-inputs", "--set", "hbm.bandwidth=10TB/s"]
             self.assertIn("100.0% of it overlapped compute", run(base + ["--comm-profile"]).stdout)
             self.assertIn("run with --comm-profile or --trace", run(base).stdout)
+            # --stats: the same per rank and per link.
+            import json
+            run(base + ["--comm-profile", "--stats", str(Path(d, "s.json"))])
+            st = json.loads(Path(d, "s.json").read_text())
+        self.assertEqual(st["ranks"]["rank1"]["overlap_pct"], 100.0)
+        self.assertEqual(st["links"]["node0_chip0_local"]["bytes"], 16384)
 
 
 if __name__ == "__main__":
