@@ -1,14 +1,15 @@
 """Data-parallel training steps (trnsim.train.train(..., dp=N)), as PyTorch's
 DistributedDataParallel runs them: N ranks run the same step program, each on its
-slice of the batch; the gradients are summed over the ranks by all-reduces on
-buckets of gradients and divided by N, so every rank's optimizer applies the same
-averaged gradient.
+slice of the batch and differentiating its loss divided by N (DDP divides the
+gradients by N before the sum; dividing the loss does it with no extra pass over
+them); the gradients are summed over the ranks by all-reduces on buckets of
+gradients, so every rank's optimizer applies the same averaged gradient.
 
 Buckets are filled as DDP fills them: parameters in reverse order (the order the
 backward roughly produces their gradients), a bucket closed once it holds
 `bucket_cap_mb` MiB or more. Each bucket's gradients are flattened and concatenated
-into one buffer, divided by N (as DDP divides before the sum), all-reduced (one
-`all_reduce` instruction on the sync queue) and split back. The all-reduce follows
+into one buffer, all-reduced (one `all_reduce` instruction on the sync queue) and
+split back. The all-reduce follows
 its bucket's last gradient producer in the step's node order, so it runs while the
 rest of the backward computes; the split waits until the optimizer reads it.
 `overlap` reads from the step's trace how much of the collectives' time compute hid.
@@ -50,6 +51,16 @@ def shard(batch, dp, rank):
     return tuple(t[rank * (t.shape[0] // dp):(rank + 1) * (t.shape[0] // dp)] for t in batch)
 
 
+def scaled(loss_fn, dp):
+    """loss_fn / dp: each rank differentiates its loss divided by dp, so the all-reduced
+    sum of the gradients is their average (DDP divides each bucket by the ranks before
+    the sum) with no extra pass over the buckets, and the ranks' losses sum to the
+    mean over the whole batch."""
+    if dp == 1:
+        return loss_fn
+    return lambda out, *args: loss_fn(out, *args) / dp
+
+
 def buckets(sizes_bytes, cap_bytes):
     """Bucket assignment: parameter indices in reverse order, a bucket closed once its
     bytes reach cap_bytes (a gradient larger than the cap is a bucket of its own)."""
@@ -67,9 +78,9 @@ def buckets(sizes_bytes, cap_bytes):
 
 def add_allreduce(model, dp, nparams, cap_bytes, keep_grads):
     """Rewrites the ONNX step `model` (with outputs grad_0 .. grad_{nparams-1}, each an
-    Identity of the value the optimizer reads) in place: each bucket's gradients are
-    scaled by 1/dp and all-reduced over ranks 0..dp-1, and every reader of a gradient
-    reads the average. keep_grads False drops the grad_k outputs (a training step).
+    Identity of the value the optimizer reads, already divided by dp: see scaled) in
+    place: each bucket's gradients are all-reduced over ranks 0..dp-1, and every
+    reader of a gradient reads the sum, their average. keep_grads False drops the grad_k outputs (a training step).
     Returns [(param indices, bytes)] per bucket, in issue order."""
     g = model.graph
     nodes = list(g.node)
@@ -101,7 +112,6 @@ def add_allreduce(model, dp, nparams, cap_bytes, keep_grads):
         inits.append(numpy_helper.from_array(np.asarray(arr), name))
         return name
 
-    scale = const(np.array(1.0 / dp, dtype=np.float32))
     group = list(range(dp))
     drop = set() if keep_grads else {out_ident[f"grad_{k}"] for k in range(nparams)}
     readers = {}
@@ -122,14 +132,12 @@ def add_allreduce(model, dp, nparams, cap_bytes, keep_grads):
             made.append(node)
             return outs[0] if n_out == 1 else outs
 
-        # Divided by dp before the sum, as DDP does: the nodes after the all-reduce
-        # are only the split of the bucket back into gradients.
+        # The gradients come divided by dp (scaled): the sum is their average.
         if len(ks) == 1:
-            flat = op("Mul", [src[ks[0]], scale])
+            flat = src[ks[0]]
         else:
-            flat = op("Mul", [op("Concat", [
-                op("Reshape", [src[k], const(np.array([-1], dtype=np.int64))]) for k in ks],
-                axis=0), scale])
+            flat = op("Concat", [op("Reshape", [src[k], const(np.array([-1], dtype=np.int64))])
+                                 for k in ks], axis=0)
         summed = op("AllReduce", [flat], domain=COLLECTIVE_DOMAIN, group=group)
         last = max(producer.get(src[k], -1) for k in ks)
         after.setdefault(last, []).extend(made)

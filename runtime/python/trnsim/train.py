@@ -673,7 +673,8 @@ def gradients(model, loss_fn, batch, config="trn2", precision="fp32", set=None,
     """
     batch = _as_batch(batch)
     dp = _dp.check_dp(dp, [batch])
-    cap = _Captured(model, loss_fn, _Optim(None, []), _dp.shard(batch, dp, 0), with_grads=True,
+    cap = _Captured(model, _dp.scaled(loss_fn, dp), _Optim(None, []), _dp.shard(batch, dp, 0),
+                    with_grads=True,
                     with_update=False, recompute=recompute)
     if dp > 1:
         cap.data_parallel(dp, bucket_cap_mb)
@@ -686,7 +687,7 @@ def gradients(model, loss_fn, batch, config="trn2", precision="fp32", set=None,
                 [cap.inputs(params, bufs, [], 0.0, 0.0, _dp.shard(batch, dp, r),
                             cap.draw_masks()) for r in range(dp)], cap.run_outputs)
             outs = dict(ranks[0])
-            outs["loss"] = np.mean([float(np.asarray(o["loss"]).reshape(())) for o in ranks])
+            outs["loss"] = np.sum([float(np.asarray(o["loss"]).reshape(())) for o in ranks])
         else:
             outs, report = prog.run(cap.inputs(params, bufs, [], 0.0, 0.0, batch,
                                                cap.draw_masks()), cap.run_outputs)
@@ -760,7 +761,8 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
                                  "the step is compiled for one shape")
     dp = _dp.check_dp(dp, [_as_batch(b) for b in batches])
     optim = _Optim(optimizer, [(n, p) for n, p in model.named_parameters() if p.requires_grad])
-    cap = _Captured(model, loss_fn, optim, _dp.shard(first, dp, 0), with_grads=True,
+    cap = _Captured(model, _dp.scaled(loss_fn, dp), optim, _dp.shard(first, dp, 0),
+                    with_grads=True,
                     with_update=True, recompute=recompute)
     if dp > 1:
         cap.data_parallel(dp, bucket_cap_mb)
@@ -799,8 +801,8 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
                 if s == 0:
                     overlap = _dp.overlap(trace_path)
                 outs = dict(ranks[0])  # every rank applies the same averaged gradients
-                outs["loss"] = np.mean([float(np.asarray(o["loss"]).reshape(()))
-                                        for o in ranks])
+                outs["loss"] = np.sum([float(np.asarray(o["loss"]).reshape(()))
+                                       for o in ranks])  # each rank's loss / dp
             else:
                 outs, report = prog.run(inputs, cap.run_outputs, set=step_set, **extra)
 
