@@ -136,7 +136,7 @@ class Training(unittest.TestCase):
         self.run_both(2)
 
     def test_dp4(self):
-        self.run_both(4, steps=3)
+        self.run_both(4)
 
 
 @unittest.skipIf(MISSING, f"missing {MISSING}")
@@ -146,6 +146,7 @@ class Overlap(unittest.TestCase):
         self.assertEqual(_dp.buckets([40, 8, 40, 8], 48), [[3, 2], [1, 0]])
         self.assertEqual(_dp.buckets([40, 8, 40, 8], 100), [[3, 2, 1, 0]])
         self.assertEqual(_dp.buckets([4, 400, 8, 8], 10), [[3, 2], [1], [0]])
+        self.assertEqual(_dp.buckets([4, 400, 8, 8], 0), [[3], [2], [1], [0]])
 
     def test_report(self):
         # Four layers, one bucket each (the cap is smaller than any layer): the first
@@ -193,8 +194,8 @@ class Errors(unittest.TestCase):
         self.assertIn("dp=0", str(e.exception))
         with self.assertRaises(ValueError) as e:
             tt.train(model, F.cross_entropy, opt, batches, config=CONFIG, dp=2,
-                     bucket_cap_mb=0)
-        self.assertIn("bucket_cap_mb=0", str(e.exception))
+                     bucket_cap_mb=-1)
+        self.assertIn("bucket_cap_mb=-1", str(e.exception))
 
     def test_collective_import(self):
         # The step's all-reduces are ONNX nodes of the trnsim.collective domain: another

@@ -267,9 +267,9 @@ class _Captured:
     def data_parallel(self, dp, bucket_cap_mb):
         """Makes the step data parallel over dp ranks (trnsim._dp): the gradients are
         averaged over the ranks in buckets before anything reads them."""
-        if bucket_cap_mb is None or not bucket_cap_mb > 0:
-            raise ValueError(f"train: bucket_cap_mb={bucket_cap_mb!r}: expected a positive "
-                             "size in MiB")
+        if bucket_cap_mb is None or not bucket_cap_mb >= 0:
+            raise ValueError(f"train: bucket_cap_mb={bucket_cap_mb!r}: expected a size in "
+                             "MiB (0: every gradient its own all-reduce)")
         full = fx_to_onnx(self.gm, self.in_names, self.out_names, phase_of=self.phase_of())
         with_update = any(n.startswith("new_param_") for n in self.out_names)
         self.buckets = _dp.add_allreduce(full, dp, len(self.params),
@@ -736,10 +736,12 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     trace: path of a Perfetto (Chrome JSON) trace of the first step's simulation, one
     track per engine and DMA queue (`trnsim run --trace`).
     dp: data parallel over dp ranks (an SPMD launch, rank r on core r): rank r takes
-    the r-th slice of every batch (dp must divide the batch size), the gradients are
-    averaged over the ranks by all-reduces on buckets of bucket_cap_mb MiB filled in
-    reverse parameter order, each issued as soon as the backward has produced its
-    gradients (trnsim._dp); losses are the mean of the ranks' losses. BatchNorm uses
+    the r-th slice of every batch (dp must divide the batch size) and differentiates
+    its loss / dp; the gradients are summed over the ranks by all-reduces on buckets
+    of bucket_cap_mb MiB filled in reverse parameter order (0: every gradient its own
+    all-reduce, no copies into and out of a bucket buffer), each issued as soon as the
+    backward has produced its gradients (trnsim._dp); losses are the mean of the
+    ranks' losses. BatchNorm uses
     each rank's batch statistics and rank 0's running statistics are kept (DDP
     without SyncBatchNorm); dropout masks are drawn per rank. report["overlap"]: the
     all-reduces' time on rank 0's first step and how much of it compute hid.
