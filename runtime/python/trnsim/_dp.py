@@ -330,7 +330,8 @@ def summary(dp, plan, rows, cap_mb):
 
 def format_rows(r):
     from trnsim.report import _human_bytes
-    rows = [f"  data parallel     {r['dp']} ranks, {len(r['bucket_bytes'])} gradient buckets "
+    n = len(r["bucket_bytes"])
+    rows = [f"  data parallel     {r['dp']} ranks, {n} gradient bucket{'s' if n != 1 else ''} "
             f"(cap {r['bucket_cap_mb']:g} MiB), {_human_bytes(r['allreduce_bytes_per_step'])} "
             "all-reduced per step"]
     ov = r.get("overlap")

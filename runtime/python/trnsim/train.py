@@ -674,8 +674,7 @@ def gradients(model, loss_fn, batch, config="trn2", precision="fp32", set=None,
     batch = _as_batch(batch)
     dp = _dp.check_dp(dp, [batch])
     cap = _Captured(model, _dp.scaled(loss_fn, dp), _Optim(None, []), _dp.shard(batch, dp, 0),
-                    with_grads=True,
-                    with_update=False, recompute=recompute)
+                    with_grads=True, with_update=False, recompute=recompute)
     if dp > 1:
         cap.data_parallel(dp, bucket_cap_mb)
     prog = _Program(cap.onnx, config, precision, set, timeout)
@@ -741,10 +740,10 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     of bucket_cap_mb MiB filled in reverse parameter order (0: every gradient its own
     all-reduce, no copies into and out of a bucket buffer), each issued as soon as the
     backward has produced its gradients (trnsim._dp); losses are the mean of the
-    ranks' losses. BatchNorm uses
-    each rank's batch statistics and rank 0's running statistics are kept (DDP
-    without SyncBatchNorm); dropout masks are drawn per rank. report["overlap"]: the
-    all-reduces' time on rank 0's first step and how much of it compute hid.
+    ranks' losses. BatchNorm uses each rank's batch statistics and rank 0's running
+    statistics are kept (DDP without SyncBatchNorm); dropout masks are drawn per rank.
+    report["overlap"]: the all-reduces' time on rank 0's first step and how much of
+    it compute hid.
     """
     batches = list(batches)
     if not batches:
@@ -764,8 +763,7 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     dp = _dp.check_dp(dp, [_as_batch(b) for b in batches])
     optim = _Optim(optimizer, [(n, p) for n, p in model.named_parameters() if p.requires_grad])
     cap = _Captured(model, _dp.scaled(loss_fn, dp), optim, _dp.shard(first, dp, 0),
-                    with_grads=True,
-                    with_update=True, recompute=recompute)
+                    with_grads=True, with_update=True, recompute=recompute)
     if dp > 1:
         cap.data_parallel(dp, bucket_cap_mb)
         phase_times = False  # the phases would need SPMD runs; the overlap says more
@@ -846,7 +844,8 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
         "hbm_write_bytes_per_step": reports[-1].hbm_write_bytes,
         "params": n_params, "tokens_per_step": int(tokens),
         "model_flops_per_step": model_flops,
-        "mfu_6nd_pct": (100.0 * model_flops / (mean_ns * 1e-9) / (peak * dp)) if peak else None,
+        # An SPMD run's matmul peak is already that of every rank's core.
+        "mfu_6nd_pct": (100.0 * model_flops / (mean_ns * 1e-9) / peak) if peak else None,
         "mfu_pct": reports[-1].mfu_pct,
         "fallback_ops": sorted({op for r in reports for op in r.fallback_ops}),
         "compiled": "once" if compiled_once else "per step (host fallback)",
