@@ -196,6 +196,11 @@ class Errors(unittest.TestCase):
             tt.train(model, F.cross_entropy, opt, batches, config=CONFIG, dp=2,
                      bucket_cap_mb=-1)
         self.assertIn("bucket_cap_mb=-1", str(e.exception))
+        # A 0-d batch tensor has no batch axis to split; without dp it is not checked.
+        self.assertEqual(_dp.check_dp(1, [(torch.tensor(1.0),)]), 1)
+        with self.assertRaises(ValueError) as e:
+            _dp.check_dp(2, [(torch.randn(4, 3), torch.tensor(1.0))])
+        self.assertIn("dp=2 does not divide the batch size (a 0-d tensor)", str(e.exception))
 
     def test_collective_import(self):
         # The step's all-reduces are ONNX nodes of the trnsim.collective domain: another

@@ -9,9 +9,10 @@ Buckets are filled as DDP fills them: parameters in reverse order (the order the
 backward roughly produces their gradients), a bucket closed once it holds
 `bucket_cap_mb` MiB or more. Each bucket's gradients are flattened and concatenated
 into one buffer, all-reduced (one `all_reduce` instruction on the sync queue) and
-split back. The all-reduce follows
-its bucket's last gradient producer in the step's node order, so it runs while the
-rest of the backward computes; the split waits until the optimizer reads it.
+split back; a bucket of one gradient is all-reduced as it is, with no copies. The
+all-reduce follows its bucket's last gradient producer in the step's node order, so
+it runs while the rest of the backward computes; the split waits until the
+optimizer reads it.
 `overlap` reads from the step's trace how much of the collectives' time compute hid.
 """
 
@@ -35,6 +36,8 @@ def check_dp(dp, batches):
     if isinstance(dp, bool) or not isinstance(dp, (int, np.integer)) or dp < 1:
         raise ValueError(f"train: dp={dp!r}: expected a positive integer (ranks)")
     dp = int(dp)
+    if dp == 1:
+        return dp
     for i, batch in enumerate(batches):
         for j, t in enumerate(batch):
             size = t.shape[0] if t.dim() > 0 else None
