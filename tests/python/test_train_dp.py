@@ -147,6 +147,10 @@ class Overlap(unittest.TestCase):
         self.assertEqual(_dp.buckets([40, 8, 40, 8], 100), [[3, 2, 1, 0]])
         self.assertEqual(_dp.buckets([4, 400, 8, 8], 10), [[3, 2], [1], [0]])
         self.assertEqual(_dp.buckets([4, 400, 8, 8], 0), [[3], [2], [1], [0]])
+        # The first bucket closes at 1 MiB (DDP's), the others at the cap.
+        mib = 2**20
+        self.assertEqual(_dp.buckets([mib, 3 * mib, 3 * mib, mib // 2, mib // 2], 4 * mib),
+                         [[4, 3], [2, 1], [0]])
 
     def test_report(self):
         # Four layers, one bucket each (the cap is smaller than any layer): the first

@@ -7,7 +7,7 @@ gradients, so every rank's optimizer applies the same averaged gradient.
 
 Buckets are filled as DDP fills them: parameters in reverse order (the order the
 backward roughly produces their gradients), a bucket closed once it holds
-`bucket_cap_mb` MiB or more. Each bucket's gradients are flattened and concatenated
+`bucket_cap_mb` MiB or more (the first one at 1 MiB). Each bucket's gradients are flattened and concatenated
 into one buffer, all-reduced (one `all_reduce` instruction on the sync queue) and
 split back; a bucket of one gradient is all-reduced as it is, with no copies. The
 all-reduce follows its bucket's last gradient producer in the step's node order, so
@@ -27,6 +27,7 @@ from onnx import helper, numpy_helper
 
 COLLECTIVE_DOMAIN = "trnsim.collective"  # compiler/frontend/onnx_import.h
 DEFAULT_BUCKET_CAP_MB = 25.0  # DDP's default bucket_cap_mb
+FIRST_BUCKET_BYTES = 2**20  # DDP's cap of its first bucket
 _COMPUTE_TRACKS = ("tensor", "vector", "scalar", "gpsimd")
 
 
@@ -64,14 +65,16 @@ def scaled(loss_fn, dp):
     return lambda out, *args: loss_fn(out, *args) / dp
 
 
-def buckets(sizes_bytes, cap_bytes):
+def buckets(sizes_bytes, cap_bytes, first_cap_bytes=FIRST_BUCKET_BYTES):
     """Bucket assignment: parameter indices in reverse order, a bucket closed once its
-    bytes reach cap_bytes (a gradient larger than the cap is a bucket of its own)."""
+    bytes reach cap_bytes (a gradient larger than the cap is a bucket of its own); the
+    first bucket's cap is min(first_cap_bytes, cap_bytes), as DDP's, so the first
+    all-reduce starts early in the backward."""
     out, cur, have = [], [], 0
     for k in reversed(range(len(sizes_bytes))):
         cur.append(k)
         have += sizes_bytes[k]
-        if have >= cap_bytes:
+        if have >= (min(first_cap_bytes, cap_bytes) if not out else cap_bytes):
             out.append(cur)
             cur, have = [], 0
     if cur:
