@@ -87,7 +87,9 @@ class Gradients(unittest.TestCase):
         gen = torch.Generator().manual_seed(3)
         batch = (torch.randint(0, 64, (4, 8), generator=gen),
                  torch.randint(0, 64, (4, 8), generator=gen))
-        self.check(model, token_ce, batch, 2, cap_mb=16 / 1024)
+        for dp in (2, 4):
+            with self.subTest(dp=dp):
+                self.check(model, token_ce, batch, dp, cap_mb=16 / 1024)
 
 
 @unittest.skipIf(MISSING, f"missing {MISSING}")
