@@ -61,6 +61,10 @@ def main():
     ap.add_argument("--recompute", nargs="?", const="selective", choices=("selective", "full"),
                     help="activation recomputation")
     ap.add_argument("--trace", help="write the first step's Perfetto trace here")
+    ap.add_argument("--dp", type=int, default=1,
+                    help="data parallel over this many ranks (each batch / dp samples)")
+    ap.add_argument("--bucket-cap-mb", type=float, default=25.0,
+                    help="with --dp: gradient all-reduce bucket size (MiB)")
     ap.add_argument("--no-phase-times", action="store_true",
                     help="skip the separate forward/backward/optimizer programs")
     args = ap.parse_args()
@@ -77,7 +81,8 @@ def main():
                                 precision=args.precision, steps=args.steps,
                                 stochastic_rounding=args.stochastic_rounding,
                                 recompute=args.recompute or False, trace=args.trace,
-                                phase_times=not args.no_phase_times)
+                                phase_times=not args.no_phase_times, dp=args.dp,
+                                bucket_cap_mb=args.bucket_cap_mb)
     print(result)
 
 

@@ -555,6 +555,7 @@ class Importer {
     const std::string& dom = node_->domain();
     const auto& ops = supported_onnx_ops();
     if (dom == kTileKernelDomain) return conv_tile_kernel();
+    if (dom == kCollectiveDomain) return conv_collective();
     if ((!dom.empty() && dom != "ai.onnx") || !std::binary_search(ops.begin(), ops.end(), op))
       throw ir::UnsupportedError(label_ + ": node '" + node_who() + "' has unsupported op type '" +
                                  (dom.empty() || dom == "ai.onnx" ? op : dom + "." + op) +
@@ -1900,6 +1901,23 @@ class Importer {
     std::vector<Value*> ins;
     for (int k = 0; k < node_->input_size(); ++k) ins.push_back(req(k));
     emit_bound("trn.TileKernel", std::move(ins), copy_attrs());
+  }
+
+  // --- collectives (trnsim.collective domain) ---------------------------------
+  // AllReduce{group}: the sum over the listed ranks (trn.AllReduce; the op table
+  // checks the group is non-empty, lowering that it is ascending).
+  void conv_collective() {
+    if (node_->op_type() != "AllReduce")
+      unsupported(std::string("op type '") + node_->op_type() + "' of domain '" +
+                  kCollectiveDomain + "' is not a collective trnsim has (AllReduce)");
+    if (node_->input_size() != 1 || node_->input(0).empty())
+      fail("AllReduce takes one input, has " + std::to_string(node_->input_size()));
+    if (node_->output_size() != 1 || node_->output(0).empty())
+      fail("AllReduce has one output, has " + std::to_string(node_->output_size()));
+    const auto* a = attr("group");
+    if (!a || a->type() != onnx::AttributeProto::INTS)
+      fail("attribute 'group' (the ranks, ints) is missing");
+    emit_bound("trn.AllReduce", {req(0)}, copy_attrs());
   }
 
   const onnx::ModelProto& model_;

@@ -89,6 +89,9 @@ class NeedsConstantError : public ir::UnsupportedError {
 // Nodes of this domain are user kernels in tile IR (op type: the kernel's name),
 // imported as trn.TileKernel (compiler/ir/tile_kernel.h); other domains are refused.
 inline constexpr const char* kTileKernelDomain = "trnsim.kernels";
+// Nodes of this domain are collectives over the ranks of an SPMD launch: AllReduce
+// (ints attribute `group`, one input, one output) is imported as trn.AllReduce.
+inline constexpr const char* kCollectiveDomain = "trnsim.collective";
 
 // Import a model file. `path` also labels error messages.
 ir::Graph import_onnx_file(const std::string& path, const ImportOptions& opts = {});

@@ -20,6 +20,7 @@ import tempfile
 import numpy as np
 import torch
 
+from trnsim import _dp
 from trnsim._cli import run_model
 from trnsim._fx_to_onnx import (UnsupportedOp, _shape, decompositions, fx_to_onnx,
                                 split_phases)
@@ -262,6 +263,20 @@ class _Captured:
         self.onnx = fx_to_onnx(self.gm, self.in_names, self.out_names, keep=self.keep,
                                phase_of=self.phase_of())
         self.run_outputs = [n for n, k in zip(self.out_names, self.keep) if k]
+
+    def data_parallel(self, dp, bucket_cap_mb):
+        """Makes the step data parallel over dp ranks (trnsim._dp): the gradients are
+        averaged over the ranks in buckets before anything reads them."""
+        if bucket_cap_mb is None or not bucket_cap_mb >= 0:
+            raise ValueError(f"train: bucket_cap_mb={bucket_cap_mb!r}: expected a size in "
+                             "MiB (0: every gradient its own all-reduce)")
+        full = fx_to_onnx(self.gm, self.in_names, self.out_names, phase_of=self.phase_of())
+        with_update = any(n.startswith("new_param_") for n in self.out_names)
+        self.buckets = _dp.add_allreduce(full, dp, len(self.params),
+                                         float(bucket_cap_mb) * 2**20, keep_grads=not with_update)
+        self.onnx = full
+        self.run_outputs = [o.name for o in full.graph.output]
+        self.dp = dp
 
     def phase_of(self):
         """fx node -> "forward" (what the loss and the new BatchNorm statistics need),
@@ -562,6 +577,8 @@ class TrainResult:
                         "live at once in node order; the program allocates the peak above)")
         rows.append(f"  host fallback     {', '.join(r['fallback_ops']) or 'none'}; compiled "
                     f"{r['compiled']}")
+        if r.get("dp", 1) > 1:
+            rows += _dp.format_rows(r)
         return "\n".join(rows)
 
 
@@ -593,6 +610,13 @@ class _Program:
         with tempfile.TemporaryDirectory(prefix="trnsim-train-run-") as work:
             return run_model(self.program or self.onnx, inputs, output_names=output_names,
                              workdir=work, **kw)
+
+    def run_ranks(self, rank_inputs, output_names, **extra):
+        """An SPMD run on len(rank_inputs) ranks (trnsim._dp.run_ranks)."""
+        kw = dict(self.kw, **extra)
+        with tempfile.TemporaryDirectory(prefix="trnsim-train-run-") as work:
+            return _dp.run_ranks(self.program or self.onnx, rank_inputs, output_names,
+                                 workdir=work, **kw)
 
     def close(self):
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -638,23 +662,34 @@ def _as_batch(batch):
 
 
 def gradients(model, loss_fn, batch, config="trn2", precision="fp32", set=None,
-              timeout=None, recompute=False):
+              timeout=None, recompute=False, dp=1, bucket_cap_mb=_dp.DEFAULT_BUCKET_CAP_MB):
     """Loss and the gradient of every trainable parameter for one batch, on the simulator.
 
     batch: (input, *loss_args): loss_fn(model(input), *loss_args). The model keeps its
     mode (a BatchNorm in train mode uses the batch's statistics); nothing is modified.
-    recompute: as train's.
+    recompute, dp, bucket_cap_mb: as train's (dp: the gradients averaged over the
+    ranks, the loss the mean of the ranks' losses).
     Returns (loss float, {param name: grad tensor}, Report).
     """
     batch = _as_batch(batch)
-    cap = _Captured(model, loss_fn, _Optim(None, []), batch, with_grads=True,
-                    with_update=False, recompute=recompute)
+    dp = _dp.check_dp(dp, [batch])
+    cap = _Captured(model, _dp.scaled(loss_fn, dp), _Optim(None, []), _dp.shard(batch, dp, 0),
+                    with_grads=True, with_update=False, recompute=recompute)
+    if dp > 1:
+        cap.data_parallel(dp, bucket_cap_mb)
     prog = _Program(cap.onnx, config, precision, set, timeout)
     try:
         params = [p for _, p in cap.params]
         bufs = [b for _, b in cap.fbufs]
-        outs, report = prog.run(cap.inputs(params, bufs, [], 0.0, 0.0, batch,
-                                           cap.draw_masks()), cap.run_outputs)
+        if dp > 1:
+            ranks, report = prog.run_ranks(
+                [cap.inputs(params, bufs, [], 0.0, 0.0, _dp.shard(batch, dp, r),
+                            cap.draw_masks()) for r in range(dp)], cap.run_outputs)
+            outs = dict(ranks[0])
+            outs["loss"] = np.sum([float(np.asarray(o["loss"]).reshape(())) for o in ranks])
+        else:
+            outs, report = prog.run(cap.inputs(params, bufs, [], 0.0, 0.0, batch,
+                                               cap.draw_masks()), cap.run_outputs)
     finally:
         prog.close()
     grads = {n: torch.from_numpy(np.array(outs[f"grad_{k}"])).reshape(p.shape).to(p.dtype)
@@ -674,7 +709,8 @@ def _with_rounding(set, stochastic_rounding, seed):
 
 def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", steps=None,
           set=None, timeout=None, tokens_per_batch=None, phase_times=True,
-          stochastic_rounding=False, seed=0, recompute=False, trace=None):
+          stochastic_rounding=False, seed=0, recompute=False, trace=None, dp=1,
+          bucket_cap_mb=_dp.DEFAULT_BUCKET_CAP_MB):
     """Trains `model` for `steps` steps on the simulator; each step is one device program
     (forward, backward, optimizer) compiled once.
 
@@ -698,6 +734,16 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     again there; "full": every forward value is, from the step's inputs).
     trace: path of a Perfetto (Chrome JSON) trace of the first step's simulation, one
     track per engine and DMA queue (`trnsim run --trace`).
+    dp: data parallel over dp ranks (an SPMD launch, rank r on core r): rank r takes
+    the r-th slice of every batch (dp must divide the batch size) and differentiates
+    its loss / dp; the gradients are summed over the ranks by all-reduces on buckets
+    of bucket_cap_mb MiB filled in reverse parameter order (0: every gradient its own
+    all-reduce, no copies into and out of a bucket buffer), each issued as soon as the
+    backward has produced its gradients (trnsim._dp); losses are the mean of the
+    ranks' losses. BatchNorm uses each rank's batch statistics and rank 0's running
+    statistics are kept (DDP without SyncBatchNorm); dropout masks are drawn per rank.
+    report["overlap"]: the all-reduces' time on rank 0's first step and how much of
+    it compute hid.
     """
     batches = list(batches)
     if not batches:
@@ -714,9 +760,16 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
                 raise ValueError(f"train: batch {i} tensor {j} is {t.dtype} "
                                  f"{list(t.shape)}, batch 0's {t0.dtype} {list(t0.shape)}: "
                                  "the step is compiled for one shape")
+    dp = _dp.check_dp(dp, [_as_batch(b) for b in batches])
     optim = _Optim(optimizer, [(n, p) for n, p in model.named_parameters() if p.requires_grad])
-    cap = _Captured(model, loss_fn, optim, first, with_grads=True, with_update=True,
-                    recompute=recompute)
+    cap = _Captured(model, _dp.scaled(loss_fn, dp), optim, _dp.shard(first, dp, 0),
+                    with_grads=True, with_update=True, recompute=recompute)
+    if dp > 1:
+        cap.data_parallel(dp, bucket_cap_mb)
+        phase_times = False  # the phases would need SPMD runs; the overlap says more
+        trace_dir = tempfile.mkdtemp(prefix="trnsim-train-dp-")
+        trace_path = trace or os.path.join(trace_dir, "step0.json")
+    overlap = None
     prog = _Program(cap.onnx, config, precision, _with_rounding(set, stochastic_rounding, seed),
                     timeout)
     params = [p.detach().clone() for _, p in cap.params]
@@ -730,13 +783,28 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     try:
         for s in range(steps):
             batch = _as_batch(batches[s % len(batches)])
-            inputs = cap.inputs(params, bufs, states, optim.lrs(), step0 + s + 1, batch,
-                                cap.draw_masks())
+            inputs = cap.inputs(params, bufs, states, optim.lrs(), step0 + s + 1,
+                                _dp.shard(batch, dp, 0), cap.draw_masks())
             step_set = _with_rounding(set, stochastic_rounding, seed + s)
             if phase_times and s == 0:  # the first step's inputs, its masks too
                 phases = _phase_times(cap, inputs, config, precision, step_set, timeout)
             extra = {"trace": trace} if trace and s == 0 else {}
-            outs, report = prog.run(inputs, cap.run_outputs, set=step_set, **extra)
+            if dp > 1:
+                rank_inputs = [inputs] + [
+                    cap.inputs(params, bufs, states, optim.lrs(), step0 + s + 1,
+                               _dp.shard(batch, dp, r), cap.draw_masks())
+                    for r in range(1, dp)]
+                if s == 0:
+                    extra = {"trace": trace_path}
+                ranks, report = prog.run_ranks(rank_inputs, cap.run_outputs, set=step_set,
+                                               **extra)
+                if s == 0:
+                    overlap = _dp.overlap(trace_path)
+                outs = dict(ranks[0])  # every rank applies the same averaged gradients
+                outs["loss"] = np.sum([float(np.asarray(o["loss"]).reshape(()))
+                                       for o in ranks])  # each rank's loss / dp
+            else:
+                outs, report = prog.run(inputs, cap.run_outputs, set=step_set, **extra)
 
             def get(name, like):
                 return torch.from_numpy(np.array(outs[name])).reshape(like.shape).to(like.dtype)
@@ -750,6 +818,8 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     finally:
         compiled_once = prog.program is not None
         prog.close()
+        if dp > 1:
+            shutil.rmtree(trace_dir, ignore_errors=True)
     with torch.no_grad():
         for (name, p), new in zip(cap.params, params):
             p.copy_(new)
@@ -774,6 +844,7 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
         "hbm_write_bytes_per_step": reports[-1].hbm_write_bytes,
         "params": n_params, "tokens_per_step": int(tokens),
         "model_flops_per_step": model_flops,
+        # An SPMD run's matmul peak is already that of every rank's core.
         "mfu_6nd_pct": (100.0 * model_flops / (mean_ns * 1e-9) / peak) if peak else None,
         "mfu_pct": reports[-1].mfu_pct,
         "fallback_ops": sorted({op for r in reports for op in r.fallback_ops}),
@@ -787,6 +858,8 @@ def train(model, loss_fn, optimizer, batches, config="trn2", precision="fp32", s
     }
     if trace:
         summary["trace"] = str(trace)
+    if dp > 1:
+        summary.update(_dp.summary(dp, cap.buckets, overlap, bucket_cap_mb))
     if phases:
         # Attributed, not measured inside the fused step: each phase is its own program
         # with HBM in between, so their sum differs from step_ns.

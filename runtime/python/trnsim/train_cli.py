@@ -106,6 +106,10 @@ def main(argv=None):
     ap.add_argument("--no-phase-times", action="store_true",
                     help="skip the separate forward/backward/optimizer programs")
     ap.add_argument("--json", metavar="FILE.json", help="write the report (and losses) as JSON")
+    ap.add_argument("--dp", type=int, default=1,
+                    help="data parallel over this many ranks, each batch / dp samples [1]")
+    ap.add_argument("--bucket-cap-mb", type=float, default=25.0,
+                    help="with --dp: gradient all-reduce bucket size in MiB [25]")
     args = ap.parse_args(argv)
     if args.steps is not None and args.steps < 1:
         ap.error(f"--steps {args.steps}: at least 1")
@@ -124,7 +128,8 @@ def main(argv=None):
                        precision=args.precision, steps=args.steps, set=args.set or None,
                        tokens_per_batch=tokens, phase_times=not args.no_phase_times,
                        stochastic_rounding=args.stochastic_rounding, seed=args.seed,
-                       recompute=args.recompute or False, trace=args.trace)
+                       recompute=args.recompute or False, trace=args.trace, dp=args.dp,
+                       bucket_cap_mb=args.bucket_cap_mb)
     except (ValueError, UnsupportedOp, TrnsimError) as e:
         print(f"trnsim train: error: {args.script}: {e}", file=sys.stderr)
         return 1
