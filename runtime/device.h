@@ -70,6 +70,9 @@ struct RunReport {
   std::vector<LaunchResult> launches;
   double simulated_ns = 0;  // whole run
   double host_seconds = 0;
+  // The process's CPU seconds over the same span: on a shared host, the figure
+  // that does not grow with other processes' load.
+  double host_cpu_seconds = 0;
   uint64_t instructions = 0;
   uint32_t cores = 0;                                // cores the run used
   std::vector<EngineStats> engines;                  // summed over those cores
@@ -113,6 +116,9 @@ struct DeviceOptions {
   // SPMD over several chips: the cores of one real chip (the collective timing's
   // placement: rank r on chip r / chip_cores). 0: the config's chip.cores.
   uint32_t chip_cores = 0;
+  // SPMD symmetry fold (runtime/symmetry.h): the run's ranks when the launches are
+  // only their representatives 0..L-1 (rank r arrives as rank r % L); 0: no fold.
+  uint32_t fold_ranks = 0;
   // Host threads of a functional run (0: the host's cores; TRNSIM_THREADS sets the
   // default): the tensor engine's matmuls run on the extra ones. Outputs, simulated
   // times and stats are the same for every count.

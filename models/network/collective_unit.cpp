@@ -128,6 +128,10 @@ void collective_unit::arrive(uint32_t rank, const isa::Instruction& in, collecti
   }
   std::vector<arrival>& arr = waiting_[in.group];
   arr.push_back({rank, &in, w, models::now()});
+  if (simulated_ > 0)  // the folded ranks this one stands for, no waiter of their own
+    for (uint32_t m : in.group)
+      if (m >= simulated_ && m % simulated_ == rank)
+        arr.push_back({m, &in, nullptr, models::now()});
   if (arr.size() < in.group.size()) return;
   std::vector<arrival> all;
   all.swap(arr);
@@ -197,7 +201,15 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     s.rendezvous_ns += (now - a.at).to_seconds() * 1e9;
     s.bytes += res.link_bytes / G;
   }
-  for (const auto& a : all) a.w->collective_ready(dur);
+  for (const auto& a : all)
+    if (a.w) a.w->collective_ready(dur);
+}
+
+void collective_unit::fold(uint32_t simulated) {
+  if (ctx_.functional)
+    throw std::invalid_argument(
+        "a symmetry fold is for timing-only runs (folded ranks hold no data)");
+  simulated_ = simulated;
 }
 
 std::vector<float> collective_unit::read(uint32_t rank, const isa::AccessPattern& ap) const {

@@ -62,6 +62,9 @@ class collective_unit : public collective_port {
   void arrive(uint32_t rank, const isa::Instruction& in, collective_waiter* w) override;
   std::string pending() const override;
   const std::vector<rank_comm_stats>& stats() const { return stats_; }
+  // Symmetry fold (runtime/symmetry.h), timing only: ranks from `simulated` on run
+  // no program; rank r arrives wherever rank r % simulated arrives, in its group.
+  void fold(uint32_t simulated);
 
  private:
   struct arrival {
@@ -84,6 +87,7 @@ class collective_unit : public collective_port {
   // Model times by (opcode, group, count, dtype): programs repeat collectives.
   std::map<std::tuple<int, std::vector<uint32_t>, uint64_t, int>, collective_result> times_;
   std::vector<rank_comm_stats> stats_;
+  uint32_t simulated_ = 0;  // fold(): the ranks that run (0: all)
 };
 
 }  // namespace trnsim::models::network
