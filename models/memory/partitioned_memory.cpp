@@ -77,7 +77,7 @@ void partitioned_memory::fill(uint8_t byte) {
 void partitioned_memory::reset_stats() {
   read_bytes_ = write_bytes_ = reads_ = writes_ = peak_byte_ = 0;
   stall_total_ = sc_core::SC_ZERO_TIME;
-  touched_.clear();
+  touched_.reset();
   touched_count_ = 0;
   marked_.clear();
   for (auto& c : access_cache_) c.valid = false;  // so their patterns mark again
@@ -100,7 +100,11 @@ size_t partitioned_memory::ap_hash::operator()(const isa::AccessPattern& ap) con
 void partitioned_memory::mark_touched(const isa::AccessPattern& ap) {
   if (!marked_.insert(ap).second) return;
   const uint64_t words = (geo_.partition_bytes + 63) / 64;
-  if (touched_.empty()) touched_.assign(words * geo_.partitions, 0);
+  if (!touched_) {
+    touched_.reset(static_cast<uint64_t*>(std::calloc(words * geo_.partitions, sizeof(uint64_t))));
+    if (!touched_)
+      throw std::runtime_error(std::string(name()) + ": cannot allocate its touched-bytes bitmap");
+  }
   // The free pattern is the same in every partition: build its mask once over the
   // pattern's word span, then OR it into each partition's row.
   int64_t lo = 0, end = 0;
@@ -124,7 +128,7 @@ void partitioned_memory::mark_touched(const isa::AccessPattern& ap) {
     });
   }
   for (uint32_t p = 0; p < ap.partition_count; ++p) {
-    uint64_t* row = touched_.data() + size_t(ap.partition_start + p) * words + w0;
+    uint64_t* row = touched_.get() + size_t(ap.partition_start + p) * words + w0;
     for (size_t w = 0; w < touched_mask_.size(); ++w) {
       touched_count_ += uint64_t(__builtin_popcountll(touched_mask_[w] & ~row[w]));
       row[w] |= touched_mask_[w];
