@@ -199,6 +199,25 @@ class DataParallel(unittest.TestCase):
                       p.stderr)
 
 
+    def test_fixed_batch_reshape_is_refused(self):
+        # view(b, ...) exports b as a constant: the half batch cannot take that shape.
+        import torch
+
+        class Fixed(torch.nn.Module):
+            def forward(self, x):
+                b, s, d = x.shape
+                return x.view(b, s, 2, d // 2).transpose(1, 2).reshape(b, 2 * s, d // 2)
+
+        d = Path(self.dir.name)
+        torch.onnx.export(Fixed().eval(), (torch.randn(4, 8, 16),), str(d / "fixed.onnx"),
+                          opset_version=17, input_names=["x"], output_names=["y"])
+        p = run(["run", str(d / "fixed.onnx"), "-c", "tiny", "--dp", "2", "--random-inputs"],
+                check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("node '/Reshape'", p.stderr)
+        self.assertIn("needs an export with a dynamic batch axis", p.stderr)
+
+
 class Sweep(unittest.TestCase):
     """run.tp and network.link_bandwidth as sweep axes, results and plots."""
 
