@@ -252,10 +252,41 @@ def gpt2_stack(layers=12, seq=512, d=768, heads=12, ff=3072, batch=1, seed=0):
     return model.eval(), (x,)
 
 
+class TpBlock(nn.Module):
+    """Attention (separate q/k/v Linears, heads by reshape) + residual + LayerNorm + GELU
+    MLP + residual: the shape `trnsim run --tp N` splits Megatron-style (heads, then
+    column/row MatMul pairs). Reshapes keep the batch as -1, so `--dp D` can split it."""
+
+    def __init__(self, d, heads, ff):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.ln = nn.LayerNorm(d)
+        self.f1, self.f2 = nn.Linear(d, ff), nn.Linear(ff, d)
+
+    def forward(self, x):
+        s, d = x.shape[1], x.shape[2]
+        h, dh = self.heads, d // self.heads
+        q, k, v = (m(x).reshape(-1, s, h, dh).transpose(1, 2) for m in (self.q, self.k, self.v))
+        a = torch.softmax(q @ k.transpose(-1, -2) * (1.0 / dh ** 0.5), dim=-1)
+        x = x + self.o((a @ v).transpose(1, 2).reshape(-1, s, d))
+        return x + self.f2(torch.nn.functional.gelu(self.f1(self.ln(x))))
+
+
+def tp_block(batch=1, seq=256, d=1024, heads=16, ff=4096, seed=0):
+    """TpBlock on x[batch, seq, d]."""
+    torch.manual_seed(seed)
+    model = TpBlock(d, heads, ff)
+    x = torch.randn(batch, seq, d)
+    return model.eval(), (x,)
+
+
 EXAMPLES = OrderedDict((e.name, e) for e in (
     Example("mlp", "MLP 256-1024-1024-256 (GELU, ReLU), batch 128", mlp),
     Example("cnn", "CNN 2x(Conv3x3+BN+ReLU+MaxPool) + GlobalAvgPool + Linear, 8x3x32x32",
             small_cnn),
     Example("transformer", "TransformerEncoderLayer d_model 128, 4 heads, ff 512, 2x64 tokens",
             transformer_block),
+    Example("tp_block", "attention (16 heads) + LayerNorm + MLP, d 1024, ff 4096, 256 tokens "
+            "(splits under --tp)", tp_block),
 ))

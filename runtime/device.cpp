@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -444,8 +445,14 @@ void Device::Impl::bind_ranks(const std::vector<Launch>& launches,
   tp.dma_bps = models::network::collective_dma_rate(cfg.network, cfg.core.dma.engines,
                                                     cfg.core.dma.bandwidth_bps,
                                                     cfg.core.dma.core_bandwidth_bps);
+  const size_t simulated = b.size();
+  for (size_t r = simulated; r < opts.fold_ranks; ++r)
+    b.push_back({nullptr, 0,
+                 "rank " + std::to_string(r) + " (folded into rank " +
+                     std::to_string(r % simulated) + ")"});
   coll = std::make_unique<models::network::collective_unit>(tp, std::move(b), ctx);
   coll->record_transfers(!opts.trace_path.empty());
+  if (opts.fold_ranks > simulated) coll->fold(uint32_t(simulated));
   ctx.collectives = coll.get();
 }
 
@@ -592,7 +599,9 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   I.bind_ranks(launches, bases);
   const uint64_t hbm_r0 = I.chip->hbm.read_bytes(), hbm_w0 = I.chip->hbm.write_bytes();
   const sc_core::sc_time t0 = models::now();
+  const std::clock_t cpu0 = std::clock();
   const double host_s = I.simulate(launches);
+  const double host_cpu_s = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
   // Products still held by PSUM go in (a later run, or a test, may read it).
   for (const Launch& l : launches) {
     try {
@@ -614,6 +623,7 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   }
   rep.uploaded_bytes = uploaded;
   rep.host_seconds = host_s;
+  rep.host_cpu_seconds = host_cpu_s;
   rep.hbm_read_bytes = I.chip->hbm.read_bytes() - hbm_r0;
   rep.hbm_write_bytes = I.chip->hbm.write_bytes() - hbm_w0;
   std::array<uint64_t, isa::kNumDTypes> flops{};
@@ -681,6 +691,9 @@ void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>
               rep.mfu_pct);
   r.add_fixed("host_seconds", "s", "host time of the last run (varies from run to run)",
               rep.host_seconds);
+  r.add_fixed("host_seconds_cpu", "s",
+              "process CPU time of the last run's simulation (varies from run to run)",
+              rep.host_cpu_seconds);
 
   auto& fd = r.child("flops_by_dtype", "matmul FLOPs by input dtype (the wider input)");
   for (int t = 0; t < isa::kNumDTypes; ++t)

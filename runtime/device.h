@@ -92,6 +92,9 @@ struct RunReport {
   std::vector<LaunchResult> launches;
   double simulated_ns = 0;  // whole run
   double host_seconds = 0;
+  // The process's CPU seconds over the same span: on a shared host, the figure
+  // that does not grow with other processes' load.
+  double host_cpu_seconds = 0;
   uint64_t instructions = 0;
   uint32_t cores = 0;                                // cores the run used
   std::vector<EngineStats> engines;                  // summed over those cores
@@ -140,6 +143,9 @@ struct DeviceOptions {
   // SPMD: record the instructions' intervals (as a trace does) so the report can
   // say how much of each rank's communication overlapped its compute.
   bool comm_overlap = false;
+  // SPMD symmetry fold (runtime/symmetry.h): the run's ranks when the launches are
+  // only their representatives 0..L-1 (rank r arrives as rank r % L); 0: no fold.
+  uint32_t fold_ranks = 0;
   // Host threads of a functional run (0: the host's cores; TRNSIM_THREADS sets the
   // default): the tensor engine's matmuls run on the extra ones. Outputs, simulated
   // times and stats are the same for every count.

@@ -39,12 +39,14 @@
 #include "platform/config.h"
 #include "runtime/collbench.h"
 #include "runtime/constants.h"
+#include "runtime/data_parallel.h"
 #include "runtime/device.h"
 #include "runtime/fallback.h"
 #include "runtime/host_memory.h"
 #include "runtime/onnx_program.h"
 #include "runtime/report.h"
 #include "runtime/spmd.h"
+#include "runtime/symmetry.h"
 #include "runtime/target_from_config.h"
 #include "runtime/tile_program.h"
 #include "runtime/validate.h"
@@ -125,9 +127,13 @@ const char* kRunHelp =
     "                           MatMul pairs split Megatron-style, one all_reduce each\n"
     "  --dp D                   for .onnx: D data-parallel replicas (ranks = tp x D, rank\n"
     "                           d x tp + t); `{replica}` in an --input file name is d\n"
+    "                           Each replica compiles for batch / D (dim 0 of every\n"
+    "                           input); a whole-batch --input file is split by rows\n"
     "  --comm-profile           with --ranks: record instruction intervals so the report\n"
     "                           says how much of each rank's communication overlapped\n"
-    "                           its compute (--trace does too)\n";
+    "                           its compute (--trace does too)\n"
+    "  --no-fold                with --ranks --no-functional: simulate every rank even\n"
+    "                           when all are alike (runtime/symmetry.h)\n";
 
 const char* kValidateHelp =
     "usage: trnsim validate MODEL.onnx [options]\n"
@@ -284,6 +290,7 @@ struct RunArgs {
   long long dp = 0;     // ONNX + --ranks: data-parallel replicas
   std::map<long long, std::string> rank_programs;  // --rank-program R=FILE
   bool comm_profile = false;                       // --comm-profile
+  bool fold = true;  // SPMD timing-only: one rank per symmetry class (runtime/symmetry.h)
 };
 
 // validate's own options (--reference, --rtol, --atol, --no-check-races,
@@ -415,6 +422,8 @@ bool parse_run_args(std::vector<std::string> args, bool validate, RunArgs& r) {
       r.comm_profile = true;
     } else if (a == "--no-functional") {
       r.functional = false;
+    } else if (a == "--no-fold") {
+      r.fold = false;
     } else if (take_value(args, i, "--threads", "", v)) {
       r.threads = long(std::min(parse_index("--threads", v), 1024LL));
     } else if (a == "--no-fallback") {
@@ -669,7 +678,7 @@ void write_output_dir(const std::string& out_dir, bool onnx, const runtime::Onnx
 // model's inputs (names as the model spells them), else null.
 std::vector<std::map<std::string, runtime::HostTensor>> spmd_inputs(
     const RunArgs& r, const isa::Program& prog, const std::vector<runtime::ModelIo>* onnx_in,
-    uint32_t tp = 1) {
+    uint32_t tp = 1, const std::vector<runtime::ModelIo>* whole_in = nullptr, uint32_t dp = 1) {
   std::vector<std::map<std::string, runtime::HostTensor>> inputs(size_t(r.ranks));
   for (uint32_t k = 0; k < inputs.size(); ++k) {
     for (const auto& [name, file] : r.inputs) {
@@ -686,7 +695,13 @@ std::vector<std::map<std::string, runtime::HostTensor>> spmd_inputs(
           throw UsageError("--input " + name + ": " + r.program_path + " has no input '" + name +
                            "'; its inputs: " + runtime::describe_inputs(*onnx_in));
         tensor = in->tensor;
-        t = runtime::read_model_input(*in, f);
+        // --dp splits the batch: a file of the whole batch (no `{replica}`) gives
+        // replica d its d-th slice of dim 0.
+        if (dp > 1 && whole_in && file.find("{replica}") == std::string::npos)
+          t = runtime::batch_slice(
+              runtime::read_model_input(*runtime::find_input(*whole_in, name), f), k / tp, dp);
+        else
+          t = runtime::read_model_input(*in, f);
       } else {
         t = runtime::read_npy(f);
       }
@@ -724,13 +739,22 @@ int cmd_run_spmd(const RunArgs& r) {
   std::vector<isa::Program> progs;
   std::vector<std::map<std::string, runtime::HostTensor>> inputs;
   if (onnx) {
-    const ir::Graph imported = frontend::import_onnx_file(r.program_path, r.import);
+    const ir::Graph whole = frontend::import_onnx_file(r.program_path, r.import);
+    // --dp D: each replica compiles for batch / D (dim 0 of every input).
+    frontend::ImportOptions split = r.import;
+    split.batch_split = dp;
+    const ir::Graph imported =
+        dp > 1 ? runtime::import_batch_split(r.program_path, split) : whole.clone();
     const std::vector<runtime::ModelIo> model_in = runtime::model_inputs(imported);
+    const std::vector<runtime::ModelIo> whole_in = runtime::model_inputs(whole);
     if (tp > 1) {
-      std::vector<runtime::OnnxModel> models =
-          runtime::compile_tensor_parallel(imported, r.program_path, for_core(cfg0, 0), r.precision,
-                                           int(tp), r.keep_on_chip, int(dp));
+      std::vector<runtime::OnnxModel> models = runtime::compile_tensor_parallel(
+          imported, r.program_path, for_core(cfg0, 0), r.precision, int(tp), r.keep_on_chip, 1);
       for (auto& m : models) progs.push_back(std::move(m.program));
+      // Replica d's shards are replica 0's with their group moved to its ranks.
+      for (long long d = 1; d < dp; ++d)
+        for (long long t = 0; t < tp; ++t)
+          progs.push_back(runtime::shift_groups(progs[size_t(t)], uint32_t(d * tp)));
     } else {  // data parallel only: every rank runs the whole model on its batch
       std::ostringstream dumps;
       progs.push_back(runtime::compile_onnx_graph(imported.clone(), r.program_path,
@@ -739,7 +763,7 @@ int cmd_run_spmd(const RunArgs& r) {
                           .program);
     }
     // The ranks of one tensor-parallel group read the same activations.
-    inputs = spmd_inputs(r, progs[0], &model_in, uint32_t(tp));
+    inputs = spmd_inputs(r, progs[0], &model_in, uint32_t(tp), &whole_in, uint32_t(dp));
   } else {
     progs.push_back(isa::load_program(r.program_path));
     if (r.drop_sync >= 0)
@@ -757,12 +781,26 @@ int cmd_run_spmd(const RunArgs& r) {
   }
   runtime::DeviceOptions opts = run_device_options(r);
   opts.chip_cores = cfg0.cores;
+  // Timing only: alike ranks fold into one per symmetry class (runtime/symmetry.h).
+  runtime::SymmetryPlan sym;
+  sym.ranks = sym.simulated = R;
+  sym.why_not = "--no-fold";
+  if (!r.functional && r.fold) {
+    std::vector<const isa::Program*> per_rank(R);
+    for (uint32_t k = 0; k < R; ++k) per_rank[k] = &progs[progs.size() > 1 ? k : 0];
+    sym = runtime::plan_symmetry(per_rank, cfg0.cores);
+    if (sym.folded()) {
+      opts.fold_ranks = R;
+      inputs.resize(sym.simulated);
+    }
+  }
   opts.comm_overlap = r.comm_profile;
-  runtime::Device dev(cfg, opts);
+  runtime::Device dev(sym.folded() ? runtime::spmd_config(cfg0, sym.simulated) : cfg, opts);
   std::vector<runtime::Launch> launches = runtime::spmd_launches(&progs[0], std::move(inputs));
   for (size_t k = 0; k < launches.size() && progs.size() > 1; ++k) launches[k].program = &progs[k];
   const runtime::RunReport rep = dev.run(launches);
   std::cout << runtime::format_report(progs[0], cfg, rep) << runtime::format_spmd_report(rep);
+  if (!r.functional) std::cout << runtime::describe_symmetry(sym);
   int status = 0;
   if (opts.check_races || opts.poison) print_checks(rep, opts);
   if ((rep.races || rep.poisoned_reads) && !r.races_warn) status = 1;

@@ -105,6 +105,9 @@ std::string format_report(const isa::Program& p, const platform::platform_config
     s += fmt(" (%.0f instructions/s", double(r.instructions) / r.host_seconds) +
          (secs > 0 ? fmt(", %.3g host s per simulated ms)", r.host_seconds / (secs * 1e3)) : ")");
   s += "\n";
+  if (r.host_cpu_seconds > 0)
+    s += "  host time, cpu   " + fmt("%.3f s", r.host_cpu_seconds) +
+         fmt(" (%.0f instructions per cpu s)\n", double(r.instructions) / r.host_cpu_seconds);
   return s;
 }
 

@@ -219,6 +219,16 @@ class Importer {
         shape.push_back(dims[d].dim_value());
       }
     }
+    if (opts_.batch_split > 1) {
+      const std::string d = "--dp " + std::to_string(opts_.batch_split);
+      if (shape.empty())
+        throw ir::CompileError(what + " is a scalar; " + d + " splits dim 0 (the batch) of " +
+                               "every input");
+      if (shape[0] % opts_.batch_split != 0)
+        throw ir::CompileError(what + " has batch (dim 0) " + std::to_string(shape[0]) + " in " +
+                               ir::shape_str(shape) + ", which " + d + " does not divide");
+      shape[0] /= opts_.batch_split;
+    }
     bind(in.name(), g_.add_input(fresh(in.name()), {*et, shape}));
   }
 
@@ -300,6 +310,10 @@ class Importer {
         if (static_dims) {
           Shape decl;
           for (const auto& d : dims) decl.push_back(d.dim_value());
+          // A split batch (batch_split) makes each replica's output a slice too.
+          if (opts_.batch_split > 1 && !decl.empty() && decl[0] % opts_.batch_split == 0 &&
+              decl != v->shape())
+            decl[0] /= opts_.batch_split;
           if (decl != v->shape())
             throw ir::CompileError(what + " is declared " + ir::shape_str(decl) +
                                    " but shape inference gives " + v->type.str());

@@ -70,6 +70,10 @@ struct ImportOptions {
   // Sequence and optional graph inputs (by name): their structure (see
   // SequenceInput). Such an input with no entry here is refused.
   std::map<std::string, SequenceInput> sequence_inputs;
+  // Data parallel (trnsim --dp D): every tensor graph input's dim 0 (its batch) is
+  // divided by this, so each replica compiles for its slice of the batch. An input
+  // of rank 0 or whose dim 0 D does not divide is refused.
+  int64_t batch_split = 1;
 };
 
 // Refusal because a value the compiler needs at compile time (a shape, axes, a

@@ -77,13 +77,34 @@ void partitioned_memory::fill(uint8_t byte) {
 void partitioned_memory::reset_stats() {
   read_bytes_ = write_bytes_ = reads_ = writes_ = peak_byte_ = 0;
   stall_total_ = sc_core::SC_ZERO_TIME;
-  touched_.clear();
+  touched_.reset();
+  touched_count_ = 0;
+  marked_.clear();
   for (auto& c : access_cache_) c.valid = false;  // so their patterns mark again
 }
 
+size_t partitioned_memory::ap_hash::operator()(const isa::AccessPattern& ap) const {
+  uint64_t h = uint64_t(ap.space) ^ (uint64_t(ap.dtype) << 8) ^ (uint64_t(ap.ndims) << 16);
+  const auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x9e3779b97f4a7c15ull; };
+  mix(ap.partition_start);
+  mix(ap.partition_count);
+  mix(uint64_t(ap.partition_stride));
+  mix(ap.offset);
+  for (const isa::Dim& d : ap.dims) {
+    mix(uint64_t(d.stride));
+    mix(d.size);
+  }
+  return size_t(h ^ (h >> 29));
+}
+
 void partitioned_memory::mark_touched(const isa::AccessPattern& ap) {
+  if (!marked_.insert(ap).second) return;
   const uint64_t words = (geo_.partition_bytes + 63) / 64;
-  if (touched_.empty()) touched_.assign(words * geo_.partitions, 0);
+  if (!touched_) {
+    touched_.reset(static_cast<uint64_t*>(std::calloc(words * geo_.partitions, sizeof(uint64_t))));
+    if (!touched_)
+      throw std::runtime_error(std::string(name()) + ": cannot allocate its touched-bytes bitmap");
+  }
   // The free pattern is the same in every partition: build its mask once over the
   // pattern's word span, then OR it into each partition's row.
   int64_t lo = 0, end = 0;
@@ -107,15 +128,16 @@ void partitioned_memory::mark_touched(const isa::AccessPattern& ap) {
     });
   }
   for (uint32_t p = 0; p < ap.partition_count; ++p) {
-    uint64_t* row = touched_.data() + size_t(ap.partition_start + p) * words + w0;
-    for (size_t w = 0; w < touched_mask_.size(); ++w) row[w] |= touched_mask_[w];
+    uint64_t* row = touched_.get() + size_t(ap.partition_start + p) * words + w0;
+    for (size_t w = 0; w < touched_mask_.size(); ++w) {
+      touched_count_ += uint64_t(__builtin_popcountll(touched_mask_[w] & ~row[w]));
+      row[w] |= touched_mask_[w];
+    }
   }
 }
 
 uint64_t partitioned_memory::touched_bytes() const {
-  uint64_t n = 0;
-  for (uint64_t w : touched_) n += uint64_t(__builtin_popcountll(w));
-  return n;
+  return touched_count_;
 }
 
 void partitioned_memory::register_stats(stats::group& g) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <systemc>
 #include <tlm>
+#include <unordered_set>
 #include <vector>
 
 #include "models/common/ap_extension.h"
@@ -82,7 +83,21 @@ class partitioned_memory : public sc_core::sc_module {
   uint64_t peak_byte_ = 0;  // highest byte offset touched in any partition
   // One bit per byte per partition, allocated on first access; marked once per
   // distinct pattern (when it enters access_cache_, which reset_stats() empties).
-  std::vector<uint64_t> touched_, touched_mask_;
+  // touched_ is calloc'd: the host backs only the pages of rows a pattern reached
+  // (a 32-core run would otherwise zero 3 MiB of bitmap per SBUF up front).
+  struct bitmap_free {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint64_t[], bitmap_free> touched_;
+  std::vector<uint64_t> touched_mask_;
+  uint64_t touched_count_ = 0;  // set bits of touched_, kept as they are set
+  // Patterns already marked: touched bits only grow, so a pattern evicted from
+  // access_cache_ and seen again (DMA shares make more patterns than it holds) is
+  // not marked again. Exact: full pattern equality.
+  struct ap_hash {
+    size_t operator()(const isa::AccessPattern& ap) const;
+  };
+  std::unordered_set<isa::AccessPattern, ap_hash> marked_;
   void mark_touched(const isa::AccessPattern& ap);
 
  private:

@@ -144,6 +144,10 @@ void collective_unit::arrive(uint32_t rank, const isa::Instruction& in, collecti
   }
   std::vector<arrival>& arr = waiting_[in.group];
   arr.push_back({rank, &in, w, models::now()});
+  if (simulated_ > 0)  // the folded ranks this one stands for, no waiter of their own
+    for (uint32_t m : in.group)
+      if (m >= simulated_ && m % simulated_ == rank)
+        arr.push_back({m, &in, nullptr, models::now()});
   if (arr.size() < in.group.size()) return;
   std::vector<arrival> all;
   all.swap(arr);
@@ -279,7 +283,8 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     s.bytes += res.link_bytes / G;
     s.hbm_bytes += barrier ? 0 : sent + reduced + recv;
   }
-  for (size_t k = 0; k < all.size(); ++k) all[k].w->collective_ready(dur[k]);
+  for (size_t k = 0; k < all.size(); ++k)
+    if (all[k].w) all[k].w->collective_ready(dur[k]);
 }
 
 collective_unit::model_run collective_unit::run_model(const isa::Instruction& in, Collective c,
@@ -346,6 +351,13 @@ std::vector<link_summary> collective_unit::links() const {
   std::vector<link_summary> v;
   for (const auto& [n, l] : link_totals_) v.push_back(l);
   return v;
+}
+
+void collective_unit::fold(uint32_t simulated) {
+  if (ctx_.functional)
+    throw std::invalid_argument(
+        "a symmetry fold is for timing-only runs (folded ranks hold no data)");
+  simulated_ = simulated;
 }
 
 std::vector<float> collective_unit::read(uint32_t rank, const isa::AccessPattern& ap) const {

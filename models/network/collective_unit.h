@@ -123,6 +123,9 @@ class collective_unit : public collective_port {
   void arrive(uint32_t rank, const isa::Instruction& in, collective_waiter* w) override;
   std::string pending() const override;
   const std::vector<rank_comm_stats>& stats() const { return stats_; }
+  // Symmetry fold (runtime/symmetry.h), timing only: ranks from `simulated` on run
+  // no program; rank r arrives wherever rank r % simulated arrives, in its group.
+  void fold(uint32_t simulated);
 
   // Keep every transfer for traces (off: only the summaries and windows).
   void record_transfers(bool on) { record_ = on; }
@@ -166,6 +169,7 @@ class collective_unit : public collective_port {
   std::map<std::string, link_summary> link_totals_;
   std::vector<collective_window> windows_;
   std::vector<transfer_span> spans_;
+  uint32_t simulated_ = 0;  // fold(): the ranks that run (0: all)
 };
 
 }  // namespace trnsim::models::network

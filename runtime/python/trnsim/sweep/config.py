@@ -188,6 +188,9 @@ class Schema:
                 choices[k["key"]] = list(k.get("choices", []))
         if not types:
             raise ConfigError(f"{binary} info --keys --json printed no config keys")
+        from trnsim.sweep.run_keys import RUN_KEYS
+        for k in RUN_KEYS:  # `trnsim run` options swept as keys (run_keys.py)
+            types[k], readers[k] = "count", "sim"
         return cls(types, choices, readers)
 
     def _base(self, key):
@@ -265,6 +268,15 @@ class Resolver:
 
         Raises ConfigError with the simulator's message when it refuses the config.
         """
+        from trnsim.sweep.run_keys import is_run_key
+        run = {k: v for k, v in overrides.items() if is_run_key(k)}
+        if run:  # run options: not the simulator's config, part of the resolved point
+            resolved = self.resolve({k: v for k, v in overrides.items() if not is_run_key(k)})
+            for k, v in run.items():
+                if v < 1:
+                    raise ConfigError(f"{k}: must be at least 1")
+            resolved.update(run)
+            return resolved
         sets = tuple(sorted((k, self.schema.cli(k, v)) for k, v in overrides.items()))
         if sets in self._memo:
             hit = self._memo[sets]

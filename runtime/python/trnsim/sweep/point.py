@@ -20,6 +20,7 @@ import socket
 import time
 
 from trnsim.sweep.procs import run_limited
+from trnsim.sweep.run_keys import drop_unsplit, partitioned, split_sets
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
@@ -140,7 +141,7 @@ def _compile(task, step):
         tmp = f"{prog}.tmp.{os.getpid()}.tbin"
         cmd = [task["binary"], "compile", task["workload"]["path"], "-c", task["base"],
                "--precision", task["precision"], "-o", tmp]
-        for s in task["compile_sets"]:
+        for s in split_sets(task["compile_sets"])[0]:
             cmd += ["--set", s]
         out, text = step.run(cmd)
         if out.returncode != 0 or out.timed_out or not os.path.exists(tmp):
@@ -166,12 +167,16 @@ def _attempt(task, log, info):
     wl = task["workload"]
     compile_state = "none"
     prog = wl["path"]
-    if prog.endswith(".onnx"):
+    sets, run_args = split_sets(task["sets"])
+    if prog.endswith(".onnx") and not partitioned(run_args):
         prog, compile_state = _compile(task, step)
         info["compile"] = compile_state
+        run_args = drop_unsplit(run_args)  # tp = dp = 1: the whole model, compiled
+    elif prog.endswith(".onnx"):  # split per rank: `trnsim run` compiles
+        run_args += ["--precision", task["precision"]]
     stats_tmp = os.path.join(task["dir"], f"stats.json.tmp.{os.getpid()}")
-    cmd = [task["binary"], "run", prog, "-c", task["base"], "--stats", stats_tmp]
-    for s in task["sets"]:
+    cmd = [task["binary"], "run", prog, "-c", task["base"], "--stats", stats_tmp] + run_args
+    for s in sets:
         cmd += ["--set", s]
     cmd += ["--no-functional"] if task["timing_only"] else ["--random-inputs"]
     out, text = step.run(cmd)

@@ -13,6 +13,7 @@ from trnsim.sweep.config import ConfigError, Resolver, Schema
 from trnsim.sweep.cost import CostModel
 from trnsim.sweep.point import atomic_json, read_status
 from trnsim.sweep.results import build_rows, columns, write_tables
+from trnsim.sweep.run_keys import is_run_key
 from trnsim.sweep.spec import SpecError, constraints, expand_settings
 from trnsim.sweep.workloads import prepare
 
@@ -114,7 +115,9 @@ class Plan:
         else:
             resolved_for_id = resolved
         pin = set(self.spec.compile_pin)
-        p.compile_sets = [x for x, k in zip(p.sets, sorted(s)) if k not in pin]
+        # Run keys are `trnsim run` options: a split model compiles inside the run.
+        p.compile_sets = [x for x, k in zip(p.sets, sorted(s))
+                          if k not in pin and not is_run_key(k)]
         pins = {}
         if resolved is not None and p.compile_sets != p.sets and \
                 self._target(p.compile_sets) != self._target(p.sets):

@@ -1,0 +1,256 @@
+"""Tests of SPMD runs at scale: symmetry classes (runtime/symmetry.h: a timing-only
+run of alike ranks simulates chip 0 and folds the rest; the step time equals the full
+simulation's; different programs per rank are not folded), `--dp D` splitting a model's
+batch (runtime/data_parallel.h: rank outputs, concatenated, equal the single-core run's)
+and sweeps over run keys and network keys (runtime/python/trnsim/sweep/run_keys.py).
+Run: TRNSIM_BIN=build/runtime/trnsim python3 tests/python/test_scale.py
+Exit 77 (skipped) when numpy (torch and onnx for the model cases) or the binary are missing.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from skip_unless import require
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = os.environ.get("TRNSIM_BIN") or str(REPO / "build" / "runtime" / "trnsim")
+
+require(("numpy",), BIN)
+
+import numpy as np  # noqa: E402
+
+
+def run(args, check=True):
+    p = subprocess.run([BIN] + args, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError("trnsim %s failed (%d):\n%s%s" % (args, p.returncode, p.stdout,
+                                                            p.stderr))
+    return p
+
+
+def step_ns(out):
+    return float(re.search(r"step: ([0-9.]+) ns", out).group(1))
+
+
+def pipeline(group, groups=6, free=256, extra=False):
+    """Per iteration: DMA load, matmul, activation, DMA store, then an all_reduce of
+    the stored tile over `group` and a barrier of every rank (`{all}`). `extra`: one
+    more load at the end (another program, the same collectives)."""
+    L = [".program pipe", ".semaphores 7", ".tensor x [128,%d] bf16 input @0" % free,
+         ".tensor w [128,128] bf16 input @524288",
+         ".tensor t [2,128,%d] bf16 scratch @1048576" % free,
+         ".tensor y [2,128,%d] bf16 output @2097152" % free]
+    q = {k: [] for k in ("dma 0 0", "tensor", "scalar", "dma 1 0", "sync", "dma 2 0")}
+    q["dma 2 0"].append("dma_copy dst=sbuf[0:128, 8192, bf16, [1,128]] src=hbm[128x128, @w, bf16, "
+                        "[1,128]] signal=s6+1")
+    for g in range(groups):
+        b, off = g % 2, (g % 2) * 128 * free * 2
+        after = lambda s, n: " wait=s%d>=%d" % (s, n) if n > 0 else ""
+        q["dma 0 0"].append("dma_copy dst=sbuf[0:128, %d, bf16, [1,%d]] src=hbm[128x%d, @x, bf16, "
+                            "[1,%d]]%s signal=s0+1" % (b * 2048, free, free, free, after(2, g - 1)))
+        q["tensor"].append("matmul dst=psum[0:128, %d, fp32, [1,%d]] stationary=sbuf[0:128, 8192, "
+                           "bf16, [1,128]] moving=sbuf[0:128, %d, bf16, [1,%d]] wait=s0>=%d wait=s6>=1%s "
+                           "signal=s1+1" % (b * 2048, free, b * 2048, free, g + 1, after(2, g - 1)))
+        q["scalar"].append("activation dst=sbuf[0:128, %d, bf16, [1,%d]] src=psum[0:128, %d, fp32, "
+                           "[1,%d]] func=gelu wait=s1>=%d%s signal=s2+1"
+                           % (16384 + b * 2048, free, b * 2048, free, g + 1, after(3, g - 1)))
+        q["dma 1 0"].append("dma_copy dst=hbm[128x%d, @t+%d, bf16, [1,%d]] src=sbuf[0:128, %d, bf16, "
+                            "[1,%d]] wait=s2>=%d%s signal=s3+1"
+                            % (free, off, free, 16384 + b * 2048, free, g + 1, after(4, g - 1)))
+        q["sync"].append("all_reduce dst=hbm[128x%d, @y+%d, bf16, [1,%d]] src=hbm[128x%d, @t+%d, "
+                         "bf16, [1,%d]] group=[%s] wait=s3>=%d signal=s4+1"
+                         % (free, off, free, free, off, free, group, g + 1))
+        q["sync"].append("barrier group=[{all}] signal=s5+1")
+    if extra:
+        q["dma 0 0"].append("dma_copy dst=sbuf[0:128, 24576, bf16, [1,%d]] src=hbm[128x%d, @x, "
+                            "bf16, [1,%d]]" % (free, free, free))
+    for name, lines in q.items():
+        L += [".queue " + name] + lines
+    return "\n".join(L) + "\n"
+
+
+class Symmetry(unittest.TestCase):
+    """tiny: 2 cores a chip, 4 chips: 8 ranks are 4 alike chips."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.d = Path(self.dir.name)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, text):
+        path = self.d / name
+        path.write_text(text.replace("{all}", ",".join(map(str, range(8)))))
+        return str(path)
+
+    def test_folded_step_equals_full_simulation(self):
+        # Every rank: all_reduce over its replica's 4 ranks (2 chips), then a barrier.
+        progs = [self.write("r%d.tasm" % r, pipeline("0,1,2,3" if r < 4 else "4,5,6,7"))
+                 for r in range(8)]
+        base = ["run", progs[0], "-c", "tiny", "--ranks", "8", "--no-functional"]
+        base += sum((["--rank-program", "%d=%s" % (r, progs[r])] for r in range(1, 8)), [])
+        full = run(base + ["--no-fold"])
+        folded = run(base)
+        self.assertIn("symmetry: not folded (--no-fold)", full.stdout)
+        self.assertIn("symmetry: 8 ranks in 2 classes", folded.stdout)
+        self.assertEqual(len(re.findall(r"^  rank \d+:", full.stdout, re.M)), 8)
+        self.assertEqual(len(re.findall(r"^  rank \d+:", folded.stdout, re.M)), 2)
+        self.assertEqual(step_ns(folded.stdout), step_ns(full.stdout))
+        # Each rank's collective time is its group's: the same in both runs.
+        per_rank = lambda out: re.findall(r"collectives: ([0-9.]+) ns", out)
+        self.assertEqual(per_rank(folded.stdout), per_rank(full.stdout)[:2])
+        self.assertGreater(float(per_rank(full.stdout)[0]), 0)
+
+    def test_different_programs_are_not_folded(self):
+        # Rank 5 loads once more (asymmetric): every rank is simulated.
+        prog = self.write("p.tasm", pipeline("0,1,2,3,4,5,6,7"))
+        other = self.write("q.tasm", pipeline("0,1,2,3,4,5,6,7", extra=True))
+        p = run(["run", prog, "-c", "tiny", "--ranks", "8", "--no-functional",
+                 "--rank-program", "5=" + other])
+        self.assertIn("symmetry: not folded (rank 5", p.stdout)
+        self.assertEqual(len(re.findall(r"^  rank \d+:", p.stdout, re.M)), 8)
+
+    def test_functional_runs_every_rank(self):
+        prog = self.write("p.tasm", pipeline("0,1,2,3,4,5,6,7", groups=2))
+        p = run(["run", prog, "-c", "tiny", "--ranks", "8", "--random-inputs"])
+        self.assertNotIn("symmetry:", p.stdout)
+        self.assertEqual(len(re.findall(r"^  rank \d+:", p.stdout, re.M)), 8)
+
+
+class DataParallel(unittest.TestCase):
+    """--dp D on models exported from PyTorch: replica d runs rows [d B/D, (d+1) B/D)."""
+
+    @classmethod
+    def setUpClass(cls):
+        require(("numpy", "torch", "onnx"), BIN)
+        import torch
+
+        sys.path.insert(0, str(REPO))
+        from examples.models import TpBlock
+
+        torch.manual_seed(0)
+        cls.dir = tempfile.TemporaryDirectory()
+        d = Path(cls.dir.name)
+        mlp = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(),
+                                  torch.nn.Linear(256, 64)).eval()
+        x = torch.randn(32, 64)
+        torch.onnx.export(mlp, (x,), str(d / "mlp.onnx"), opset_version=17,
+                          input_names=["x"], output_names=["y"])
+        np.save(d / "x.npy", x.numpy())
+        with torch.no_grad():
+            cls.mlp_eager = mlp(x).numpy()
+        blk = TpBlock(128, 4, 256).eval()
+        bx = torch.randn(4, 16, 128)
+        torch.onnx.export(blk, (bx,), str(d / "blk.onnx"), opset_version=17,
+                          input_names=["x"], output_names=["y"])
+        np.save(d / "bx.npy", bx.numpy())
+        with torch.no_grad():
+            cls.blk_eager = blk(bx).numpy()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def single(self, model, x, out):
+        d = Path(self.dir.name)
+        run(["run", str(d / model), "-c", "tiny", "--input", "x=" + str(d / x),
+             "--output-dir", str(d / out)])
+        return np.load(d / out / "y.npy")
+
+    def test_dp_splits_the_batch(self):
+        d = Path(self.dir.name)
+        single = self.single("mlp.onnx", "x.npy", "one")
+        for dp in (2, 4):
+            p = run(["run", str(d / "mlp.onnx"), "-c", "tiny", "--dp", str(dp), "--input",
+                     "x=" + str(d / "x.npy"), "--output-dir", str(d / ("dp%d" % dp))])
+            ys = [np.load(d / ("dp%d" % dp) / ("rank%d" % r) / "y.npy") for r in range(dp)]
+            for y in ys:
+                self.assertEqual(y.shape, (32 // dp, 64))
+            y = np.concatenate(ys)
+            # The same bf16 matmuls on fewer rows: only tiling may order sums differently.
+            np.testing.assert_allclose(y, single, rtol=1e-3, atol=1e-3)
+            np.testing.assert_allclose(y, self.mlp_eager, rtol=3e-2, atol=3e-2)
+            self.assertIn("communication 0.0 ns", p.stdout)
+
+    def test_tp_and_dp_on_a_block(self):
+        # --tp 2 --dp 2: ranks 0-1 run batch rows 0-1 split by heads, ranks 2-3 rows 2-3.
+        d = Path(self.dir.name)
+        single = self.single("blk.onnx", "bx.npy", "b1")
+        run(["run", str(d / "blk.onnx"), "-c", "tiny", "--tp", "2", "--dp", "2", "--input",
+             "x=" + str(d / "bx.npy"), "--output-dir", str(d / "b22")])
+        for r in range(4):
+            y = np.load(d / "b22" / ("rank%d" % r) / "y.npy")
+            rows = slice(2 * (r // 2), 2 * (r // 2) + 2)
+            np.testing.assert_allclose(y, single[rows], rtol=1e-3, atol=1e-3)
+            np.testing.assert_allclose(y, self.blk_eager[rows], rtol=3e-2, atol=3e-2)
+
+    def test_batch_not_divisible(self):
+        d = Path(self.dir.name)
+        p = run(["run", str(d / "mlp.onnx"), "-c", "tiny", "--dp", "3", "--random-inputs"],
+                check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("input 'x' has batch (dim 0) 32 in [32,64], which --dp 3 does not divide",
+                      p.stderr)
+
+
+    def test_fixed_batch_reshape_is_refused(self):
+        # view(b, ...) exports b as a constant: the half batch cannot take that shape.
+        import torch
+
+        class Fixed(torch.nn.Module):
+            def forward(self, x):
+                b, s, d = x.shape
+                return x.view(b, s, 2, d // 2).transpose(1, 2).reshape(b, 2 * s, d // 2)
+
+        d = Path(self.dir.name)
+        torch.onnx.export(Fixed().eval(), (torch.randn(4, 8, 16),), str(d / "fixed.onnx"),
+                          opset_version=17, input_names=["x"], output_names=["y"])
+        p = run(["run", str(d / "fixed.onnx"), "-c", "tiny", "--dp", "2", "--random-inputs"],
+                check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("node '/Reshape'", p.stderr)
+        self.assertIn("needs an export with a dynamic batch axis", p.stderr)
+
+
+class Sweep(unittest.TestCase):
+    """run.tp and network.link_bandwidth as sweep axes, results and plots."""
+
+    def test_sweep_over_tp_and_link_bandwidth(self):
+        require(("numpy", "torch", "onnx", "yaml", "matplotlib"), BIN)
+        import json
+
+        import torch
+
+        with tempfile.TemporaryDirectory() as td:
+            d = Path(td)
+            torch.manual_seed(0)
+            mlp = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.GELU(),
+                                      torch.nn.Linear(512, 64)).eval()
+            torch.onnx.export(mlp, (torch.randn(64, 64),), str(d / "mlp.onnx"), opset_version=17,
+                              input_names=["x"], output_names=["y"])
+            (d / "spec.yaml").write_text(
+                "base: tiny\nworkloads:\n  - {onnx: mlp.onnx}\ntiming_only: true\n"
+                "axes:\n  run.tp: [1, 4]\n  network.link_bandwidth: [1GB/s, 100GB/s]\n")
+            out = d / "out"
+            run(["sweep", str(d / "spec.yaml"), "-o", str(out), "-j", "1"])
+            rows = [json.loads(l) for l in (out / "results.jsonl").read_text().splitlines()]
+            t = {(r["p.run.tp"], r["p.network.link_bandwidth"]): r["m.simulated_ns"]
+                 for r in rows if r.get("status") == "ok"}
+            self.assertEqual(len(t), 4, rows)
+            # tp 4 spans 2 tiny chips: its all_reduce crosses the link, so a slower
+            # link is a longer step; tp 1 has no collective and does not see it.
+            self.assertGreater(t[(4, 1e9)], t[(4, 1e11)])
+            self.assertEqual(t[(1, 1e9)], t[(1, 1e11)])
+            p = run(["plot", str(out), "--x", "run.tp", "--x", "network.link_bandwidth"])
+            self.assertIn("simulated_ns_vs_run_tp.png", p.stdout)
+            self.assertIn("simulated_ns_vs_network_link_bandwidth.png", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
