@@ -29,7 +29,8 @@ void patchify_convs(ir::Graph& g, PassContext& ctx) {
       continue;
     const ir::Shape &xs = x->shape(), &ws = w->shape();
     const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], M = ws[0], kh = ws[2], kw = ws[3];
-    if (ws[1] != C || (n->has_attr("group") && n->attr_int("group") != 1)) continue;
+    if (ws[1] != C || kh <= 0 || kw <= 0 || (n->has_attr("group") && n->attr_int("group") != 1))
+      continue;
     auto all_eq = [&](const char* key, std::vector<int64_t> want) {
       return !n->has_attr(key) || n->attr_ints(key) == want;
     };

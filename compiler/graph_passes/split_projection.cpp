@@ -96,6 +96,7 @@ void split_projections(ir::Graph& g, PassContext& ctx) {
     std::vector<Part> parts;
     bool ok = true;
     for (const auto& [user, slot] : uses.of(y)) ok = ok && parts_of(user, y, parts);
+    for (const Part& p : parts) ok = ok && p.start < p.end;  // no empty part
     if (!ok) continue;
     for (const Part& p : parts) {
       if (uses.unused(p.out)) continue;
