@@ -89,5 +89,20 @@ TEST(GraphPassesSplitProjection, OtherReadersOrWeightsStay) {
   }
 }
 
+TEST(GraphPassesSplitProjection, EmptyPartsStay) {
+  // A product with no columns split into empty parts: nothing to split (and no
+  // division by the zero column count).
+  const std::string body = R"IR(
+    input %x: fp32[3,4]
+    const %w: fp32[4,0] = []
+    %y: fp32[3,0] = MatMul(%x, %w) @/p/MatMul
+    %a: fp32[3,0], %b: fp32[3,0] = Split(%y) {axis=1, split=[0, 0]} @/Split
+    output %a, %b)IR";
+  PassContext ctx;
+  ir::Graph out = run_on_copy(parse_body(body), {"fuse_patterns"}, &ctx);
+  EXPECT_EQ(ctx.stats["fuse_patterns.SplitProjection"], 0);
+  EXPECT_EQ(count_op(out, "MatMul"), 1);
+}
+
 }  // namespace
 }  // namespace trnsim::graph_passes::testing
