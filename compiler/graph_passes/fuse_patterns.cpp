@@ -13,6 +13,12 @@
 //   SiLU              x * Sigmoid(x) -> trn.Silu
 //   HardSwish         x * Clip(x + 3, 0, 6) / 6 (Relu + Clip as torch writes relu6),
 //                     x * HardSigmoid(x){1/6, 1/2} -> the ONNX HardSwish op
+//   Attention forms   before matching, a scale on Q moves to the scores and a Transpose
+//                     that also moves the heads of K is split (attention_forms.cpp)
+//   Split projection  MatMul(x, constant W) [+ b] read only by last-axis Split/Slice
+//                     -> one MatMul per part (split_projection.cpp)
+//   Patch Conv        a Conv whose windows tile the input -> MatMul of the patches
+//                     (patchify.cpp)
 //   Attention         Softmax(S * scale [+ mask], last axis) @ V with S = Q @ Transpose(K)
 //                     (the last two axes swapped), scale a positive scalar constant, the
 //                     mask absent or causal: an additive constant that is 0 on and below
@@ -25,12 +31,6 @@
 //   rotate_half sign  Concat(Neg(x2), x1) * constant over the last axis (rotary
 //                     embeddings) -> Concat(x2, x1) * the constant negated over x2's
 //                     part (fold_rotate_sign)
-//   Attention forms   before matching, a scale on Q moves to the scores and a Transpose
-//                     that also moves the heads of K is split (attention_forms.cpp)
-//   Split projection  MatMul(x, constant W) [+ b] read only by last-axis Split/Slice
-//                     -> one MatMul per part (split_projection.cpp)
-//   Patch Conv        a Conv whose windows tile the input -> MatMul of the patches
-//                     (patchify.cpp)
 // Matching is exact: every constant is checked up to fp32 rounding (near_fp32),
 // reductions must be ReduceMean with keepdims over the trailing axes, gamma and
 // beta must broadcast to the normalized dims, every intermediate value must be
