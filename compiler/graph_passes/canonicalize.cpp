@@ -6,6 +6,7 @@
 //   - Flatten/Squeeze/Unsqueeze become Reshape; Reshape(Reshape(x)) reads x; a
 //     Reshape to the input's own shape is removed;
 //   - Transpose(Transpose(x)) becomes one Transpose; an identity perm is removed;
+//     a Transpose that only moves dims of size 1 becomes a Reshape;
 //   - x*1, 1*x, x/1, x+0, 0+x, x-0 are removed (only when x already has the
 //     result's type, i.e. the constant does not broadcast x up);
 //   - x - c becomes x + (-c) (exact) and x / c becomes x * (1/c) (within an ulp;
@@ -137,7 +138,26 @@ class Canonicalizer {
       count("transpose_chain");
       return true;
     }
+    if (size_one_moves(n)) return true;
     return false;
+  }
+
+  // A Transpose that keeps the order of the dims larger than 1 moves no element
+  // ([1, S, D] -> [S, 1, D]): a Reshape, which is a view, not a copy.
+  bool size_one_moves(Node* n) {
+    const ir::Shape& in = n->inputs[0]->shape();
+    const std::vector<int64_t>& perm = n->attr_ints("perm");
+    int64_t last = -1;
+    for (int64_t p : perm) {
+      if (p < 0 || p >= static_cast<int64_t>(in.size())) return false;
+      if (in[p] == 1) continue;
+      if (p < last) return false;
+      last = p;
+    }
+    n->op = "Reshape";
+    n->attrs = {{"shape", n->outputs[0]->shape()}};
+    count("transpose_to_reshape");
+    return true;
   }
 
   bool arith(Node* n) {

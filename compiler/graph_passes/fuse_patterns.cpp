@@ -13,6 +13,12 @@
 //   SiLU              x * Sigmoid(x) -> trn.Silu
 //   HardSwish         x * Clip(x + 3, 0, 6) / 6 (Relu + Clip as torch writes relu6),
 //                     x * HardSigmoid(x){1/6, 1/2} -> the ONNX HardSwish op
+//   Attention forms   before matching, a scale on Q moves to the scores and a Transpose
+//                     that also moves the heads of K is split (attention_forms.cpp)
+//   Split projection  MatMul(x, constant W) [+ b] read only by last-axis Split/Slice
+//                     -> one MatMul per part (split_projection.cpp)
+//   Patch Conv        a Conv whose windows tile the input -> MatMul of the patches
+//                     (patchify.cpp)
 //   Attention         Softmax(S * scale [+ mask], last axis) @ V with S = Q @ Transpose(K)
 //                     (the last two axes swapped), scale a positive scalar constant, the
 //                     mask absent or causal: an additive constant that is 0 on and below
@@ -34,7 +40,10 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "compiler/graph_passes/attention_forms.h"
 #include "compiler/graph_passes/pass.h"
+#include "compiler/graph_passes/patchify.h"
+#include "compiler/graph_passes/split_projection.h"
 #include "compiler/graph_passes/util.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/ops.h"
@@ -555,7 +564,10 @@ void fold_rotate_sign(ir::Graph& g, PassContext& ctx) {
 }
 
 void run(ir::Graph& g, PassContext& ctx) {
+  patchify_convs(g, ctx);
+  split_projections(g, ctx);
   fold_rotate_sign(g, ctx);
+  expose_attention_scores(g, ctx);
   PatternFuser(g, ctx).run();
 }
 

@@ -394,20 +394,25 @@ TEST(GraphPipelineTorch, Mlp3dWithSilu) {
 
 // The encoder layer after the pipeline: the two LayerNorms fused, the FFN's
 // linear1 + bias + activation and linear2 + bias + residual as epilogues, the QKV
-// projection with its bias as an epilogue, the out-projection a MatMul + bias
-// epilogue, attention scores and context as plain MatMuls around the Softmax.
+// projection split into Q, K and V projections with their biases as epilogues, the
+// out-projection a MatMul + bias epilogue, scores, softmax and context one
+// trn.Attention.
 void check_encoder(const ir::Graph& g, const std::string& act_step) {
   EXPECT_EQ(count_op(g, "trn.LayerNorm"), 2);
-  EXPECT_EQ(count_op(g, "Softmax"), 1);
+  EXPECT_EQ(count_op(g, "trn.Attention"), 1);
+  EXPECT_EQ(count_op(g, "Softmax"), 0);
   std::vector<std::string> exprs;
   for (const auto& n : g.nodes())
     if (n->op == "trn.MatMulEpilogue") exprs.push_back(n->attr_string("expr"));
-  EXPECT_EQ(exprs, (std::vector<std::string>{"MatMul(%0, %1); Add($0, %2)",  // QKV
+  EXPECT_EQ(exprs, (std::vector<std::string>{"MatMul(%0, %1); Add($0, %2)",  // Q
+                                             "MatMul(%0, %1); Add($0, %2)",  // K
+                                             "MatMul(%0, %1); Add($0, %2)",  // V
                                              "MatMul(%0, %1); Add($0, %2)",  // out-proj
                                              "MatMul(%0, %1); Add($0, %2); " + act_step,
                                              "MatMul(%0, %1); Add($0, %2); Add(%3, $1)"}));
-  EXPECT_EQ(count_op(g, "MatMul"), 2);  // Q K^T and attention x V
-  for (const char* op : {"Gemm", "Div", "Sub", "Pow", "Sqrt", "ReduceMean", "Erf", "Relu"})
+  EXPECT_EQ(count_op(g, "MatMul"), 0);
+  for (const char* op :
+       {"Gemm", "Div", "Sub", "Pow", "Sqrt", "ReduceMean", "Erf", "Relu", "Slice", "Split"})
     EXPECT_EQ(count_op(g, op), 0) << op;
 }
 

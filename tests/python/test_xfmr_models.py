@@ -1,0 +1,93 @@
+"""GPT-2 and ViT forms on the chip: a small torchvision VisionTransformer (patch
+embedding Conv, nn.MultiheadAttention) and the GPT-2 stack of examples/models.py
+compile to fused attention (trn.Attention, one per layer), the ViT's patch Conv to a
+MatMul, and no Split/Slice copies of the fused q/k/v projection are left; the ViT's
+outputs match eager PyTorch (fp32 1e-4, bf16 3e-2 of the largest output, as
+test_bench_models.py). Exits 77 when numpy, torch or torchvision is missing (fails
+under CI=true).
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+
+from skip_unless import missing_modules, require  # noqa: E402
+
+NEEDED = ("numpy", "torch", "torchvision")
+if __name__ == "__main__":
+    require(NEEDED)
+
+MISSING = missing_modules(NEEDED)
+if not MISSING:
+    import torch
+    import torchvision
+    import trnsim.torch as tt
+    from examples.models import gpt2_stack
+
+TRNSIM = os.environ.get("TRNSIM_BIN", os.path.join(ROOT, "build", "runtime", "trnsim"))
+
+
+def small_vit():
+    torch.manual_seed(0)
+    model = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2,
+                                                 num_heads=2, hidden_dim=64, mlp_dim=128,
+                                                 num_classes=10).eval()
+    torch.nn.init.normal_(model.heads.head.weight)  # torchvision starts it at zero
+    return model, (torch.randn(2, 3, 32, 32),)
+
+
+def ops_after_fuse_patterns(module, inputs):
+    """{op: count} of the graph after fuse_patterns, from `trnsim compile --print-after`."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.onnx")
+        tt._export(tt._exportable(module, len(inputs)), inputs, path,
+                   [f"input_{i}" for i in range(len(inputs))], ["output"])
+        r = subprocess.run([TRNSIM, "compile", path, "-o", os.path.join(d, "m.tbin"),
+                            "--print-after", "fuse_patterns"], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError(r.stdout + r.stderr)
+    ops = {}
+    for m in re.finditer(r"= ([A-Za-z.]+)\(", r.stdout + r.stderr):
+        ops[m.group(1)] = ops.get(m.group(1), 0) + 1
+    return ops
+
+
+class Vit(unittest.TestCase):
+    def test_fused_forms(self):
+        ops = ops_after_fuse_patterns(*small_vit())
+        self.assertEqual(ops.get("trn.Attention"), 2, ops)
+        self.assertNotIn("Conv", ops)
+        self.assertNotIn("Slice", ops)
+        self.assertNotIn("Softmax", ops)
+
+    def test_matches_eager(self):
+        module, inputs = small_vit()
+        with torch.no_grad():
+            want = module(*inputs)
+        for p, tol in (("fp32", 1e-4), ("bf16", 3e-2)):
+            with self.subTest(precision=p):
+                out, rep = tt.run(module, inputs, precision=p, fallback=False)
+                self.assertEqual(rep.fallback_ops, [])
+                err = float((out - want).abs().max() / want.abs().max())
+                self.assertLess(err, tol)
+
+
+class Gpt2(unittest.TestCase):
+    def test_fused_forms(self):
+        ops = ops_after_fuse_patterns(*gpt2_stack(layers=2, seq=24, d=64, heads=4, ff=128))
+        self.assertEqual(ops.get("trn.Attention"), 2, ops)
+        self.assertNotIn("Split", ops)
+        self.assertNotIn("Softmax", ops)
+
+
+if __name__ == "__main__":
+    unittest.main()
