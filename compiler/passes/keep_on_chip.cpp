@@ -433,13 +433,67 @@ Applied apply(const Kernel& k0, const Analysis& a, size_t n, bool trial) {
   return r;
 }
 
+// placed_bytes(apply(k0, a, n, true).k, SBUF) without building the op list: the
+// pools and tiles as apply() changes them, each pool's lifetime walked over the
+// ops apply() would emit, in their positions (a trial per step of the search below
+// would otherwise copy every op).
+uint64_t trial_sbuf_bytes(const Kernel& k0, const Analysis& a, size_t n,
+                          const compiler::Target& t) {
+  Kernel k;
+  k.pools = k0.pools;
+  k.tiles = k0.tiles;
+  std::map<int, const Candidate*> fwd;  // as in apply()
+  for (size_t i = 0; i < n; ++i) fwd[a.cands[i].load] = &a.cands[i];
+  std::vector<bool> needed(k0.ops.size(), false);
+  for (const auto& [op, stores] : a.readers)
+    if (!fwd.count(op))
+      for (int s : stores) needed[s] = true;
+  std::set<int> kept;
+  for (const auto& [op, c] : fwd)
+    for (const Piece& p : c->pieces) kept.insert(p.tile);
+  for (int tl : kept) {
+    Pool p;
+    p.space = k.pools[k.tiles[tl].pool].space;
+    k.tiles[tl].pool = static_cast<int>(k.pools.size());
+    k.tiles[tl].slot = 0;
+    k.pools.push_back(p);
+  }
+  std::vector<int> first(k.pools.size(), -1), last(k.pools.size(), -1);
+  int pos = 0;
+  auto touch = [&](int tile) {
+    const int p = k.tiles[tile].pool;
+    if (first[p] < 0) first[p] = pos;
+    last[p] = pos;
+  };
+  for (size_t i = 0; i < k0.ops.size(); ++i) {
+    const Op& op = k0.ops[i];
+    if (a.is_store[i] && !needed[i]) continue;
+    auto it = fwd.find(static_cast<int>(i));
+    if (it == fwd.end()) {
+      for (const Operand& o : operands(op))
+        if (o.ap->space != isa::MemSpace::hbm) touch(o.ref);
+      ++pos;
+      continue;
+    }
+    for (const Piece& p : it->second->pieces) {
+      if (it->second->dma) {  // the load with its source in SBUF
+        for (const Operand& o : operands(op))
+          if (o.slot != kSrc0 && o.ap->space != isa::MemSpace::hbm) touch(o.ref);
+      } else {  // a tensor_copy into the load's tile
+        touch(op.ref[kDst]);
+      }
+      touch(p.tile);
+      ++pos;
+    }
+  }
+  return placed_bytes(k, t, isa::MemSpace::sbuf, first, last);
+}
+
 void run(Kernel& k, PassContext& ctx) {
   const Analysis a = analyse(k, ctx.target);
   if (a.cands.empty()) return;
   const uint64_t cap = ctx.target.sbuf_partition_bytes;
-  auto fits = [&](size_t n) {
-    return placed_bytes(apply(k, a, n, true).k, ctx.target, isa::MemSpace::sbuf) <= cap;
-  };
+  auto fits = [&](size_t n) { return trial_sbuf_bytes(k, a, n, ctx.target) <= cap; };
   // The longest prefix that fits (more kept tiles never need less SBUF).
   size_t n = a.cands.size();
   if (!fits(n)) {
