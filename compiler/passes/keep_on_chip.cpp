@@ -21,6 +21,7 @@
 // rest keep their HBM round trip. Reported: keep_on_chip.loads_forwarded,
 // .loads_spilled, .copies, .stores_dropped, .hbm_bytes_saved.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -58,6 +59,28 @@ void for_each_elem(const isa::AccessPattern& ap, F&& f) {
     const int64_t base = static_cast<int64_t>(ap.offset) + (hbm ? r * ap.partition_stride * es : 0);
     const uint32_t part = hbm ? 0 : ap.partition_start + r;
     isa::for_each_free(ap, [&](uint64_t, int64_t off) { f(part, base + off); });
+  }
+}
+
+// The elements of an HBM pattern `ap` in runs, in stream order: f(byte, count, step)
+// for each run of the innermost dim, `count` elements `step` bytes apart from byte
+// address `byte` (for_each_elem element by element).
+template <typename F>
+void for_each_hbm_run(const isa::AccessPattern& ap, F&& f) {
+  const int64_t es = static_cast<int64_t>(isa::dtype_size(ap.dtype));
+  std::array<uint32_t, isa::kMaxDims> size{1, 1, 1, 1};
+  std::array<int64_t, isa::kMaxDims> stride{0, 0, 0, 0};
+  const int pad = isa::kMaxDims - ap.ndims;  // right-aligned, as isa::for_each_free
+  for (int i = 0; i < ap.ndims; ++i) {
+    size[pad + i] = ap.dims[i].size;
+    stride[pad + i] = ap.dims[i].stride * es;
+  }
+  for (uint32_t r = 0; r < ap.partition_count; ++r) {
+    const int64_t row = static_cast<int64_t>(ap.offset) + r * ap.partition_stride * es;
+    for (uint32_t a = 0; a < size[0]; ++a)
+      for (uint32_t b = 0; b < size[1]; ++b)
+        for (uint32_t c = 0; c < size[2]; ++c)
+          f(row + a * stride[0] + b * stride[1] + c * stride[2], size[3], stride[3]);
   }
 }
 
@@ -301,10 +324,18 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
       src.reserve(o.ap->elems());
       std::set<int> stores;
       int prev = -1;
-      for_each_elem(*o.ap, [&](uint32_t, int64_t byte) {
-        const Owner& w = own[static_cast<size_t>(byte) >> sh];
-        src.push_back(w);
-        if (w.op >= 0 && w.op != prev) stores.insert(prev = w.op);
+      // Run by run: a contiguous run's owners are copied at once.
+      for_each_hbm_run(*o.ap, [&](int64_t byte, uint32_t count, int64_t step) {
+        const size_t at = src.size();
+        if (step == (int64_t{1} << sh)) {
+          const Owner* w = own.data() + (static_cast<size_t>(byte) >> sh);
+          src.insert(src.end(), w, w + count);
+        } else {
+          for (uint32_t d = 0; d < count; ++d)
+            src.push_back(own[static_cast<size_t>(byte + d * step) >> sh]);
+        }
+        for (size_t e = at; e < src.size(); ++e)
+          if (src[e].op >= 0 && src[e].op != prev) stores.insert(prev = src[e].op);
       });
       a.readers.push_back({pos, {stores.begin(), stores.end()}});
       // A load into an SBUF tile: a candidate when every element comes from tiles
