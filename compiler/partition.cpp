@@ -2,12 +2,14 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "compiler/ir/error.h"
 #include "compiler/lower/int_range.h"
 #include "compiler/lower/lower.h"
 #include "compiler/repeat.h"
+#include "compiler/reuse.h"
 #include "compiler/timings.h"
 
 namespace trnsim::compiler {
@@ -136,9 +138,10 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
     if (n->origin.empty())
       n->origin = {{n->op, n->name.empty() && !n->outputs.empty() ? n->outputs[0]->name : n->name}};
   run_graph_pipeline(g, o, &m.dump_text);
+  RepeatedBlocks rb;
   {
     timings::Scope t("find_repeated_blocks");
-    const RepeatedBlocks rb = find_repeated_blocks(g);
+    rb = find_repeated_blocks(g);
     if (rb.count) {
       m.stats["repeat.blocks"] = static_cast<double>(rb.count);
       m.stats["repeat.block_nodes"] = static_cast<double>(rb.nodes);
@@ -152,7 +155,11 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
   try {
     Segment s;
     auto roofline = std::make_shared<ProgramRoofline>();
-    s.program = generate(g, o, &m.dump_text, &m.stats, roofline.get());
+    std::optional<isa::Program> reused;
+    if (rb.count >= 2 && reuse_blocks())
+      reused = generate_reusing_blocks(g, rb, o, &m.dump_text, &m.stats, roofline.get());
+    s.program =
+        reused ? std::move(*reused) : generate(g, o, &m.dump_text, &m.stats, roofline.get());
     s.roofline = std::move(roofline);
     timings::Scope t("graph.clone");
     s.graph = clone_without_constant_data(g);

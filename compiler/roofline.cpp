@@ -80,7 +80,8 @@ void node_flops(const ir::Node& n, FlopsByDtype& out) {
   const ir::Value* y = n.outputs.empty() ? nullptr : n.outputs[0];
   auto fp32 = [&](double f) { out[size_t(DType::fp32)] += f; };
   if (op == "trn.MatMulEpilogue" || op == "trn.Elementwise") {
-    const ir::Graph body = ir::fused_body(n);
+    // Shapes only: the weights are not copied into the body.
+    const ir::Graph body = ir::fused_body(n, /*inline_constants=*/false);
     for (const auto& s : body.nodes()) node_flops(*s, out);
     return;
   }

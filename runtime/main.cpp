@@ -32,6 +32,7 @@
 #include "compiler/graph_passes/pass.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/lower/lower.h"
+#include "compiler/reuse.h"
 #include "compiler/timings.h"
 #include "models/common/stats.h"
 #include "models/isa/assembler.h"
@@ -109,6 +110,8 @@ const char* kRunHelp =
     "                           running them on the host (reference interpreter)\n"
     "  --no-keep-on-chip        for .onnx: every intermediate goes through HBM (no\n"
     "                           keep_on_chip pass: SBUF forwarding with spills)\n"
+    "  --no-reuse               for .onnx: compile every repeated block on its own\n"
+    "                           (default: the first is compiled once and reused)\n"
     "  --check-races            happens-before race detection: an access that conflicts\n"
     "                           with another engine's or DMA queue's access not ordered\n"
     "                           before it by semaphores is reported with both instructions\n"
@@ -430,6 +433,8 @@ bool parse_run_args(std::vector<std::string> args, bool validate, RunArgs& r) {
       r.fallback = false;
     } else if (a == "--no-keep-on-chip") {
       r.keep_on_chip = false;
+    } else if (a == "--no-reuse") {
+      compiler::set_reuse_blocks(false);
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("run: unknown option '" + a + "'");
     } else if (r.program_path.empty()) {
@@ -911,11 +916,13 @@ const char* kCompileHelp =
     "  --input-shape NAME=D0xD1...  concrete shape of an ONNX input with symbolic dims\n"
     "  --no-keep-on-chip        every intermediate goes through HBM (no keep_on_chip\n"
     "                           pass: SBUF forwarding with spills)\n"
+    "  --no-reuse               compile every repeated block on its own (default: the\n"
+    "                           first is compiled once and reused)\n"
     "  --drop-sync N            sync mutation: remove semaphore wait N (0-based, in\n"
     "                           disassembly order) from the program written\n"
     "  --timings                print the seconds of each compiler phase (import, every\n"
-    "                           graph and tile pass, verify, lower, codegen, encode,\n"
-    "                           write) and the total, wall and CPU seconds\n";
+    "                           graph and tile pass, verify, lower, codegen, write:\n"
+    "                           encoded as written) and the total, wall and CPU seconds\n";
 
 int cmd_compile(std::vector<std::string> args) {
   std::string model, out, config = "trn2", precision = "bf16", core_type = "core", v;
@@ -929,6 +936,8 @@ int cmd_compile(std::vector<std::string> args) {
       return 0;
     } else if (args[i] == "--no-keep-on-chip") {
       keep_on_chip = false;
+    } else if (args[i] == "--no-reuse") {
+      compiler::set_reuse_blocks(false);
     } else if (args[i] == "--timings") {
       compiler::timings::enable(true);
     } else if (take_value(args, i, "--drop-sync", "", v)) {
@@ -990,14 +999,9 @@ int cmd_compile(std::vector<std::string> args) {
   if (out.size() >= 5 && out.substr(out.size() - 5) == ".tasm") {
     runtime::write_file(out, isa::disassemble(p));
   } else {
-    const auto bytes = [&] {
-      compiler::timings::Scope t("encode");
-      return isa::encode_binary(p);
-    }();
+    // Encoded as it is written: the constants are not copied into one buffer first.
     compiler::timings::Scope t("write");
-    runtime::write_file(out, [&](std::ostream& f) {
-      f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-    });
+    runtime::write_file(out, [&](std::ostream& f) { isa::write_binary(p, f); });
   }
   std::cout << "wrote " << out << "\n";
   if (compiler::timings::enabled())

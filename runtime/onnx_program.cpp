@@ -285,11 +285,18 @@ std::string repeated_blocks_summary(const std::map<std::string, double>& s) {
     return it == s.end() ? 0.0 : it->second;
   };
   if (get("blocks") < 2) return "";
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "repeated blocks: %.0f identical blocks of %.0f nodes (of %.0f); each is "
-                "compiled on its own",
-                get("blocks"), get("block_nodes"), get("graph_nodes"));
+  char buf[320];
+  if (get("reused_blocks") > 0)
+    std::snprintf(buf, sizeof buf,
+                  "repeated blocks: %.0f identical blocks of %.0f nodes (of %.0f); %.0f "
+                  "compiled, %.0f reusing the first's program (a barrier between blocks)",
+                  get("blocks"), get("block_nodes"), get("graph_nodes"), get("compiled_blocks"),
+                  get("reused_blocks"));
+  else
+    std::snprintf(buf, sizeof buf,
+                  "repeated blocks: %.0f identical blocks of %.0f nodes (of %.0f); each is "
+                  "compiled on its own",
+                  get("blocks"), get("block_nodes"), get("graph_nodes"));
   return buf;
 }
 

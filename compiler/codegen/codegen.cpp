@@ -85,6 +85,10 @@ isa::Program generate(const tile::Kernel& k, const compiler::Target& t) {
   return generate_impl(k, t, nullptr);
 }
 
+isa::Program generate_owning(tile::Kernel& k, const compiler::Target& t) {
+  return generate_impl(k, t, &k);
+}
+
 CompileResult compile(tile::Kernel k, const compiler::Target& t, const CompileOptions& o) {
   passes::PassContext ctx;
   ctx.target = t;

@@ -21,6 +21,8 @@ namespace trnsim::codegen {
 // pass has not run (engine, DMA queue or address missing) and isa::ValidationError
 // when the program breaks a hardware rule.
 isa::Program generate(const tile::Kernel& k, const compiler::Target& t);
+// The same, moving constant data from `k` into the program (no second copy).
+isa::Program generate_owning(tile::Kernel& k, const compiler::Target& t);
 
 struct CompileOptions {
   std::vector<std::string> passes = passes::default_pipeline();

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <onnx/onnx_pb.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -2000,13 +2001,26 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& label,
 ir::Graph import_onnx_file(const std::string& path, const ImportOptions& opts) {
   onnx::ModelProto m;
   {
-    // Parsed straight from the file, in blocks: the weights are never held as one
-    // more whole-file buffer.
+    // Parsed straight from the file, mapped: the weights are never held as one more
+    // whole-file buffer, and each initializer's bytes are copied once at their final
+    // size (read in blocks, a large one grows by doubling, copied again each time).
+    // Where it cannot be mapped (a pipe, 2 GiB or more): in blocks.
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw ir::CompileError(path + ": cannot open file: " + std::strerror(errno));
     struct stat st {};
     const bool dir = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
-    const bool ok = !dir && m.ParseFromFileDescriptor(fd);
+    void* map = MAP_FAILED;
+    if (!dir && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        st.st_size < std::numeric_limits<int>::max())
+      map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    bool ok = false;
+    if (map != MAP_FAILED) {
+      ::madvise(map, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
+      ok = m.ParseFromArray(map, static_cast<int>(st.st_size));
+      ::munmap(map, static_cast<size_t>(st.st_size));
+    } else {
+      ok = !dir && m.ParseFromFileDescriptor(fd);
+    }
     ::close(fd);
     if (dir) throw ir::CompileError(path + ": cannot open file: " + std::strerror(EISDIR));
     if (!ok) throw ir::CompileError(path + ": not a valid ONNX model (protobuf parse failed)");

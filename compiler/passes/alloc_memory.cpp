@@ -193,6 +193,12 @@ uint64_t placed_bytes(const Kernel& k, const compiler::Target& t, isa::MemSpace 
   return place(k, ctx, space, first, last, nullptr);
 }
 
+uint64_t placed_bytes(const Kernel& k, const compiler::Target& t, isa::MemSpace space,
+                      const std::vector<int>& first, const std::vector<int>& last) {
+  PassContext ctx{t, {}, {}, {}, {}};
+  return place(k, ctx, space, first, last, nullptr);
+}
+
 const PassInfo& alloc_memory_pass() {
   static const PassInfo p{
       "alloc_memory", "place pools (N rotating buffers) and tiles in SBUF/PSUM by liveness", run};

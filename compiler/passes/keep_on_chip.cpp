@@ -21,6 +21,7 @@
 // rest keep their HBM round trip. Reported: keep_on_chip.loads_forwarded,
 // .loads_spilled, .copies, .stores_dropped, .hbm_bytes_saved.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -58,6 +59,28 @@ void for_each_elem(const isa::AccessPattern& ap, F&& f) {
     const int64_t base = static_cast<int64_t>(ap.offset) + (hbm ? r * ap.partition_stride * es : 0);
     const uint32_t part = hbm ? 0 : ap.partition_start + r;
     isa::for_each_free(ap, [&](uint64_t, int64_t off) { f(part, base + off); });
+  }
+}
+
+// The elements of an HBM pattern `ap` in runs, in stream order: f(byte, count, step)
+// for each run of the innermost dim, `count` elements `step` bytes apart from byte
+// address `byte` (for_each_elem element by element).
+template <typename F>
+void for_each_hbm_run(const isa::AccessPattern& ap, F&& f) {
+  const int64_t es = static_cast<int64_t>(isa::dtype_size(ap.dtype));
+  std::array<uint32_t, isa::kMaxDims> size{1, 1, 1, 1};
+  std::array<int64_t, isa::kMaxDims> stride{0, 0, 0, 0};
+  const int pad = isa::kMaxDims - ap.ndims;  // right-aligned, as isa::for_each_free
+  for (int i = 0; i < ap.ndims; ++i) {
+    size[pad + i] = ap.dims[i].size;
+    stride[pad + i] = ap.dims[i].stride * es;
+  }
+  for (uint32_t r = 0; r < ap.partition_count; ++r) {
+    const int64_t row = static_cast<int64_t>(ap.offset) + r * ap.partition_stride * es;
+    for (uint32_t a = 0; a < size[0]; ++a)
+      for (uint32_t b = 0; b < size[1]; ++b)
+        for (uint32_t c = 0; c < size[2]; ++c)
+          f(row + a * stride[0] + b * stride[1] + c * stride[2], size[3], stride[3]);
   }
 }
 
@@ -301,10 +324,18 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
       src.reserve(o.ap->elems());
       std::set<int> stores;
       int prev = -1;
-      for_each_elem(*o.ap, [&](uint32_t, int64_t byte) {
-        const Owner& w = own[static_cast<size_t>(byte) >> sh];
-        src.push_back(w);
-        if (w.op >= 0 && w.op != prev) stores.insert(prev = w.op);
+      // Run by run: a contiguous run's owners are copied at once.
+      for_each_hbm_run(*o.ap, [&](int64_t byte, uint32_t count, int64_t step) {
+        const size_t at = src.size();
+        if (step == (int64_t{1} << sh)) {
+          const Owner* w = own.data() + (static_cast<size_t>(byte) >> sh);
+          src.insert(src.end(), w, w + count);
+        } else {
+          for (uint32_t d = 0; d < count; ++d)
+            src.push_back(own[static_cast<size_t>(byte + d * step) >> sh]);
+        }
+        for (size_t e = at; e < src.size(); ++e)
+          if (src[e].op >= 0 && src[e].op != prev) stores.insert(prev = src[e].op);
       });
       a.readers.push_back({pos, {stores.begin(), stores.end()}});
       // A load into an SBUF tile: a candidate when every element comes from tiles
@@ -433,13 +464,67 @@ Applied apply(const Kernel& k0, const Analysis& a, size_t n, bool trial) {
   return r;
 }
 
+// placed_bytes(apply(k0, a, n, true).k, SBUF) without building the op list: the
+// pools and tiles as apply() changes them, each pool's lifetime walked over the
+// ops apply() would emit, in their positions (a trial per step of the search below
+// would otherwise copy every op).
+uint64_t trial_sbuf_bytes(const Kernel& k0, const Analysis& a, size_t n,
+                          const compiler::Target& t) {
+  Kernel k;
+  k.pools = k0.pools;
+  k.tiles = k0.tiles;
+  std::map<int, const Candidate*> fwd;  // as in apply()
+  for (size_t i = 0; i < n; ++i) fwd[a.cands[i].load] = &a.cands[i];
+  std::vector<bool> needed(k0.ops.size(), false);
+  for (const auto& [op, stores] : a.readers)
+    if (!fwd.count(op))
+      for (int s : stores) needed[s] = true;
+  std::set<int> kept;
+  for (const auto& [op, c] : fwd)
+    for (const Piece& p : c->pieces) kept.insert(p.tile);
+  for (int tl : kept) {
+    Pool p;
+    p.space = k.pools[k.tiles[tl].pool].space;
+    k.tiles[tl].pool = static_cast<int>(k.pools.size());
+    k.tiles[tl].slot = 0;
+    k.pools.push_back(p);
+  }
+  std::vector<int> first(k.pools.size(), -1), last(k.pools.size(), -1);
+  int pos = 0;
+  auto touch = [&](int tile) {
+    const int p = k.tiles[tile].pool;
+    if (first[p] < 0) first[p] = pos;
+    last[p] = pos;
+  };
+  for (size_t i = 0; i < k0.ops.size(); ++i) {
+    const Op& op = k0.ops[i];
+    if (a.is_store[i] && !needed[i]) continue;
+    auto it = fwd.find(static_cast<int>(i));
+    if (it == fwd.end()) {
+      for (const Operand& o : operands(op))
+        if (o.ap->space != isa::MemSpace::hbm) touch(o.ref);
+      ++pos;
+      continue;
+    }
+    for (const Piece& p : it->second->pieces) {
+      if (it->second->dma) {  // the load with its source in SBUF
+        for (const Operand& o : operands(op))
+          if (o.slot != kSrc0 && o.ap->space != isa::MemSpace::hbm) touch(o.ref);
+      } else {  // a tensor_copy into the load's tile
+        touch(op.ref[kDst]);
+      }
+      touch(p.tile);
+      ++pos;
+    }
+  }
+  return placed_bytes(k, t, isa::MemSpace::sbuf, first, last);
+}
+
 void run(Kernel& k, PassContext& ctx) {
   const Analysis a = analyse(k, ctx.target);
   if (a.cands.empty()) return;
   const uint64_t cap = ctx.target.sbuf_partition_bytes;
-  auto fits = [&](size_t n) {
-    return placed_bytes(apply(k, a, n, true).k, ctx.target, isa::MemSpace::sbuf) <= cap;
-  };
+  auto fits = [&](size_t n) { return trial_sbuf_bytes(k, a, n, ctx.target) <= cap; };
   // The longest prefix that fits (more kept tiles never need less SBUF).
   size_t n = a.cands.size();
   if (!fits(n)) {

@@ -45,6 +45,10 @@ const PassInfo& keep_on_chip_pass();
 // alloc_memory's placement of the pools of `space` without changing `k`: the
 // bytes per partition they would need (keep_on_chip sizes what it keeps with it).
 uint64_t placed_bytes(const tile::Kernel& k, const compiler::Target& t, isa::MemSpace space);
+// The same with the pools' lifetimes given (first and last op position per pool, -1
+// when unused) instead of taken from k's ops: k needs only its pools and tiles.
+uint64_t placed_bytes(const tile::Kernel& k, const compiler::Target& t, isa::MemSpace space,
+                      const std::vector<int>& first, const std::vector<int>& last);
 
 // Every pass in default pipeline order.
 const std::vector<const PassInfo*>& all_passes();

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 
 namespace trnsim::tile {
 
@@ -21,27 +20,35 @@ struct Region {
   bool dense = false;       // touches every byte of [b0, b1) in each partition
   bool physical = false;    // on-chip bytes are addresses (else relative to the tile)
   // Inclusive index ranges over the object's shape (level 0) and over coarser views of
-  // it (level j: the last j+1 dims merged into one), each when the access fits one.
-  std::vector<std::optional<std::vector<std::pair<int64_t, int64_t>>>> boxes;
+  // it (level j: the last j+1 dims merged into one), each when the access fits one
+  // (bit j of has_box). One array for all levels, level j's `rank - j` ranges at
+  // box_at(j): an access is one allocation, not one per level.
+  uint32_t rank = 0, levels = 0, has_box = 0;
+  std::vector<std::pair<int64_t, int64_t>> box;
+  size_t box_at(uint32_t level) const { return level * rank - level * (level - 1) / 2; }
 };
 
-// Index box of `ap` over an object of `shape` (row-major), or nullopt.
-std::optional<std::vector<std::pair<int64_t, int64_t>>> derive_box(
-    const std::vector<isa::Dim>& dims, int64_t offset_bytes, isa::DType t,
-    const std::vector<int64_t>& shape) {
+// Dims of a shape the boxes are derived over, at most (deeper shapes get no boxes:
+// conservative, every access of them overlaps by bytes alone).
+constexpr size_t kMaxBoxRank = 16;
+
+// Index box of the pattern (dims, offset) over an object of `shape` (row-major),
+// written to out[0, nd); false when it has none.
+bool derive_box(const isa::Dim* dims, size_t ndims, int64_t offset_bytes, isa::DType t,
+                const int64_t* shape, size_t nd, std::pair<int64_t, int64_t>* box) {
   const int64_t es = static_cast<int64_t>(isa::dtype_size(t));
-  if (shape.empty() || offset_bytes % es) return std::nullopt;
-  const size_t nd = shape.size();
-  std::vector<int64_t> st(nd, 1);
+  if (nd == 0 || offset_bytes % es) return false;
+  int64_t st[kMaxBoxRank];
+  st[nd - 1] = 1;
   for (size_t d = nd - 1; d-- > 0;) st[d] = st[d + 1] * shape[d + 1];
   int64_t off = offset_bytes / es;
-  if (off < 0 || off >= st[0] * shape[0]) return std::nullopt;
-  std::vector<std::pair<int64_t, int64_t>> box(nd);
+  if (off < 0 || off >= st[0] * shape[0]) return false;
   for (size_t d = 0; d < nd; ++d) {
     const int64_t i = off / st[d] % shape[d];
     box[d] = {i, i};
   }
-  for (const isa::Dim& dm : dims) {
+  for (size_t x = 0; x < ndims; ++x) {
+    const isa::Dim& dm = dims[x];
     if (dm.size <= 1 || dm.stride == 0) continue;
     const int64_t s = dm.stride < 0 ? -dm.stride : dm.stride;
     size_t d = nd;
@@ -50,28 +57,33 @@ std::optional<std::vector<std::pair<int64_t, int64_t>>> derive_box(
         d = c;
         break;
       }
-    if (d == nd) return std::nullopt;
+    if (d == nd) return false;
     const int64_t ext = dm.stride / st[d] * (static_cast<int64_t>(dm.size) - 1);
     (ext > 0 ? box[d].second : box[d].first) += ext;
   }
   for (size_t d = 0; d < nd; ++d)
-    if (box[d].first < 0 || box[d].second >= shape[d]) return std::nullopt;
-  return box;
+    if (box[d].first < 0 || box[d].second >= shape[d]) return false;
+  return true;
 }
 
 // derive_box over the shape and each coarser view of it: a run that crosses rows of
 // the inner dims (a 256-element run over [.., 32, 32]) has no box over the full
 // shape but has one once those dims are merged, which keeps column slices of the
 // same rows apart.
-std::vector<std::optional<std::vector<std::pair<int64_t, int64_t>>>> derive_boxes(
-    const std::vector<isa::Dim>& dims, int64_t offset_bytes, isa::DType t,
-    std::vector<int64_t> shape) {
-  std::vector<std::optional<std::vector<std::pair<int64_t, int64_t>>>> v;
-  for (;;) {
-    v.push_back(derive_box(dims, offset_bytes, t, shape));
-    if (shape.size() <= 1) return v;
-    shape[shape.size() - 2] *= shape.back();
-    shape.pop_back();
+void derive_boxes(const isa::Dim* dims, size_t ndims, int64_t offset_bytes, isa::DType t,
+                  const int64_t* shape0, size_t nd, Region& r) {
+  if (nd > kMaxBoxRank) return;
+  int64_t shape[kMaxBoxRank];
+  std::copy(shape0, shape0 + nd, shape);
+  r.rank = static_cast<uint32_t>(nd);
+  r.levels = nd == 0 ? 1 : static_cast<uint32_t>(nd);
+  r.box.resize(r.box_at(r.levels));
+  for (uint32_t l = 0;; ++l) {
+    if (derive_box(dims, ndims, offset_bytes, t, shape, nd, r.box.data() + r.box_at(l)))
+      r.has_box |= 1u << l;
+    if (nd <= 1) return;
+    shape[nd - 2] *= shape[nd - 1];
+    --nd;
   }
 }
 
@@ -91,18 +103,21 @@ Region region(const Kernel& k, const Operand& o, DepMode mode) {
   r.dense = dense_ap(ap);
   if (ap.space == isa::MemSpace::hbm) {
     r.hbm = true;
-    std::vector<isa::Dim> dims{{ap.partition_stride, ap.partition_count}};
-    for (int i = 0; i < ap.ndims; ++i) dims.push_back(ap.dims[i]);
-    r.boxes = derive_boxes(dims, static_cast<int64_t>(ap.offset), ap.dtype, k.tensors[o.ref].shape);
+    isa::Dim dims[isa::kMaxDims + 1];
+    dims[0] = {ap.partition_stride, ap.partition_count};
+    for (int i = 0; i < ap.ndims; ++i) dims[i + 1] = ap.dims[i];
+    const std::vector<int64_t>& shape = k.tensors[o.ref].shape;
+    derive_boxes(dims, size_t(ap.ndims) + 1, static_cast<int64_t>(ap.offset), ap.dtype,
+                 shape.data(), shape.size(), r);
     return r;
   }
   const Tile& t = k.tiles[o.ref];
   r.p0 = ap.partition_start;
   r.p1 = ap.partition_start + ap.partition_count;
-  std::vector<int64_t> free(t.shape.begin() + 1, t.shape.end());
-  if (free.empty()) free.push_back(1);
-  r.boxes = derive_boxes(std::vector<isa::Dim>(ap.dims.begin(), ap.dims.begin() + ap.ndims),
-                         static_cast<int64_t>(ap.offset), ap.dtype, free);
+  const int64_t one = 1;
+  const bool no_free = t.shape.size() <= 1;
+  derive_boxes(ap.dims.data(), size_t(ap.ndims), static_cast<int64_t>(ap.offset), ap.dtype,
+               no_free ? &one : t.shape.data() + 1, no_free ? 1 : t.shape.size() - 1, r);
   if (mode == DepMode::physical) {
     if (t.addr < 0)
       throw KernelError("kernel '" + k.name + "' tile '" + t.name +
@@ -114,9 +129,9 @@ Region region(const Kernel& k, const Operand& o, DepMode mode) {
   return r;
 }
 
-bool boxes_overlap(const std::vector<std::pair<int64_t, int64_t>>& a,
-                   const std::vector<std::pair<int64_t, int64_t>>& b) {
-  for (size_t d = 0; d < a.size(); ++d)
+bool boxes_overlap(const std::pair<int64_t, int64_t>* a, const std::pair<int64_t, int64_t>* b,
+                   size_t n) {
+  for (size_t d = 0; d < n; ++d)
     if (a[d].second < b[d].first || b[d].second < a[d].first) return false;
   return true;
 }
@@ -133,9 +148,11 @@ bool overlap(const Region& a, const Region& b) {
   if (!same_obj && (a.hbm || !a.physical || !b.physical)) return false;
   if (a.b1 <= b.b0 || b.b1 <= a.b0) return false;
   // Same object, same shape: disjoint boxes at any level mean disjoint elements.
-  if (same_obj)
-    for (size_t l = 0; l < std::min(a.boxes.size(), b.boxes.size()); ++l)
-      if (a.boxes[l] && b.boxes[l] && !boxes_overlap(*a.boxes[l], *b.boxes[l])) return false;
+  if (same_obj && a.rank == b.rank)
+    for (uint32_t l = 0; l < std::min(a.levels, b.levels); ++l)
+      if ((a.has_box >> l & 1) && (b.has_box >> l & 1) &&
+          !boxes_overlap(a.box.data() + a.box_at(l), b.box.data() + b.box_at(l), a.rank - l))
+        return false;
   return true;
 }
 
@@ -201,17 +218,17 @@ int64_t hbm_band_bytes(const Tensor& t) {
   return std::max<int64_t>({by_rows, (bytes + kMaxBands - 1) / kMaxBands, 1});
 }
 
-std::vector<std::pair<Key, Scope>> keys(const Region& r, DepMode mode,
-                                        const std::vector<int64_t>& hbm_band) {
+// The buckets of `r`, into `ks` (cleared first).
+void keys(const Region& r, DepMode mode, const std::vector<int64_t>& hbm_band,
+          std::vector<std::pair<Key, Scope>>& ks) {
+  ks.clear();
   if (r.hbm) {
     const int64_t band = hbm_band[r.obj];
-    std::vector<std::pair<Key, Scope>> ks;
     for (int64_t b = std::max<int64_t>(r.b0, 0) / band; b <= std::max<int64_t>(r.b1 - 1, 0) / band;
          ++b)
       ks.push_back({Key{0, r.obj, 0, b}, Scope{}});
-    return ks;
+    return;
   }
-  std::vector<std::pair<Key, Scope>> ks;
   const bool phys = mode == DepMode::physical;
   const int64_t g = !phys ? 0 : r.space == isa::MemSpace::psum ? 2048 : 1024;
   for (uint32_t pg = r.p0 / kGroup; pg <= (r.p1 - 1) / kGroup; ++pg) {
@@ -228,7 +245,6 @@ std::vector<std::pair<Key, Scope>> keys(const Region& r, DepMode mode,
       ks.push_back({Key{2, static_cast<int>(r.space), static_cast<int>(pg), b}, sc});
     }
   }
-  return ks;
 }
 
 }  // namespace
@@ -256,6 +272,10 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
   std::vector<int64_t> hbm_band;
   for (const Tensor& t : k.tensors) hbm_band.push_back(hbm_band_bytes(t));
   std::vector<int> seen(n, -1);
+  // Per op, reused: each access's buckets, and the buckets found (by access and
+  // key, in order; null: no bucket yet).
+  std::vector<std::vector<std::pair<Key, Scope>>> ks;
+  std::vector<Bucket*> found;
   for (int j = 0; j < n; ++j) {
     const auto acc = accesses(k, k.ops[j], mode);
     auto add = [&](int i) {
@@ -264,10 +284,9 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
       g.preds[j].push_back(i);
       g.succs[i].push_back(j);
     };
-    std::vector<std::vector<std::pair<Key, Scope>>> ks;
-    ks.reserve(acc.size());
-    for (const Access& a : acc) ks.push_back(keys(*a.r, mode, hbm_band));
-    std::vector<Bucket*> found;  // by access and key, in order; null: no bucket yet
+    if (ks.size() < acc.size()) ks.resize(acc.size());
+    for (size_t x = 0; x < acc.size(); ++x) keys(*acc[x].r, mode, hbm_band, ks[x]);
+    found.clear();
     for (size_t x = 0; x < acc.size(); ++x) {
       const Access& a = acc[x];
       for (const auto& [key, sc] : ks[x]) {

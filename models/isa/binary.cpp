@@ -354,9 +354,15 @@ constexpr size_t kMinInstr = 81;
 
 }  // namespace
 
-std::vector<uint8_t> encode_binary(const Program& p) {
-  // The queues first, into their own buffer, so that the whole size is known and
-  // the output (mostly constant bytes) is allocated once rather than regrown.
+namespace {
+
+// The encoding in order, handed to emit(data, size) in pieces: each constant's bytes
+// straight from the program (a large model's weights are not copied once more).
+// Returns the total size.
+template <class Emit>
+size_t encode_parts(const Program& p, Emit&& emit) {
+  // The queues first, into their own buffer, so that the whole size is known (a
+  // caller collecting the bytes allocates once rather than regrowing).
   Writer tail;
   tail.count(p.queues.size());
   for (const auto& q : p.queues) {
@@ -366,11 +372,7 @@ std::vector<uint8_t> encode_binary(const Program& p) {
     tail.count(q.instrs.size());
     for (const auto& in : q.instrs) tail.instr(in);
   }
-  size_t head = 64 + p.name.size();
-  for (const auto& t : p.tensors) head += 64 + t.name.size() + 8 * t.shape.size();
-  for (const auto& [name, bytes] : p.constants) head += 16 + name.size() + bytes.size();
   Writer w;
-  w.out.reserve(head + tail.out.size());
   w.out.insert(w.out.end(), std::begin(kMagic), std::end(kMagic));
   w.le(kBinaryVersion);
   w.str(p.name);
@@ -385,13 +387,38 @@ std::vector<uint8_t> encode_binary(const Program& p) {
     w.le(t.hbm_offset);
   }
   w.count(p.constants.size());
+  size_t total = w.out.size() + tail.out.size();
+  for (const auto& [name, bytes] : p.constants) total += 4 + name.size() + 4 + bytes.size();
+  emit(nullptr, total);  // the size first
+  emit(w.out.data(), w.out.size());
   for (const auto& [name, bytes] : p.constants) {
-    w.str(name);
-    w.count(bytes.size());
-    w.out.insert(w.out.end(), bytes.begin(), bytes.end());
+    Writer h;
+    h.str(name);
+    h.count(bytes.size());
+    emit(h.out.data(), h.out.size());
+    emit(bytes.data(), bytes.size());
   }
-  w.out.insert(w.out.end(), tail.out.begin(), tail.out.end());
-  return std::move(w.out);
+  emit(tail.out.data(), tail.out.size());
+  return total;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_binary(const Program& p) {
+  std::vector<uint8_t> out;
+  encode_parts(p, [&](const uint8_t* d, size_t n) {
+    if (!d)
+      out.reserve(n);
+    else
+      out.insert(out.end(), d, d + n);
+  });
+  return out;
+}
+
+size_t write_binary(const Program& p, std::ostream& out) {
+  return encode_parts(p, [&](const uint8_t* d, size_t n) {
+    if (d) out.write(reinterpret_cast<const char*>(d), static_cast<std::streamsize>(n));
+  });
 }
 
 namespace {
@@ -513,8 +540,7 @@ void save_program(const Program& p, const std::string& path) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
   if (binary) {
-    const auto b = encode_binary(p);
-    f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    write_binary(p, f);
   } else {
     f << disassemble(p);
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ class ProgramFormatError : public std::runtime_error {
 
 inline constexpr uint32_t kBinaryVersion = 1;
 std::vector<uint8_t> encode_binary(const Program& p);
+// The same bytes written to `out` as they are encoded (the constants not copied into
+// one buffer first); returns the size.
+size_t write_binary(const Program& p, std::ostream& out);
 Program decode_binary(const std::vector<uint8_t>& bytes, const std::string& name = "<input>");
 
 // Which constants a loaded program keeps: asked once per constant of a binary

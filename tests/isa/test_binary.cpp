@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 #include "models/isa/assembler.h"
 
@@ -53,6 +54,22 @@ TEST(Binary, RoundTripEveryOpcode) {
   EXPECT_NE(q.queues[0].instrs[0].line, 0u);
   // Deterministic: the same program encodes to the same bytes.
   EXPECT_EQ(encode_binary(q), b);
+}
+
+// write_binary streams the same bytes encode_binary collects (constants in between
+// the tensor table and the queues, each straight from the program).
+TEST(Binary, WrittenAsEncoded) {
+  for (const Program& p :
+       {small(), assemble(kAllOpsProgram),
+        assemble(".program two\n.tensor a [2] fp32 constant @0\n.data a AACAPwAAAEA=\n"
+                 ".tensor b [1] fp32 constant @64\n.data b AACAPw==\n.queue vector\nnop\n")}) {
+    std::ostringstream out;
+    const size_t n = write_binary(p, out);
+    const std::vector<uint8_t> want = encode_binary(p);
+    const std::string got = out.str();
+    EXPECT_EQ(n, want.size());
+    EXPECT_EQ(std::vector<uint8_t>(got.begin(), got.end()), want);
+  }
 }
 
 TEST(Binary, DoubleRowFlagRoundTripsAndIsMatmulOnly) {
