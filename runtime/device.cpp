@@ -447,9 +447,11 @@ void Device::Impl::bind_ranks(const std::vector<Launch>& launches,
                                                     cfg.core.dma.core_bandwidth_bps);
   const size_t simulated = b.size();
   for (size_t r = simulated; r < opts.fold_ranks; ++r)
-    b.push_back({nullptr, 0,
-                 "rank " + std::to_string(r) + " (folded into rank " +
-                     std::to_string(r % simulated) + ")"});
+    b.push_back(
+        {nullptr,
+         0,
+         "rank " + std::to_string(r) + " (folded into rank " + std::to_string(r % simulated) + ")",
+         {}});
   coll = std::make_unique<models::network::collective_unit>(tp, std::move(b), ctx);
   coll->record_transfers(!opts.trace_path.empty());
   if (opts.fold_ranks > simulated) coll->fold(uint32_t(simulated));
