@@ -22,13 +22,13 @@
 //                     sequence in the same parts become the node's (K, V) pairs. A mask value of
 //                     -1e9 or below adds nothing after exp in fp32 unless a score is near 1e9
 //                     itself.
-//                     Rotary embeddings on Q and K (x * cos + Concat(x2, x1) * sin,
-//                     the tables constant [S, D]) go into the node (rotary=1), and
-//                     Transposes swapping sequence and heads around Q, K, V and the
-//                     output too (seq_first=1).
 //   rotate_half sign  Concat(Neg(x2), x1) * constant over the last axis (rotary
 //                     embeddings) -> Concat(x2, x1) * the constant negated over x2's
 //                     part (fold_rotate_sign)
+//   Attention extras  rotary embeddings on Q and K (x * cos + Concat(x2, x1) * sin,
+//                     the tables constant [S, D]) go into trn.Attention (rotary=1), and
+//                     Transposes swapping sequence and heads around Q, K, V and the
+//                     output too (seq_first=1)
 // Matching is exact: every constant is checked up to fp32 rounding (near_fp32),
 // reductions must be ReduceMean with keepdims over the trailing axes, gamma and
 // beta must broadcast to the normalized dims, every intermediate value must be
