@@ -57,8 +57,9 @@ struct Match {
   std::string short_name;  // for the node name and the stats key
   std::vector<Value*> inputs;
   std::map<std::string, ir::Attribute> attrs;
-  std::vector<Node*> nodes;  // every node the fused node replaces
-  bool new_type = false;     // the result's type is not input 0's (checked after making it)
+  std::vector<Node*> nodes;   // every node the fused node replaces
+  bool new_type = false;      // the result's type is not input 0's (checked after making it)
+  bool k_heads_last = false;  // inputs[1] is K [..., S, H, D] (attention_seq_first only)
 };
 
 class PatternFuser {
@@ -478,12 +479,19 @@ class PatternFuser {
     if (!tr) return false;
     const std::vector<int64_t>& perm = tr->attr_ints("perm");
     if (static_cast<int64_t>(perm.size()) != r) return false;
+    // One Transpose taking K [..., S, H, D] to [..., H, D, S] (as torch exports it
+    // when K's heads move too): only when the caller reads K in that layout.
+    const bool k_heads_last = k_heads_last_ok_ && r >= 3 && perm[r - 3] == r - 2 &&
+                              perm[r - 2] == r - 1 && perm[r - 1] == r - 3;
     for (int64_t i = 0; i < r; ++i)
-      if (perm[i] != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2)) return false;
+      if (perm[i] != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2) && !(k_heads_last && i >= r - 3))
+        return false;
     Value* k = tr->inputs[0];
     for (const Value* t : {q, k, v})
       if (t->rank() != r || !ir::is_float(t->elem()) || t->elem() != x->elem()) return false;
-    const ir::Shape &qs = q->shape(), &ks = k->shape(), &vs = v->shape();
+    ir::Shape ks = k->shape();  // heads first
+    if (k_heads_last) std::swap(ks[r - 3], ks[r - 2]);
+    const ir::Shape &qs = q->shape(), &vs = v->shape();
     for (int64_t i = 0; i < r - 2; ++i)
       if (qs[i] != x->shape()[i] || ks[i] != qs[i] || vs[i] != qs[i]) return false;
     if (qs[r - 2] != sq || ks[r - 2] != skv || vs[r - 2] != skv || ks[r - 1] != qs[r - 1])
@@ -492,7 +500,11 @@ class PatternFuser {
     add_nodes(m, p);
     m.nodes.push_back(qk);
     m.inputs = {q, k, v};
-    if (uses_.single_use(kt)) {
+    m.k_heads_last = k_heads_last;
+    if (k_heads_last) {
+      if (!uses_.single_use(kt)) return false;
+      m.nodes.push_back(tr);
+    } else if (uses_.single_use(kt)) {
       m.nodes.push_back(tr);
       // K and V concatenated along the sequence in the same parts (a KV cache and the
       // new token's): the fused node reads the parts, no concatenated copy is made.
@@ -518,7 +530,7 @@ class PatternFuser {
     m.short_name = "Attention";
     m.attrs = {{"scale", static_cast<float>(p.scale)}, {"causal", causal}};
     m.new_type = true;
-    absorb_rotary(m);
+    if (!k_heads_last) absorb_rotary(m);
     return true;
   }
 
@@ -540,10 +552,14 @@ class PatternFuser {
     const int64_t r = root->outputs[0]->rank();
     Node* pv = producer(root->inputs[0], "MatMul");
     if (!heads_swap(root, r) || !pv || !uses_.single_use(root->inputs[0])) return false;
-    if (!attention(pv, m)) return false;
+    k_heads_last_ok_ = true;
+    const bool found = attention(pv, m);
+    k_heads_last_ok_ = false;
+    if (!found) return false;
     const bool rotary = m.attrs.count("rotary") != 0;
     if (m.inputs.size() != (rotary ? 7u : 3u)) return false;  // no KV-cache parts
     for (int i = 0; i < 3; ++i) {
+      if (i == 1 && m.k_heads_last) continue;  // K^T's Transpose is in m.nodes already
       Node* t = producer(m.inputs[i], "Transpose");
       if (!heads_swap(t, r)) return false;
       m.nodes.push_back(t);
@@ -644,6 +660,7 @@ class PatternFuser {
   PassContext& ctx_;
   Uses uses_;
   std::unordered_set<const Node*> consumed_;  // replaced by a fused node (dead, not erased yet)
+  bool k_heads_last_ok_ = false;              // attention() may take K [..., S, H, D]
 };
 
 // Rotary embeddings' rotate_half(x) * sin, Concat(Neg(x2), x1) * c along the last

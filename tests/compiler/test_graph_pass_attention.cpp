@@ -249,5 +249,38 @@ TEST(GraphPassesFuseAttention, RotaryWithoutTheOutputTranspose) {
     }
 }
 
+TEST(GraphPassesFuseAttention, HeadsLastKeysInOneTranspose) {
+  // torch writes K^T of [B, S, H, D] as one Transpose (heads and the last two axes):
+  // with the output's heads moved back, the node reads K in place too.
+  const std::string body = R"IR(
+    input %q: fp32[1,4,2,4]
+    input %k: fp32[1,4,2,4]
+    input %v: fp32[1,4,2,3]
+    const %s: fp32[] = [0.5]
+    %qt: fp32[1,2,4,4] = Transpose(%q) {perm=[0,2,1,3]} @/a/Transpose
+    %vt: fp32[1,2,4,3] = Transpose(%v) {perm=[0,2,1,3]} @/a/Transpose_1
+    %kt: fp32[1,2,4,4] = Transpose(%k) {perm=[0,2,3,1]} @/a/Transpose_2
+    %sc: fp32[1,2,4,4] = MatMul(%qt, %kt) @/a/MatMul
+    %ss: fp32[1,2,4,4] = Mul(%sc, %s) @/a/Mul
+    %p: fp32[1,2,4,4] = Softmax(%ss) {axis=3} @/a/Softmax
+    %o: fp32[1,2,4,3] = MatMul(%p, %vt) @/a/MatMul_1
+    %y: fp32[1,4,2,3] = Transpose(%o) {perm=[0,2,1,3]} @/a/Transpose_3
+    output %y)IR";
+  check_pass("fuse_patterns", body, R"IR(
+    input %q: fp32[1,4,2,4]
+    input %k: fp32[1,4,2,4]
+    input %v: fp32[1,4,2,3]
+    %y: fp32[1,4,2,3] = trn.Attention(%q, %k, %v) {causal=0, scale=0.5, seq_first=1} @/a/Attention
+    output %y)IR",
+             1e-5);
+  // The output left heads first: no layout the node can read K in.
+  std::string first = body;
+  const std::string last = "%y: fp32[1,4,2,3] = Transpose(%o) {perm=[0,2,1,3]}";
+  first.replace(first.find(last), last.size(),
+                "%y: fp32[1,2,4,3] = Transpose(%o) {perm=[0,1,2,3]}");
+  ir::Graph g = run_on_copy(parse_body(first), {"fuse_patterns"});
+  EXPECT_EQ(count_op(g, "trn.Attention"), 0);
+}
+
 }  // namespace
 }  // namespace trnsim::graph_passes::testing

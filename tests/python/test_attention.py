@@ -13,6 +13,7 @@ missing (fails under CI=true).
 
 import os
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,15 +23,18 @@ sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
 
 from skip_unless import missing_modules, require  # noqa: E402
 
-NEEDED = ("numpy", "torch")
+NEEDED = ("numpy", "torch", "onnx")
 if __name__ == "__main__":
     require(NEEDED)
 
 MISSING = missing_modules(NEEDED)
 if not MISSING:
     import numpy as np
+    import onnx
     import torch
+    import trnsim
     import trnsim.torch as tt
+    from onnx import TensorProto, helper, numpy_helper
 
 
 def reference(q, k, v, scale, causal):
@@ -78,8 +82,9 @@ class Rotary(torch.nn.Module if not MISSING else object):
     heads moved first, rotary embeddings on q and k, causal attention, heads moved back:
     [B, S, H, D]."""
 
-    def __init__(self, seq, d):
+    def __init__(self, seq, d, rotary=True, causal=True, back=True):
         super().__init__()
+        self.rotary, self.causal, self.back = rotary, causal, back
         inv = 1.0 / 10000.0 ** (torch.arange(0, d, 2).float() / d)
         ang = torch.outer(torch.arange(seq).float(), inv)
         ang = torch.cat([ang, ang], dim=-1)
@@ -95,10 +100,12 @@ class Rotary(torch.nn.Module if not MISSING else object):
 
     def forward(self, q, k, v):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        q = q * self.cos + self.rotate_half(q) * self.sin
-        k = k * self.cos + self.rotate_half(k) * self.sin
-        y = torch.softmax(q @ k.transpose(-2, -1) * self.scale + self.mask, dim=-1) @ v
-        return y.transpose(1, 2)
+        if self.rotary:
+            q = q * self.cos + self.rotate_half(q) * self.sin
+            k = k * self.cos + self.rotate_half(k) * self.sin
+        s = q @ k.transpose(-2, -1) * self.scale
+        y = torch.softmax(s + self.mask if self.causal else s, dim=-1) @ v
+        return y.transpose(1, 2) if self.back else y
 
 
 def rotate_ref(x, pos):
@@ -192,6 +199,60 @@ class Fused(unittest.TestCase):
                 # would add 2 x B x S x H x D x 4 bytes).
                 io = (4 * b * s * h * d + 4 * s * d) * 4
                 self.assertLess(rep.hbm_read_bytes + rep.hbm_write_bytes, io + 64 * 1024)
+
+    def test_rotary_or_heads_last_alone(self):
+        # Rotary with the output left heads first (q, k, v transposed through HBM, the
+        # rotation in the kernel), and heads read in place with rotary and no mask.
+        for s, d, rotary, causal, back in ((200, 64, True, True, False),
+                                           (300, 48, True, False, True)):
+            with self.subTest(rotary=rotary, causal=causal):
+                torch.manual_seed(s)
+                args = tuple(torch.randn(2, s, 3, d) for _ in range(3))
+                out, rep = tt.run(Rotary(s, d, rotary, causal, back), args, config="tiny",
+                                  precision="fp32", fallback=False)
+                q, k, v = (np.asarray(a.numpy(), np.float64).transpose(0, 2, 1, 3) for a in args)
+                if rotary:
+                    pos = np.arange(s, dtype=np.float64)
+                    q, k = rotate_ref(q, pos), rotate_ref(k, pos)
+                want = reference(q, k, v, d ** -0.5, causal)
+                if back:
+                    want = want.transpose(0, 2, 1, 3)
+                self.assertLess(rel_err(out.numpy(), want), 1e-4)
+
+    def test_heads_last_bulk_keys(self):
+        # Heads read in place without rotary or mask: 300 keys load in the kernel's bulk
+        # DMAs (partition p takes keys p * 2, p * 2 + 1 of each head), strided by the
+        # heads. torch writes K^T as one Transpose; ONNX written by hand keeps the two.
+        b, s, h, d, dv = 2, 300, 3, 48, 40
+        shape = {"q": [b, s, h, d], "k": [b, s, h, d], "v": [b, s, h, dv]}
+        nodes = [helper.make_node("Transpose", [x], [x + "t"], perm=[0, 2, 1, 3])
+                 for x in ("q", "k", "v")]
+        nodes += [helper.make_node("Transpose", ["kt"], ["ktt"], perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", ["qt", "ktt"], ["sc"]),
+                  helper.make_node("Mul", ["sc", "scale"], ["ss"]),
+                  helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+                  helper.make_node("MatMul", ["p", "vt"], ["o"]),
+                  helper.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3])]
+        scale = np.array(d ** -0.5, np.float32)
+        graph = helper.make_graph(
+            nodes, "heads_last",
+            [helper.make_tensor_value_info(x, TensorProto.FLOAT, sh) for x, sh in shape.items()],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, s, h, dv])],
+            [numpy_helper.from_array(scale, "scale")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        rng = np.random.default_rng(3)
+        inputs = {x: rng.standard_normal(sh).astype(np.float32) for x, sh in shape.items()}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "heads_last.onnx")
+            onnx.save(model, path)
+            outs, rep = trnsim.run_model(path, inputs, config="tiny", precision="fp32",
+                                         fallback=False)
+        q, k, v = (inputs[x].astype(np.float64).transpose(0, 2, 1, 3) for x in ("q", "k", "v"))
+        want = reference(q, k, v, float(scale), False).transpose(0, 2, 1, 3)
+        self.assertLess(rel_err(next(iter(outs.values())), want), 1e-4)
+        # No transposed copy through HBM: q, k, v read and y written once, fp32.
+        moved = rep.hbm_read_bytes + rep.hbm_write_bytes
+        self.assertLess(moved, (2 * b * s * h * d + 2 * b * s * h * dv) * 4 + 64 * 1024)
 
 
 if __name__ == "__main__":
