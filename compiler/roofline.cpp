@@ -109,9 +109,14 @@ void node_flops(const ir::Node& n, FlopsByDtype& out) {
     const ir::Value* q = n.input(0);
     const double d = q && !q->shape().empty() ? double(q->shape().back()) : 1.0;
     double skv = 0;  // keys of every (K, V) pair
-    for (size_t i = 1; i < n.inputs.size(); i += 2)
-      if (const ir::Value* k = n.input(i); k && k->rank() >= 2)
-        skv += double(k->shape()[k->shape().size() - 2]);
+    const bool rotary = n.attr_int("rotary", 0) != 0;
+    const size_t seq_from_end = n.attr_int("seq_first", 0) ? 3 : 2;  // the sequence axis
+    const size_t nqkv = n.inputs.size() - (rotary ? 4 : 0);
+    for (size_t i = 1; i < nqkv; i += 2)
+      if (const ir::Value* k = n.input(i); k && k->shape().size() >= seq_from_end)
+        skv += double(k->shape()[k->shape().size() - seq_from_end]);
+    // Rotating Q and K: two multiplies and an add per element.
+    if (rotary && q) fp32(3.0 * (numel(q) + numel(n.input(1))));
     const double dv = y && !y->shape().empty() ? double(y->shape().back()) : 1.0;
     const double pairs = dv > 0 ? numel(y) / dv * skv : 0.0;
     out[size_t(mm_dtype(n))] += 2.0 * pairs * (d + dv);

@@ -31,12 +31,17 @@
 //   rotate_half sign  Concat(Neg(x2), x1) * constant over the last axis (rotary
 //                     embeddings) -> Concat(x2, x1) * the constant negated over x2's
 //                     part (fold_rotate_sign)
+//   Attention extras  rotary embeddings on Q and K (x * cos + Concat(x2, x1) * sin,
+//                     the tables constant [S, D]) go into trn.Attention (rotary=1), and
+//                     Transposes swapping sequence and heads around Q, K, V and the
+//                     output too (seq_first=1)
 // Matching is exact: every constant is checked up to fp32 rounding (near_fp32),
 // reductions must be ReduceMean with keepdims over the trailing axes, gamma and
 // beta must broadcast to the normalized dims, every intermediate value must be
 // used only inside the pattern, and the fused result must have the replaced
 // value's type. Anything else is left alone. The fused node takes the replaced
 // value's name and a node name like "/norm1/LayerNorm" (the root node's scope).
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -61,8 +66,9 @@ struct Match {
   std::string short_name;  // for the node name and the stats key
   std::vector<Value*> inputs;
   std::map<std::string, ir::Attribute> attrs;
-  std::vector<Node*> nodes;  // every node the fused node replaces
-  bool new_type = false;     // the result's type is not input 0's (checked after making it)
+  std::vector<Node*> nodes;   // every node the fused node replaces
+  bool new_type = false;      // the result's type is not input 0's (checked after making it)
+  bool k_heads_last = false;  // inputs[1] is K [..., S, H, D] (attention_seq_first only)
 };
 
 class PatternFuser {
@@ -95,6 +101,8 @@ class PatternFuser {
                 attempt([&](Match& t) { return silu(n, t); }) ||
                 attempt([&](Match& t) { return hard_swish(n, t); });
       if (!found && n->op == "MatMul") found = attempt([&](Match& t) { return attention(n, t); });
+      if (!found && n->op == "Transpose")
+        found = attempt([&](Match& t) { return attention_seq_first(n, t); });
       if (found) commit(n, m);  // updates uses_
     }
     g_.erase_dead_nodes();
@@ -480,12 +488,19 @@ class PatternFuser {
     if (!tr) return false;
     const std::vector<int64_t>& perm = tr->attr_ints("perm");
     if (static_cast<int64_t>(perm.size()) != r) return false;
+    // One Transpose taking K [..., S, H, D] to [..., H, D, S] (as torch exports it
+    // when K's heads move too): only when the caller reads K in that layout.
+    const bool k_heads_last = k_heads_last_ok_ && r >= 3 && perm[r - 3] == r - 2 &&
+                              perm[r - 2] == r - 1 && perm[r - 1] == r - 3;
     for (int64_t i = 0; i < r; ++i)
-      if (perm[i] != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2)) return false;
+      if (perm[i] != (i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2) && !(k_heads_last && i >= r - 3))
+        return false;
     Value* k = tr->inputs[0];
     for (const Value* t : {q, k, v})
       if (t->rank() != r || !ir::is_float(t->elem()) || t->elem() != x->elem()) return false;
-    const ir::Shape &qs = q->shape(), &ks = k->shape(), &vs = v->shape();
+    ir::Shape ks = k->shape();  // heads first
+    if (k_heads_last) std::swap(ks[r - 3], ks[r - 2]);
+    const ir::Shape &qs = q->shape(), &vs = v->shape();
     for (int64_t i = 0; i < r - 2; ++i)
       if (qs[i] != x->shape()[i] || ks[i] != qs[i] || vs[i] != qs[i]) return false;
     if (qs[r - 2] != sq || ks[r - 2] != skv || vs[r - 2] != skv || ks[r - 1] != qs[r - 1])
@@ -494,7 +509,11 @@ class PatternFuser {
     add_nodes(m, p);
     m.nodes.push_back(qk);
     m.inputs = {q, k, v};
-    if (uses_.single_use(kt)) {
+    m.k_heads_last = k_heads_last;
+    if (k_heads_last) {
+      if (!uses_.single_use(kt)) return false;
+      m.nodes.push_back(tr);
+    } else if (uses_.single_use(kt)) {
       m.nodes.push_back(tr);
       // K and V concatenated along the sequence in the same parts (a KV cache and the
       // new token's): the fused node reads the parts, no concatenated copy is made.
@@ -520,13 +539,137 @@ class PatternFuser {
     m.short_name = "Attention";
     m.attrs = {{"scale", static_cast<float>(p.scale)}, {"causal", causal}};
     m.new_type = true;
+    if (!k_heads_last) absorb_rotary(m);
     return true;
+  }
+
+  // The perm that swaps the sequence and head axes of a rank-r [..., S, H, D].
+  static bool heads_swap(const Node* t, int64_t r) {
+    if (!t || r < 3) return false;
+    const std::vector<int64_t>& perm = t->attr_ints("perm");
+    if (static_cast<int64_t>(perm.size()) != r) return false;
+    for (int64_t i = 0; i < r; ++i)
+      if (perm[i] != (i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i)) return false;
+    return true;
+  }
+
+  // Transpose(attention(Transpose(Q), Transpose(K), Transpose(V))) with each
+  // Transpose swapping the sequence and head axes (the projections' [B, S, H, D] to
+  // heads first and back): trn.Attention{seq_first=1} on the untransposed tensors,
+  // no head transpose goes through HBM.
+  bool attention_seq_first(Node* root, Match& m) {
+    const int64_t r = root->outputs[0]->rank();
+    Node* pv = producer(root->inputs[0], "MatMul");
+    if (!heads_swap(root, r) || !pv || !uses_.single_use(root->inputs[0])) return false;
+    k_heads_last_ok_ = true;
+    const bool found = attention(pv, m);
+    k_heads_last_ok_ = false;
+    if (!found) return false;
+    const bool rotary = m.attrs.count("rotary") != 0;
+    if (m.inputs.size() != (rotary ? 7u : 3u)) return false;  // no KV-cache parts
+    for (int i = 0; i < 3; ++i) {
+      if (i == 1 && m.k_heads_last) continue;  // K^T's Transpose is in m.nodes already
+      Node* t = producer(m.inputs[i], "Transpose");
+      if (!heads_swap(t, r)) return false;
+      m.nodes.push_back(t);
+      m.inputs[i] = t->inputs[0];
+    }
+    m.nodes.push_back(pv);
+    m.attrs["seq_first"] = int64_t{1};
+    return true;
+  }
+
+  // x[..., a:b] along the last axis (step 1, bounds clamped as ONNX does).
+  static bool last_axis_slice(const Node* s, Value*& x, int64_t& a, int64_t& b) {
+    if (!s || s->inputs.size() != 1 || !s->has_attr("starts") || !s->has_attr("ends")) return false;
+    x = s->inputs[0];
+    const int64_t r = x->rank();
+    if (r < 1) return false;
+    const std::vector<int64_t>& st = s->attr_ints("starts");
+    const std::vector<int64_t>& en = s->attr_ints("ends");
+    std::vector<int64_t> axes{r - 1}, steps{1};
+    if (s->has_attr("axes")) axes = s->attr_ints("axes");
+    if (s->has_attr("steps")) steps = s->attr_ints("steps");
+    if (st.size() != 1 || en.size() != 1 || axes.size() != 1 || steps.size() != 1 ||
+        steps[0] != 1 || (axes[0] != r - 1 && axes[0] != -1))
+      return false;
+    const int64_t n = x->shape().back();
+    auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+    a = clamp(st[0]);
+    b = clamp(en[0]);
+    return true;
+  }
+
+  // An fp32 constant [S, D] (only 1s before) for rows of `x` [..., S, D].
+  static bool rotary_table(const Value* c, const Value* x) {
+    if (!c || !c->has_data() || !c->data->holds_floats() || c->elem() != ir::ElemType::fp32 ||
+        c->rank() < 2 || x->rank() < 2)
+      return false;
+    const ir::Shape &cs = c->shape(), &xs = x->shape();
+    for (size_t i = 0; i + 2 < cs.size(); ++i)
+      if (cs[i] != 1) return false;
+    return cs.size() <= xs.size() && cs[cs.size() - 2] == xs[xs.size() - 2] &&
+           cs.back() == xs.back();
+  }
+
+  // y = x * cos + Concat(x[..., h:], x[..., :h]) * sin over the last axis (rotary
+  // embeddings once fold_rotate_sign took rotate_half's Neg into sin), cos and sin
+  // constant tables [S, D]; sets x, cos, sin and the nodes.
+  bool rotary_of(Value* y, Value*& x, Value*& cos, Value*& sin, std::vector<Node*>& nodes) const {
+    Node* add = producer(y, "Add");
+    if (!add || add->inputs.size() != 2 || y->rank() < 2) return false;
+    for (int k = 0; k < 2; ++k) {
+      Node* direct = producer(add->inputs[k], "Mul");
+      Node* rot = producer(add->inputs[1 - k], "Mul");
+      if (!direct || !rot || !uses_.single_use(add->inputs[0]) || !uses_.single_use(add->inputs[1]))
+        continue;
+      for (int j = 0; j < 2; ++j) {
+        Node* cat = producer(rot->inputs[j], "Concat");
+        Value* s = rot->inputs[1 - j];
+        if (!cat || cat->inputs.size() != 2 || !uses_.single_use(rot->inputs[j]) ||
+            (cat->attr_int("axis") != y->rank() - 1 && cat->attr_int("axis") != -1))
+          continue;
+        Node* s0 = producer(cat->inputs[0], "Slice");
+        Node* s1 = producer(cat->inputs[1], "Slice");
+        Value *x0 = nullptr, *x1 = nullptr;
+        int64_t a0 = 0, b0 = 0, a1 = 0, b1 = 0;
+        if (!last_axis_slice(s0, x0, a0, b0) || !last_axis_slice(s1, x1, a1, b1) || x0 != x1 ||
+            !uses_.single_use(cat->inputs[0]) || !uses_.single_use(cat->inputs[1]))
+          continue;
+        const int64_t d = x0->shape().back();
+        if (d % 2 != 0 || a0 != d / 2 || b0 != d || a1 != 0 || b1 != d / 2) continue;
+        if (x0->type != y->type || !rotary_table(s, x0)) continue;
+        Value* c = other_input(direct, x0);
+        if (!c || !rotary_table(c, x0)) continue;
+        x = x0;
+        cos = c;
+        sin = s;
+        nodes.insert(nodes.end(), {add, direct, rot, cat, s0, s1});
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Rotary embeddings on both Q and K of a single (K, V) pair go into the kernel's
+  // load of the rows (rotary=1 and the four tables): no rotated copy through HBM.
+  void absorb_rotary(Match& m) const {
+    if (m.inputs.size() != 3) return;
+    Value *xq = nullptr, *cq = nullptr, *sq = nullptr, *xk = nullptr, *ck = nullptr, *sk = nullptr;
+    std::vector<Node*> nodes;
+    if (!rotary_of(m.inputs[0], xq, cq, sq, nodes) || !rotary_of(m.inputs[1], xk, ck, sk, nodes))
+      return;
+    if (xq->elem() != m.inputs[0]->elem() || xk->elem() != m.inputs[1]->elem()) return;
+    m.inputs = {xq, xk, m.inputs[2], cq, sq, ck, sk};
+    m.nodes.insert(m.nodes.end(), nodes.begin(), nodes.end());
+    m.attrs["rotary"] = int64_t{1};
   }
 
   ir::Graph& g_;
   PassContext& ctx_;
   Uses uses_;
   std::unordered_set<const Node*> consumed_;  // replaced by a fused node (dead, not erased yet)
+  bool k_heads_last_ok_ = false;              // attention() may take K [..., S, H, D]
 };
 
 // Rotary embeddings' rotate_half(x) * sin, Concat(Neg(x2), x1) * c along the last
@@ -561,6 +704,7 @@ void fold_rotate_sign(ir::Graph& g, PassContext& ctx) {
       break;
     }
   }
+  g.erase_dead_nodes();  // the Negs, so the Slices they read count one use each
 }
 
 void run(ir::Graph& g, PassContext& ctx) {

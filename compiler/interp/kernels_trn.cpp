@@ -96,25 +96,55 @@ void tile_kernel(const Node&, const Ins&, Outs&) {
 
 // trn.Attention: softmax(scale * q.k + mask) v per query, in double; masked keys
 // (causal: j > i) take no part. Keys and values come in (K, V) segments, inputs
-// 1, 2, then 3, 4, ...: key j is row j of their concatenation.
+// 1, 2, then 3, 4, ...: key j is row j of their concatenation. seq_first and
+// rotary inputs are first brought to [G, S, D] head-major rows (rotated).
 void attention(const Node& n, const Ins& in, Outs& out) {
+  const bool seq_first = n.attr_int("seq_first", 0) != 0;
+  const bool rotary = n.attr_int("rotary", 0) != 0;
+  const size_t nqkv = in.size() - (rotary ? 4 : 0);
   const Shape& qs = in[0]->shape();
   const size_t r = qs.size();
-  const int64_t Sq = qs[r - 2], D = qs[r - 1], Dv = in[2]->shape()[r - 1];
-  const int64_t G = ir::num_elements(Shape(qs.begin(), qs.end() - 2));
+  const size_t sa = seq_first ? r - 3 : r - 2;  // the sequence axis
+  const int64_t Sq = qs[sa], D = qs[r - 1], Dv = in[2]->shape()[r - 1];
+  const int64_t H = seq_first ? qs[r - 2] : 1;  // heads between sequence and head size
+  const int64_t G = ir::num_elements(Shape(qs.begin(), qs.begin() + sa)) * H;
+  // Element (g, s, d) of a [.., S, W] input (seq_first: g = outer * H + h).
+  auto at = [&](int64_t g, int64_t s, int64_t d, int64_t S, int64_t W) {
+    return seq_first ? ((g / H * S + s) * H + g % H) * W + d : (g * S + s) * W + d;
+  };
+  // Input `i` as [G, S, W] rows; rotated with tables cos, sin [S, W] when given.
+  auto rows = [&](size_t i, const Tensor* cos, const Tensor* sin) {
+    const Shape& xs = in[i]->shape();
+    const int64_t S = xs[sa], W = xs[r - 1];
+    const auto& x = in[i]->floats();
+    std::vector<float> y(static_cast<size_t>(G * S * W));
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t d = 0; d < W; ++d) {
+          double v = x[at(g, s, d, S, W)];
+          if (cos) {
+            const int64_t sw = d < W / 2 ? d + W / 2 : d - W / 2;
+            v = v * cos->floats()[s * W + d] +
+                static_cast<double>(x[at(g, s, sw, S, W)]) * sin->floats()[s * W + d];
+          }
+          y[(g * S + s) * W + d] = static_cast<float>(v);
+        }
+    return y;
+  };
   struct Seg {
-    const float *k, *v;
+    std::vector<float> k, v;
     int64_t rows;
   };
   std::vector<Seg> segs;
   int64_t Skv = 0;
-  for (size_t i = 1; i + 1 < in.size(); i += 2) {
-    segs.push_back({in[i]->floats().data(), in[i + 1]->floats().data(), in[i]->shape()[r - 2]});
+  for (size_t i = 1; i + 1 < nqkv; i += 2) {
+    segs.push_back({rows(i, rotary ? in[5] : nullptr, rotary ? in[6] : nullptr),
+                    rows(i + 1, nullptr, nullptr), in[i]->shape()[sa]});
     Skv += segs.back().rows;
   }
+  const std::vector<float> q = rows(0, rotary ? in[3] : nullptr, rotary ? in[4] : nullptr);
   const double scale = n.attr_float("scale");
   const bool causal = n.attr_int("causal") != 0;
-  const auto& q = in[0]->floats();
   auto& y = out[0].floats();
   std::vector<double> s(static_cast<size_t>(Skv)), acc(static_cast<size_t>(Dv));
   std::vector<const float*> krow(static_cast<size_t>(Skv)), vrow(static_cast<size_t>(Skv));
@@ -122,8 +152,8 @@ void attention(const Node& n, const Ins& in, Outs& out) {
     int64_t j = 0;
     for (const Seg& sg : segs)
       for (int64_t t = 0; t < sg.rows; ++t, ++j) {
-        krow[j] = sg.k + (g * sg.rows + t) * D;
-        vrow[j] = sg.v + (g * sg.rows + t) * Dv;
+        krow[j] = sg.k.data() + (g * sg.rows + t) * D;
+        vrow[j] = sg.v.data() + (g * sg.rows + t) * Dv;
       }
     for (int64_t i = 0; i < Sq; ++i) {
       const int64_t kv_end = causal ? i + 1 : Skv;
@@ -142,7 +172,7 @@ void attention(const Node& n, const Ins& in, Outs& out) {
         sum += p;
         for (int64_t d = 0; d < Dv; ++d) acc[d] += p * vrow[j][d];
       }
-      for (int64_t d = 0; d < Dv; ++d) y[(g * Sq + i) * Dv + d] = static_cast<float>(acc[d] / sum);
+      for (int64_t d = 0; d < Dv; ++d) y[at(g, i, d, Sq, Dv)] = static_cast<float>(acc[d] / sum);
     }
   }
 }

@@ -825,7 +825,8 @@ void register_ops() {
       {A("tir", K::kString), A("inputs", K::kString), A("outputs", K::kString)},
       infer_trn_tile_kernel);
   def("trn.Attention", 3, -1, 1, 1,
-      {A("scale", K::kFloat, 1.0f), A("causal", K::kInt, 0), Opt("compute_dtype", K::kString)},
+      {A("scale", K::kFloat, 1.0f), A("causal", K::kInt, 0), Opt("compute_dtype", K::kString),
+       Opt("seq_first", K::kInt), Opt("rotary", K::kInt)},
       infer_trn_attention);
   register_ops_control();
 }

@@ -11,9 +11,14 @@
 //   rescale  O = O * exp(scale * (m_old - m)) + PV         (online softmax, from chunk 2)
 // and O / l is stored. The running max is kept as -scale * m, so the new one is one
 // tensor_scalar (min) and the rescale factor one exp. Causal tiles beyond the
-// diagonal are never computed.
+// diagonal are never computed. seq_first: a head's rows are strided in HBM ([.., S,
+// H, D]), read and written in place. rotary: Q and K rows are loaded in fp32 and
+// rotated in SBUF (x * cos + swap_halves(x) * sin, the tables resident) before
+// their transpose.
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "compiler/ir/trn_ops.h"
 #include "compiler/lower/context.h"
@@ -33,7 +38,7 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 // A part of the keys or values (or all the queries): rows [start, start + rows) of
-// the sequence, viewed [G, rows, cols].
+// the sequence, viewed [G / H, H, rows, cols] (H: heads after the sequence axis, or 1).
 struct Seg {
   kernels::HbmView x;
   int64_t start, rows;
@@ -41,6 +46,7 @@ struct Seg {
 
 struct AttnPools {
   kernels::PoolRef rows, bulk, tp, qt, kt, v, score, p, pt, pt_ps, po, o, out, small, consts;
+  kernels::PoolRef tables, rtmp, rot;  // rotary
 };
 
 }  // namespace
@@ -50,14 +56,28 @@ void lower_attention(Ctx& c, const ir::Node& n) {
   const ir::Value* qv = n.inputs.at(0);
   const ir::Shape& qs = qv->shape();
   const size_t r = qs.size();
-  const int64_t Sq = qs[r - 2], D = qs[r - 1], Dv = n.inputs.at(2)->shape()[r - 1];
-  const int64_t G = ir::num_elements(ir::Shape(qs.begin(), qs.end() - 2));
+  const bool seq_first = n.attr_int("seq_first", 0) != 0;
+  const bool rotary = n.attr_int("rotary", 0) != 0;
+  const size_t nqkv = n.inputs.size() - (rotary ? 4 : 0);
+  const size_t sa = seq_first ? r - 3 : r - 2;  // the sequence axis
+  const int64_t Sq = qs[sa], D = qs[r - 1], Dv = n.inputs.at(2)->shape()[r - 1];
+  const int64_t H = seq_first ? qs[r - 2] : 1;
+  const int64_t L =
+      ir::num_elements(ir::Shape(qs.begin(), qs.begin() + static_cast<std::ptrdiff_t>(sa)));
+  const int64_t G = L * H;
+  // [L, H, rows, cols]: head g is (g / H, g % H).
+  auto heads = [&](const ir::Value* v, int64_t rows, int64_t cols) {
+    const kernels::HbmView x = c.view(v);
+    return seq_first ? x.reshape({L, rows, H, cols}).permute({0, 2, 1, 3})
+                     : x.reshape({L, 1, rows, cols});
+  };
+  auto head = [&](int64_t g) { return std::pair{kernels::at(g / H), kernels::at(g % H)}; };
   std::vector<Seg> ks, vs;
   int64_t Skv = 0;
-  for (size_t i = 1; i + 1 < n.inputs.size(); i += 2) {
-    const int64_t rows = n.inputs[i]->shape()[r - 2];
-    ks.push_back({c.view(n.inputs[i]).reshape({G, rows, D}), Skv, rows});
-    vs.push_back({c.view(n.inputs[i + 1]).reshape({G, rows, Dv}), Skv, rows});
+  for (size_t i = 1; i + 1 < nqkv; i += 2) {
+    const int64_t rows = n.inputs[i]->shape()[sa];
+    ks.push_back({heads(n.inputs[i], rows, D), Skv, rows});
+    vs.push_back({heads(n.inputs[i + 1], rows, Dv), Skv, rows});
     Skv += rows;
   }
   const float scale = n.attr_float("scale");
@@ -84,17 +104,21 @@ void lower_attention(Ctx& c, const ir::Node& n) {
   const int64_t nkd = ceil_div(D, KP), nkv = ceil_div(Skv, KP);
   // One head's K^T, Q^T and V are resident (two heads' worth, so the next one loads
   // while this one runs), with the per-chunk P and P^T tiles.
-  const uint64_t need = 2 * es *
-                            (static_cast<uint64_t>(nkd) * static_cast<uint64_t>(Skv + Sq) +
-                             static_cast<uint64_t>(nkv * Dv)) +
-                        4 * es * static_cast<uint64_t>(W + group * QP) +
-                        2 * es * static_cast<uint64_t>((group + nkv) * D);
+  const uint64_t need =
+      2 * es *
+          (static_cast<uint64_t>(nkd) * static_cast<uint64_t>(Skv + Sq) +
+           static_cast<uint64_t>(nkv * Dv)) +
+      4 * es * static_cast<uint64_t>(W + group * QP) +
+      2 * es * static_cast<uint64_t>((group + nkv) * D) +
+      (rotary ? 4 * 4 * static_cast<uint64_t>(ceil_div(std::max(Sq, Skv), KP) * D) +
+                    (3 * 4 + 4 * 4 + 2 * es) * static_cast<uint64_t>(group * D)
+              : 0);
   if (need > t.sbuf_partition_bytes * 3 / 4)
     unsupported(n, "one head's K, Q and V (" + std::to_string(need) +
                        " bytes per partition) do not fit in SBUF");
 
-  const std::vector<Seg> qseg{{c.view(qv).reshape({G, Sq, D}), 0, Sq}};
-  const kernels::HbmView Y = c.view(n.outputs.at(0)).reshape({G, Sq, Dv});
+  const std::vector<Seg> qseg{{heads(qv, Sq, D), 0, Sq}};
+  const kernels::HbmView Y = heads(n.outputs.at(0), Sq, Dv);
   const std::string pfx = c.b.kernel().name + ".n" + std::to_string(c.b.kernel().pools.size());
   auto pool = [&](const char* name, isa::MemSpace s, int64_t bufs) {
     return c.b.pool(pfx + "." + name, s, static_cast<uint32_t>(std::max<int64_t>(bufs, 1)));
@@ -115,6 +139,11 @@ void lower_attention(Ctx& c, const ir::Node& n) {
   p.out = pool("out", isa::MemSpace::sbuf, 2);
   p.small = pool("stat", isa::MemSpace::sbuf, 16);
   p.consts = pool("const", isa::MemSpace::sbuf, 2);
+  if (rotary) {
+    p.tables = pool("rtable", isa::MemSpace::sbuf, 4);
+    p.rtmp = pool("rtmp", isa::MemSpace::sbuf, 4);
+    p.rot = pool("rot", isa::MemSpace::sbuf, 2);
+  }
 
   // Identity (transposes) and the diagonal block's additive mask: 0 where key <= query.
   const int64_t IP = std::max(QP, KP);
@@ -129,15 +158,65 @@ void lower_attention(Ctx& c, const ir::Node& n) {
                       -std::numeric_limits<float>::infinity());
   }
 
+  // Rotary tables [S, D] resident in fp32: tile t's partition p holds row t * KP + p.
+  // A table equal to one loaded before is shared.
+  struct Table {
+    const ir::Value* v;
+    TileView t;
+  };
+  std::vector<Table> tables;
+  auto load_table = [&](const ir::Value* v, int64_t S) {
+    for (const Table& tb : tables)
+      if (tb.v == v || (tb.v->shape() == v->shape() && v->has_data() && tb.v->has_data() &&
+                        *tb.v->data == *v->data))
+        return tb.t;
+    const int64_t nt = ceil_div(S, KP), full = S / KP;
+    TileView t = c.b.tile(p.tables, {KP, nt, D}, DType::fp32);
+    const kernels::HbmView x = c.view(v).reshape({S, D});
+    if (full > 0)
+      c.b.dma(t({all(), sl(0, full), all()}),
+              x({sl(0, full * KP), all()}).reshape({full, KP, D}).permute({1, 0, 2}));
+    if (S > full * KP)
+      c.b.dma(t({sl(0, S - full * KP), kernels::at(full), all()}), x({sl(full * KP, S), all()}));
+    tables.push_back({v, t});
+    return t;
+  };
+  struct Rot {
+    TileView cos, sin;
+  };
+  std::optional<Rot> rot_q, rot_k;
+  if (rotary) {
+    rot_q = Rot{load_table(n.inputs[3], Sq), load_table(n.inputs[4], Sq)};
+    rot_k = Rot{load_table(n.inputs[5], Skv), load_table(n.inputs[6], Skv)};
+  }
+
   // Rows [r0, r0 + kr) of head g of the parts `segs` into partitions 0..kr-1 of `dst`.
   auto load_rows = [&](const TileView& dst, const std::vector<Seg>& segs, int64_t g, int64_t r0,
                        int64_t kr) {
     for (const Seg& sg : segs) {
       const int64_t a = std::max(r0, sg.start), b = std::min(r0 + kr, sg.start + sg.rows);
       if (a >= b) continue;
+      const auto [hi, lo] = head(g);
       c.b.dma(dst({sl(a - r0, b - r0), all()}),
-              sg.x({kernels::at(g), sl(a - sg.start, b - sg.start), all()}));
+              sg.x({hi, lo, sl(a - sg.start, b - sg.start), all()}));
     }
+  };
+
+  // dst = x * cos + swap_halves(x) * sin over [pr, nj, D] (tiles t0.. of the tables).
+  const int64_t half = D / 2;
+  auto rotate = [&](const TileView& dst, const TileView& x, const Rot& rt, int64_t pr, int64_t j0,
+                    int64_t nj, int64_t t0) {
+    TileView a = c.b.tile(p.rtmp, {KP, group, D}, DType::fp32);
+    TileView b = c.b.tile(p.rtmp, {KP, group, D}, DType::fp32);
+    auto part = [&](const TileView& v, int64_t first, int64_t d0, int64_t d1) {
+      return v({sl(0, pr), sl(first, first + nj), sl(d0, d1)});
+    };
+    c.b.tensor_tensor(part(a, j0, 0, D), part(x, j0, 0, D), part(rt.cos, t0, 0, D), AluOp::mul);
+    c.b.tensor_tensor(part(b, j0, 0, half), part(x, j0, half, D), part(rt.sin, t0, 0, half),
+                      AluOp::mul);
+    c.b.tensor_tensor(part(b, j0, half, D), part(x, j0, 0, half), part(rt.sin, t0, half, D),
+                      AluOp::mul);
+    c.b.tensor_tensor(part(dst, j0, 0, D), part(a, j0, 0, D), part(b, j0, 0, D), AluOp::add);
   };
 
   // Without a causal mask the order of the keys does not matter, as long as K and V
@@ -146,9 +225,10 @@ void lower_attention(Ctx& c, const ir::Node& n) {
   // partition instead of one row: a KV cache is read at the DMA's full rate), and
   // tile t holding key p * bulk + t on partition p. The other tiles hold 128
   // consecutive keys each.
-  const int64_t bulk = !causal && ks[0].rows / KP >= 2 ? ks[0].rows / KP : 0;
+  const int64_t bulk = !causal && !rotary && ks[0].rows / KP >= 2 ? ks[0].rows / KP : 0;
   auto load_bulk = [&](const TileView& dst, const Seg& sg, int64_t g, int64_t width) {
-    c.b.dma(dst, sg.x({kernels::at(g), sl(0, bulk * KP), all()}).reshape({KP, bulk, width}));
+    const auto [hi, lo] = head(g);
+    c.b.dma(dst, sg.x({hi, lo, sl(0, bulk * KP), all()}).reshape({KP, bulk, width}));
   };
 
   // The rows of head g (S of them, Dx = D wide; the first `nbulk` tiles loaded by
@@ -156,7 +236,8 @@ void lower_attention(Ctx& c, const ir::Node& n) {
   // `group` 128-row tiles at a time; tiles are transposed against the identity
   // (four per PSUM bank) and copied out.
   auto load_transposed = [&](const std::vector<Seg>& X, int64_t g, int64_t S,
-                             kernels::PoolRef dst_pool, int64_t nbulk) {
+                             kernels::PoolRef dst_pool, int64_t nbulk,
+                             const std::optional<Rot>& rt) {
     std::vector<TileView> xt;
     for (int64_t kd = 0; kd < nkd; ++kd)
       xt.push_back(c.b.tile(dst_pool, {std::min(KP, D - kd * KP), S}, dt));
@@ -169,7 +250,7 @@ void lower_attention(Ctx& c, const ir::Node& n) {
     for (int64_t t0 = 0; t0 < nt; t0 += group) {
       const int64_t ng = std::min(group, nt - t0);
       TileView rows;
-      if (t0 + ng > nbulk) rows = c.b.tile(p.rows, {KP, group, D}, dt);
+      if (t0 + ng > nbulk) rows = c.b.tile(p.rows, {KP, group, D}, rt ? DType::fp32 : dt);
       std::vector<TileView> src;  // [KP, D] per tile of the group
       for (int64_t j = 0; j < ng; ++j) {
         const int64_t t = t0 + j, r0 = t * KP, kr = std::min(KP, S - r0);
@@ -179,6 +260,13 @@ void lower_attention(Ctx& c, const ir::Node& n) {
           src.push_back(rows({all(), kernels::at(j), all()}));
           load_rows(src.back(), X, g, r0, kr);
         }
+      }
+      if (rt) {  // every tile loaded by load_rows (no bulk tiles with rotary)
+        TileView rr = c.b.tile(p.rot, {KP, group, D}, dt);
+        const int64_t nfull = std::min(ng, S / KP - t0);
+        if (nfull > 0) rotate(rr, rows, *rt, KP, 0, nfull, t0);
+        if (nfull < ng) rotate(rr, rows, *rt, S - (t0 + nfull) * KP, nfull, 1, t0 + nfull);
+        for (int64_t j = 0; j < ng; ++j) src[j] = rr({all(), kernels::at(j), all()});
       }
       const int64_t c0 = t0 * KP, cw = std::min(ng * KP, S - c0);
       for (int64_t kd = 0; kd < nkd; ++kd) {
@@ -197,8 +285,8 @@ void lower_attention(Ctx& c, const ir::Node& n) {
   };
 
   for (int64_t g = 0; g < G; ++g) {
-    const std::vector<TileView> kt = load_transposed(ks, g, Skv, p.kt, bulk);
-    const std::vector<TileView> qt = load_transposed(qseg, g, Sq, p.qt, 0);
+    const std::vector<TileView> kt = load_transposed(ks, g, Skv, p.kt, bulk, rot_k);
+    const std::vector<TileView> qt = load_transposed(qseg, g, Sq, p.qt, 0, rot_q);
     TileView vt = c.b.tile(p.v, {KP, nkv, Dv}, dt);
     if (bulk > 0) load_bulk(vt({all(), sl(0, bulk), all()}), vs[0], g, Dv);
     for (int64_t j = bulk; j < nkv; ++j) {
@@ -301,7 +389,8 @@ void lower_attention(Ctx& c, const ir::Node& n) {
       c.b.tensor_scalar(rl, l, AluOp::div, 1.0f, recip);
       TileView y = c.b.tile(p.out, {qn, Dv}, DType::fp32);
       c.b.tensor_scalar(y, nchunks > 1 ? o : po, AluOp::mul, rl);
-      c.b.dma(Y({kernels::at(g), sl(q0, q0 + qn), all()}), y);
+      const auto [hi, lo] = head(g);
+      c.b.dma(Y({hi, lo, sl(q0, q0 + qn), all()}), y);
     }
   }
 }

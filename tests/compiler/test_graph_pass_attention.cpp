@@ -163,5 +163,124 @@ TEST(GraphPassesFuseAttention, RotateHalfSignGoesIntoTheConstant) {
              0.0);
 }
 
+// Llama's attention over q, k, v [1,4,2,4] as the projections write them ([B, S, H, D]):
+// heads moved first, rotary embeddings on q (rotate_half's sign already in sin) and k
+// (torch's Neg form), causal attention, the output's heads moved back. `out_perm`, `out_shape`: the
+// last Transpose's.
+std::string llama_attention(const std::string& out_perm, const std::string& out_shape) {
+  return R"IR(
+    input %q: fp32[1,4,2,4]
+    input %k: fp32[1,4,2,4]
+    input %v: fp32[1,4,2,4]
+    const %cos: fp32[4,4] = [1, 1, 1, 1, 0.5, 0.25, 0.5, 0.25, -0.5, 0.75, -0.5, 0.75, -1, 0.5, -1, 0.5]
+    const %sin: fp32[4,4] = [0, 0, 0, 0, -0.5, -0.75, 0.5, 0.75, -0.25, -0.5, 0.25, 0.5, 0, -1, 0, 1]
+    const %sin_k: fp32[4,4] = [0, 0, 0, 0, 0.5, 0.75, 0.5, 0.75, 0.25, 0.5, 0.25, 0.5, 0, 1, 0, 1]
+    const %s: fp32[] = [0.5]
+    const %m: fp32[4,4] = )IR" +
+         mask4("-1e+09") + R"IR(
+    %qt: fp32[1,2,4,4] = Transpose(%q) {perm=[0,2,1,3]} @/attn/Transpose
+    %kt0: fp32[1,2,4,4] = Transpose(%k) {perm=[0,2,1,3]} @/attn/Transpose_1
+    %vt: fp32[1,2,4,4] = Transpose(%v) {perm=[0,2,1,3]} @/attn/Transpose_2
+    %qhi: fp32[1,2,4,2] = Slice(%qt) {axes=[3], ends=[9223372036854775807], starts=[2], steps=[1]} @/attn/Slice
+    %qlo: fp32[1,2,4,2] = Slice(%qt) {axes=[3], ends=[2], starts=[0], steps=[1]} @/attn/Slice_1
+    %qc: fp32[1,2,4,4] = Concat(%qhi, %qlo) {axis=3} @/attn/Concat
+    %qa: fp32[1,2,4,4] = Mul(%qt, %cos) @/attn/Mul
+    %qb: fp32[1,2,4,4] = Mul(%qc, %sin) @/attn/Mul_1
+    %qr: fp32[1,2,4,4] = Add(%qa, %qb) @/attn/Add
+    %khi: fp32[1,2,4,2] = Slice(%kt0) {axes=[3], ends=[4], starts=[-2], steps=[1]} @/attn/Slice_2
+    %klo: fp32[1,2,4,2] = Slice(%kt0) {axes=[3], ends=[2], starts=[0], steps=[1]} @/attn/Slice_3
+    %kn: fp32[1,2,4,2] = Neg(%khi) @/attn/Neg
+    %kc: fp32[1,2,4,4] = Concat(%kn, %klo) {axis=3} @/attn/Concat_1
+    %ka: fp32[1,2,4,4] = Mul(%cos, %kt0) @/attn/Mul_2
+    %kb: fp32[1,2,4,4] = Mul(%sin_k, %kc) @/attn/Mul_3
+    %kr: fp32[1,2,4,4] = Add(%kb, %ka) @/attn/Add_1
+    %kt: fp32[1,2,4,4] = Transpose(%kr) {perm=[0,1,3,2]} @/attn/Transpose_3
+    %sc: fp32[1,2,4,4] = MatMul(%qr, %kt) @/attn/MatMul
+    %ss: fp32[1,2,4,4] = Mul(%sc, %s) @/attn/Mul_4
+    %sm: fp32[1,2,4,4] = Add(%ss, %m) @/attn/Add_2
+    %p: fp32[1,2,4,4] = Softmax(%sm) {axis=3} @/attn/Softmax
+    %o: fp32[1,2,4,4] = MatMul(%p, %vt) @/attn/MatMul_1
+    %y: fp32)IR" +
+         out_shape + " = Transpose(%o) {perm=" + out_perm + R"IR(} @/attn/Transpose_4
+    output %y)IR";
+}
+
+TEST(GraphPassesFuseAttention, RotaryAndHeadTransposesGoIntoTheNode) {
+  // q, k, v stay [B, S, H, D]: no head transpose, no rotated copy of q or k.
+  PassContext ctx;
+  check_pass("fuse_patterns", llama_attention("[0,2,1,3]", "[1,4,2,4]"), R"IR(
+    input %q: fp32[1,4,2,4]
+    input %k: fp32[1,4,2,4]
+    input %v: fp32[1,4,2,4]
+    const %cos: fp32[4,4] = [1, 1, 1, 1, 0.5, 0.25, 0.5, 0.25, -0.5, 0.75, -0.5, 0.75, -1, 0.5, -1, 0.5]
+    const %sin: fp32[4,4] = [0, 0, 0, 0, -0.5, -0.75, 0.5, 0.75, -0.25, -0.5, 0.25, 0.5, 0, -1, 0, 1]
+    const %sin_k.signed: fp32[4,4] = [-0, -0, 0, 0, -0.5, -0.75, 0.5, 0.75, -0.25, -0.5, 0.25, 0.5, -0, -1, 0, 1]
+    %y: fp32[1,4,2,4] = trn.Attention(%q, %k, %v, %cos, %sin, %cos, %sin_k.signed) {causal=1, rotary=1, scale=0.5, seq_first=1} @/attn/Attention
+    output %y)IR",
+             1e-5, &ctx);
+  EXPECT_EQ(ctx.stats["fuse_patterns.Attention"], 2);  // check_pass runs the pass twice
+}
+
+TEST(GraphPassesFuseAttention, RotaryWithoutTheOutputTranspose) {
+  // The output keeps heads first ([0,1,2,3] is no head swap): the rotary tables still
+  // go into the node, the input transposes stay.
+  ir::Graph g =
+      run_on_copy(parse_body(llama_attention("[0,1,2,3]", "[1,2,4,4]")), {"fuse_patterns"});
+  EXPECT_EQ(count_op(g, "trn.Attention"), 1);
+  EXPECT_EQ(count_op(g, "Transpose"), 4);
+  EXPECT_EQ(count_op(g, "Concat"), 0);
+  for (const auto& n : g.nodes())
+    if (n->op == "trn.Attention") {
+      EXPECT_EQ(n->attr_int("rotary", 0), 1);
+      EXPECT_EQ(n->attr_int("seq_first", 0), 0);
+      EXPECT_EQ(n->inputs.size(), 7u);
+    }
+  // A rotation table that is not a constant is left to the elementwise ops.
+  std::string body = llama_attention("[0,2,1,3]", "[1,4,2,4]");
+  const size_t at = body.find("const %cos"), end = body.find('\n', at);
+  body.replace(at, end - at, "input %cos: fp32[4,4]");
+  ir::Graph g2 = run_on_copy(parse_body(body), {"fuse_patterns"});
+  EXPECT_EQ(count_op(g2, "trn.Attention"), 1);
+  EXPECT_EQ(count_op(g2, "Concat"), 2);
+  for (const auto& n : g2.nodes())
+    if (n->op == "trn.Attention") {
+      EXPECT_EQ(n->attr_int("rotary", 0), 0);
+      EXPECT_EQ(n->attr_int("seq_first", 0), 0);
+    }
+}
+
+TEST(GraphPassesFuseAttention, HeadsLastKeysInOneTranspose) {
+  // torch writes K^T of [B, S, H, D] as one Transpose (heads and the last two axes):
+  // with the output's heads moved back, the node reads K in place too.
+  const std::string body = R"IR(
+    input %q: fp32[1,4,2,4]
+    input %k: fp32[1,4,2,4]
+    input %v: fp32[1,4,2,3]
+    const %s: fp32[] = [0.5]
+    %qt: fp32[1,2,4,4] = Transpose(%q) {perm=[0,2,1,3]} @/a/Transpose
+    %vt: fp32[1,2,4,3] = Transpose(%v) {perm=[0,2,1,3]} @/a/Transpose_1
+    %kt: fp32[1,2,4,4] = Transpose(%k) {perm=[0,2,3,1]} @/a/Transpose_2
+    %sc: fp32[1,2,4,4] = MatMul(%qt, %kt) @/a/MatMul
+    %ss: fp32[1,2,4,4] = Mul(%sc, %s) @/a/Mul
+    %p: fp32[1,2,4,4] = Softmax(%ss) {axis=3} @/a/Softmax
+    %o: fp32[1,2,4,3] = MatMul(%p, %vt) @/a/MatMul_1
+    %y: fp32[1,4,2,3] = Transpose(%o) {perm=[0,2,1,3]} @/a/Transpose_3
+    output %y)IR";
+  check_pass("fuse_patterns", body, R"IR(
+    input %q: fp32[1,4,2,4]
+    input %k: fp32[1,4,2,4]
+    input %v: fp32[1,4,2,3]
+    %y: fp32[1,4,2,3] = trn.Attention(%q, %k, %v) {causal=0, scale=0.5, seq_first=1} @/a/Attention
+    output %y)IR",
+             1e-5);
+  // The output left heads first: no layout the node can read K in.
+  std::string first = body;
+  const std::string last = "%y: fp32[1,4,2,3] = Transpose(%o) {perm=[0,2,1,3]}";
+  first.replace(first.find(last), last.size(),
+                "%y: fp32[1,2,4,3] = Transpose(%o) {perm=[0,1,2,3]}");
+  ir::Graph g = run_on_copy(parse_body(first), {"fuse_patterns"});
+  EXPECT_EQ(count_op(g, "trn.Attention"), 0);
+}
+
 }  // namespace
 }  // namespace trnsim::graph_passes::testing
