@@ -445,8 +445,13 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   const uint64_t quarter = c.target.sbuf_partition_bytes / 4;
   while (fmax > 16 && static_cast<uint64_t>(fmax) * 4 * (2 * nin + work_bufs) > quarter) fmax /= 2;
   const std::vector<Chunk> chs = chunks(g, fmax, true);
-  int64_t maxf = 0;
-  for (const Chunk& ch : chs) maxf = std::max(maxf, ch.size());
+  // A column-strided conv (sw > 1) gathers each row's whole input span, wspan
+  // columns of which the matmul reads every sw-th: one contiguous run per row
+  // (one DMA descriptor) instead of one per element.
+  const bool wide = g.sw > 1 && g.tw == 1;
+  auto span = [&](const Chunk& ch) { return wide ? (ch.owc - 1) * g.sw + 1 : ch.owc; };
+  int64_t maxf = 0;  // elements of the largest gathered tile
+  for (const Chunk& ch : chs) maxf = std::max(maxf, ch.nn * ch.ohc * span(ch));
   // With more than one group of output channels, the gathered k-tiles of a chunk
   // stay resident across the groups when they fit in a quarter of SBUF;
   // otherwise they are gathered again per group.
@@ -459,9 +464,16 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   const uint32_t ps_tiles = static_cast<uint32_t>(ceil_div(std::min(Mg, group_cols), MP));
   const kernels::PoolRef psum = c.b.pool(pfx + ".psum", isa::MemSpace::psum, 2 * ps_tiles);
 
+  // The matmul's moving operand: the gathered tile's output-pixel elements.
+  auto moving = [&](const TileView& col, int64_t t, const Chunk& ch) {
+    if (!wide) return col;
+    return col.reshape({kext[t], ch.nn, ch.ohc, span(ch)})(
+        {all(), all(), all(), sl(0, span(ch), g.sw)});
+  };
   auto gather = [&](int64_t gi, int64_t t, const Chunk& ch) {
-    TileView col = c.b.tile(col_pool, {kext[t], ch.size()}, op_t);
-    const TileView col4 = col.reshape({kext[t], ch.nn, ch.ohc, ch.owc});
+    const int64_t ws = span(ch);
+    TileView col = c.b.tile(col_pool, {kext[t], ch.nn * ch.ohc * ws}, op_t);
+    const TileView col4 = col.reshape({kext[t], ch.nn, ch.ohc, ws});
     bool clipped = gaps[t];
     struct Part {
       const Slab* s;
@@ -470,8 +482,17 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
     std::vector<Part> parts;
     for (const Slab& s : kt[t]) {
       const TapRun h = tap_run(g.OH, g.H, g.sh, g.th, s.kh * g.dh, g.ph, ch.oh0, ch.oh0 + ch.ohc);
-      const TapRun w = tap_run(g.OW, g.W, g.sw, g.tw, s.kw * g.dw, g.pw, ch.ow0, ch.ow0 + ch.owc);
-      if (h.count != ch.ohc || w.count != ch.owc) clipped = true;
+      TapRun w = tap_run(g.OW, g.W, g.sw, g.tw, s.kw * g.dw, g.pw, ch.ow0, ch.ow0 + ch.owc);
+      if (wide) {
+        // Tile column j holds input column ow0*sw + kw*dw - pw + j.
+        const int64_t first = ch.ow0 * g.sw + s.kw * g.dw - g.pw;
+        const int64_t lo = std::max<int64_t>(0, -first), hi = std::min<int64_t>(ws, g.W - first);
+        w = hi > lo ? TapRun{lo, hi - lo, 1, first + lo, 1} : TapRun{};
+        if (w.count != ws) clipped = true;
+      } else if (w.count != ch.owc) {
+        clipped = true;
+      }
+      if (h.count != ch.ohc) clipped = true;
       if (h.count > 0 && w.count > 0) parts.push_back({&s, h, w});
     }
     if (clipped) c.b.memset(col, 0.0f);
@@ -479,7 +500,7 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
       const Slab& s = *p.s;
       const TapRun &h = p.h, &w = p.w;
       const int64_t c0 = gi * Cg + s.ci0;
-      const int64_t oh = h.o0 - ch.oh0, ow = w.o0 - ch.ow0;
+      const int64_t oh = h.o0 - ch.oh0, ow = wide ? w.o0 : w.o0 - ch.ow0;
       c.b.dma(
           col4({sl(s.p0, s.p0 + s.len), all(), sl(oh, oh + (h.count - 1) * h.ostep + 1, h.ostep),
                 sl(ow, ow + (w.count - 1) * w.ostep + 1, w.ostep)}),
@@ -517,7 +538,7 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
                           : (*WR)({sl(sb.ci0, sb.ci0 + sb.len), at(sb.kh), at(sb.kw),
                                    sl(m0, m0 + gc)}));
           }
-          const TileView mv = resident ? cols[t] : gather(gi, t, ch);
+          const TileView mv = moving(resident ? cols[t] : gather(gi, t, ch), t, ch);
           for (size_t i = 0; i < ps.size(); ++i) {
             const int64_t m0 = static_cast<int64_t>(i) * MP;
             c.b.matmul(ps[i], wt({all(), sl(m0, m0 + ps[i].partitions())}), mv, t > 0);
