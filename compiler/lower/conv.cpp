@@ -378,7 +378,47 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   // k-tiles of KP partitions, m-tiles of MP (PSUM results are copied to SBUF).
   const int64_t KP = c.target.k_tile(), MP = c.target.m_tile();
   const int64_t group_cols = 4 * MP;  // output channels per stationary load
-  const int64_t slot = std::min<int64_t>(KP, Cg <= 32 ? 32 : Cg <= 64 ? 64 : KP);
+  const DType op_t = cn.mm_t.value_or(DType::fp32);
+  const int64_t ebytes = static_cast<int64_t>(isa::dtype_size(op_t));
+  const uint32_t nin = static_cast<uint32_t>(n.num_inputs());
+  const uint32_t work_bufs = 2 * static_cast<uint32_t>(cn.steps.size() + nin + 1);
+  int64_t fmax =
+      std::min<int64_t>(c.target.matmul_max_n, static_cast<int64_t>(c.target.psum_bank_bytes / 4));
+  const uint64_t quarter = c.target.sbuf_partition_bytes / 4;
+  while (fmax > 16 && static_cast<uint64_t>(fmax) * 4 * (2 * nin + work_bufs) > quarter) fmax /= 2;
+  const std::vector<Chunk> chs = chunks(g, fmax, true);
+  // Direct conv from a band of input rows: with enough channels to fill the
+  // contraction on their own, each chunk's input rows (all columns, every tap's
+  // window) are loaded once, one contiguous run per channel and image, and every
+  // tap's matmul reads its window as a strided view of the band: no im2col, whose
+  // gathers re-read the input once per tap with one descriptor per row. A tap whose
+  // window leaves the input only writes the output pixels it reaches; the first
+  // matmul of each accumulation is a tap that reaches all of them.
+  const int64_t CT = ceil_div(Cg, KP);
+  auto band_rows = [&](const Chunk& ch) {
+    const int64_t lo = std::max<int64_t>(0, ch.oh0 * g.sh - g.ph);
+    const int64_t hi =
+        std::min<int64_t>(g.H, (ch.oh0 + ch.ohc - 1) * g.sh - g.ph + (g.KH - 1) * g.dh + 1);
+    return std::pair<int64_t, int64_t>{lo, std::max(lo, hi)};
+  };
+  int64_t full_kh = -1, full_kw = -1;  // a tap whose window stays inside the input
+  for (int64_t kh = 0; kh < g.KH && full_kh < 0; ++kh)
+    for (int64_t kw = 0; kw < g.KW && full_kh < 0; ++kw)
+      if (valid_range(g.OH, g.H, g.sh, kh * g.dh, g.ph) == std::pair<int64_t, int64_t>{0, g.OH} &&
+          valid_range(g.OW, g.W, g.sw, kw * g.dw, g.pw) == std::pair<int64_t, int64_t>{0, g.OW}) {
+        full_kh = kh;
+        full_kw = kw;
+      }
+  bool band = g.G == 1 && !g.transposed && cn.w->has_data() && Cg > KP / 4 && full_kh >= 0;
+  int64_t band_max = 0;  // elements of the largest band tile
+  for (const Chunk& ch : chs) {
+    if (ch.owc != g.OW) band = false;
+    const auto [lo, hi] = band_rows(ch);
+    band_max = std::max(band_max, ch.nn * (hi - lo) * g.W);
+  }
+  band = band && static_cast<uint64_t>(2 * CT * band_max * ebytes) <= quarter;
+  // Band mode: one tap's channel run per k-tile (the taps' windows differ).
+  const int64_t slot = band ? KP : std::min<int64_t>(KP, Cg <= 32 ? 32 : Cg <= 64 ? 64 : KP);
   std::vector<std::vector<Slab>> kt;
   int64_t next = KP;  // next free partition of the last k-tile
   for (int64_t kh = 0; kh < g.KH; ++kh)
@@ -403,7 +443,6 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   // Constant weights re-laid out: wl[gi][t][p][co] = W[gi*Mg + co, ci0 + p - p0, kh, kw].
   // Run-time weights (rare: ONNX allows them) are gathered per slab by strided
   // DMAs from W viewed as [ci, kh, kw, co] (one element per descriptor: slow).
-  const DType op_t = cn.mm_t.value_or(DType::fp32);
   std::optional<HbmView> WL;
   if (cn.w->has_data()) {
     std::vector<float> w = cn.w->data->floats();
@@ -437,14 +476,6 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
     WR = c.view(cn.w).reshape({g.G, Cg, Mg, g.KH, g.KW}).permute({0, 1, 3, 4, 2});
   const HbmView X = c.view(cn.x).reshape({g.N, g.C, g.H, g.W}).permute({1, 0, 2, 3});
 
-  const int64_t ebytes = static_cast<int64_t>(isa::dtype_size(op_t));
-  const uint32_t nin = static_cast<uint32_t>(n.num_inputs());
-  const uint32_t work_bufs = 2 * static_cast<uint32_t>(cn.steps.size() + nin + 1);
-  int64_t fmax =
-      std::min<int64_t>(c.target.matmul_max_n, static_cast<int64_t>(c.target.psum_bank_bytes / 4));
-  const uint64_t quarter = c.target.sbuf_partition_bytes / 4;
-  while (fmax > 16 && static_cast<uint64_t>(fmax) * 4 * (2 * nin + work_bufs) > quarter) fmax /= 2;
-  const std::vector<Chunk> chs = chunks(g, fmax, true);
   // A column-strided conv (sw > 1) gathers each row's whole input span, wspan
   // columns of which the matmul reads every sw-th: one contiguous run per row
   // (one DMA descriptor) instead of one per element.
@@ -458,9 +489,16 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   const int64_t mtiles = ceil_div(Mg, group_cols);
   const bool resident = mtiles > 1 && static_cast<uint64_t>(KT * maxf * ebytes) <= quarter;
   const kernels::PoolRef col_pool =
-      c.b.pool(pfx + ".col", isa::MemSpace::sbuf, resident ? static_cast<uint32_t>(KT) : 3);
+      band ? c.b.pool(pfx + ".band", isa::MemSpace::sbuf, static_cast<uint32_t>(2 * CT))
+           : c.b.pool(pfx + ".col", isa::MemSpace::sbuf, resident ? static_cast<uint32_t>(KT) : 3);
+  // The whole group's weights stay in SBUF across the pixel chunks (every image of a
+  // batch) when they fit in a quarter of a partition: loaded once per layer instead
+  // of once per chunk.
+  const bool w_once = WL && chs.size() > 1 && static_cast<uint64_t>(KT * Mg * ebytes) <= quarter;
   // Several weight loads in flight: small images make convs weight-bandwidth bound.
-  const kernels::PoolRef w_pool = c.b.pool(pfx + ".w", isa::MemSpace::sbuf, 6);
+  const kernels::PoolRef w_pool =
+      w_once ? c.b.pool(pfx + ".wres", isa::MemSpace::sbuf, static_cast<uint32_t>(KT))
+             : c.b.pool(pfx + ".w", isa::MemSpace::sbuf, 6);
   const uint32_t ps_tiles = static_cast<uint32_t>(ceil_div(std::min(Mg, group_cols), MP));
   const kernels::PoolRef psum = c.b.pool(pfx + ".psum", isa::MemSpace::psum, 2 * ps_tiles);
 
@@ -511,8 +549,80 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
     return col;
   };
 
+  // The stationary [kext, gc] of k-tile t, output channels [g0, g0+gc) of group gi.
+  auto weights = [&](const std::vector<TileView>& wres, int64_t gi, int64_t t, int64_t g0,
+                     int64_t gc) {
+    if (w_once) return wres[t]({all(), sl(g0, g0 + gc)});
+    TileView wt = c.b.tile(w_pool, {kext[t], gc}, op_t);
+    if (WL) {
+      c.b.dma(wt, (*WL)({at(gi), at(t), sl(0, kext[t]), sl(g0, g0 + gc)}));
+      return wt;
+    }
+    if (gaps[t]) c.b.memset(wt, 0.0f);
+    const int64_t m0 = gi * Mg + g0;
+    for (const Slab& sb : kt[t])
+      c.b.dma(wt({sl(sb.p0, sb.p0 + sb.len), all()}),
+              g.transposed
+                  ? (*WR)({at(gi), sl(sb.ci0, sb.ci0 + sb.len), at(g.KH - 1 - sb.kh),
+                           at(g.KW - 1 - sb.kw), sl(g0, g0 + gc)})
+                  : (*WR)({sl(sb.ci0, sb.ci0 + sb.len), at(sb.kh), at(sb.kw), sl(m0, m0 + gc)}));
+    return wt;
+  };
+  // Band mode (group 0 only): the full tap's k-tiles first.
+  std::vector<int64_t> border;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t t = 0; t < KT; ++t)
+      if ((kt[t][0].kh == full_kh && kt[t][0].kw == full_kw) == (pass == 0)) border.push_back(t);
+  auto band_chunk = [&](const std::vector<TileView>& wres, const Chunk& ch) {
+    const auto [rlo, rhi] = band_rows(ch);
+    const int64_t R = rhi - rlo;
+    std::vector<TileView> bands;
+    for (int64_t ci = 0; ci < CT; ++ci) {
+      const int64_t c0 = ci * KP, len = std::min(KP, Cg - c0);
+      bands.push_back(c.b.tile(col_pool, {len, ch.nn * R * g.W}, op_t));
+      c.b.dma(bands.back().reshape({len, ch.nn, R, g.W}),
+              X({sl(c0, c0 + len), sl(ch.n0, ch.n0 + ch.nn), sl(rlo, rhi), all()}));
+    }
+    for (int64_t g0 = 0; g0 < Mg; g0 += group_cols) {
+      const int64_t gc = std::min(group_cols, Mg - g0);
+      std::vector<TileView> ps;
+      for (int64_t m0 = 0; m0 < gc; m0 += MP)
+        ps.push_back(c.b.tile(psum, {std::min<int64_t>(MP, gc - m0), ch.size()}, DType::fp32));
+      bool first = true;
+      for (const int64_t t : border) {
+        const Slab& s = kt[t][0];
+        const TapRun h = tap_run(g.OH, g.H, g.sh, 1, s.kh * g.dh, g.ph, ch.oh0, ch.oh0 + ch.ohc);
+        const TapRun w = tap_run(g.OW, g.W, g.sw, 1, s.kw * g.dw, g.pw, 0, g.OW);
+        if (h.count == 0 || w.count == 0) continue;
+        const TileView wt = weights(wres, 0, t, g0, gc);
+        const TileView mv = bands[s.ci0 / KP].reshape({s.len, ch.nn, R, g.W})(
+            {all(), all(), sl(h.i0 - rlo, h.i0 - rlo + (h.count - 1) * g.sh + 1, g.sh),
+             sl(w.i0, w.i0 + (w.count - 1) * g.sw + 1, g.sw)});
+        for (size_t i = 0; i < ps.size(); ++i) {
+          const int64_t m0 = static_cast<int64_t>(i) * MP, mt = ps[i].partitions();
+          const TileView dst = ps[i].reshape({mt, ch.nn, ch.ohc, g.OW})(
+              {all(), all(), sl(h.o0 - ch.oh0, h.o0 - ch.oh0 + h.count), sl(w.o0, w.o0 + w.count)});
+          c.b.matmul(dst, wt({all(), sl(m0, m0 + mt)}), mv, !first);
+        }
+        first = false;
+      }
+      for (size_t i = 0; i < ps.size(); ++i)
+        ep.run(ps[i], ch, g0 + static_cast<int64_t>(i) * MP, ps[i].partitions());
+    }
+  };
+
   for (int64_t gi = 0; gi < g.G; ++gi) {
+    std::vector<TileView> wres;
+    if (w_once)
+      for (int64_t t = 0; t < KT; ++t) {
+        wres.push_back(c.b.tile(w_pool, {kext[t], Mg}, op_t));
+        c.b.dma(wres.back(), (*WL)({at(gi), at(t), sl(0, kext[t]), all()}));
+      }
     for (const Chunk& ch : chs) {
+      if (band) {
+        band_chunk(wres, ch);
+        continue;
+      }
       std::vector<TileView> cols;
       if (resident)
         for (int64_t t = 0; t < KT; ++t) cols.push_back(gather(gi, t, ch));
@@ -524,20 +634,7 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
         for (int64_t m0 = 0; m0 < gc; m0 += MP)
           ps.push_back(c.b.tile(psum, {std::min<int64_t>(MP, gc - m0), ch.size()}, DType::fp32));
         for (int64_t t = 0; t < KT; ++t) {
-          TileView wt = c.b.tile(w_pool, {kext[t], gc}, op_t);
-          if (WL) {
-            c.b.dma(wt, (*WL)({at(gi), at(t), sl(0, kext[t]), sl(g0, g0 + gc)}));
-          } else {
-            if (gaps[t]) c.b.memset(wt, 0.0f);
-            const int64_t m0 = gi * Mg + g0;
-            for (const Slab& sb : kt[t])
-              c.b.dma(wt({sl(sb.p0, sb.p0 + sb.len), all()}),
-                      g.transposed
-                          ? (*WR)({at(gi), sl(sb.ci0, sb.ci0 + sb.len), at(g.KH - 1 - sb.kh),
-                                   at(g.KW - 1 - sb.kw), sl(g0, g0 + gc)})
-                          : (*WR)({sl(sb.ci0, sb.ci0 + sb.len), at(sb.kh), at(sb.kw),
-                                   sl(m0, m0 + gc)}));
-          }
+          const TileView wt = weights(wres, gi, t, g0, gc);
           const TileView mv = moving(resident ? cols[t] : gather(gi, t, ch), t, ch);
           for (size_t i = 0; i < ps.size(); ++i) {
             const int64_t m0 = static_cast<int64_t>(i) * MP;

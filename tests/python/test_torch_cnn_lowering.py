@@ -115,10 +115,58 @@ class Strided(Case):
         self.assertLess(descriptors(rep), 150528 // 4)
 
 
+class Band(Case):
+    """Convs of more than 32 channels read every tap's window from one band of input
+    rows in SBUF; taps that leave the input write only the pixels they reach."""
+
+    def test_two_channel_tiles_images_per_chunk(self):
+        # 160 channels: a full and a partial k-tile; 9x10 = 90 pixels, 5 images per
+        # 512-pixel chunk, 7 images: chunks of 5 and 2.
+        torch.manual_seed(6)
+        self.check(nn.Conv2d(160, 40, 3, padding=1), (torch.randn(7, 160, 9, 10),))
+
+    def test_stride2_row_chunks_two_channel_groups(self):
+        # 32x32 outputs: chunks of 16 rows; 600 output channels: two groups of <= 512.
+        torch.manual_seed(7)
+        m = nn.Sequential(nn.Conv2d(48, 600, 3, stride=2, padding=1), nn.ReLU())
+        self.check(m, (torch.randn(1, 48, 64, 64),))
+
+    def test_5x5_dilated_and_unpadded(self):
+        torch.manual_seed(8)
+        self.check(nn.Conv2d(64, 32, 5, padding=4, dilation=2), (torch.randn(2, 64, 13, 11),))
+        self.check(nn.Conv2d(40, 16, 3), (torch.randn(2, 40, 8, 9),))
+
+    def test_band_descriptors(self):
+        # Conv2d(128, 128, 3, pad 1) on 2 x 28x28: 784 pixels an image, chunks of 18
+        # and 10 rows. An im2col gather takes one descriptor per (tap, channel,
+        # output row, image): 9 * 128 * 28 * 2 = 64512. A band takes one per
+        # (channel, image, chunk): 128 * 2 * 2 = 512, plus the weights' (once:
+        # 9 k-tiles * 128 rows) and the stores (128 * 18 or 10 rows * 4 chunks).
+        torch.manual_seed(9)
+        m = nn.Conv2d(128, 128, 3, padding=1, bias=False).eval()
+        _, rep = tt.run(m, (torch.randn(2, 128, 28, 28),), config="trn2", precision="bf16",
+                        functional=False, fallback=False)
+        self.assertLess(descriptors(rep), 64512 // 8)
+
+
+class Weights(Case):
+    def test_weights_read_once_per_layer(self):
+        # Conv2d(256, 256, 3, pad 1) on 8 x 14x14: 196 pixels an image, 2 images a
+        # 512-pixel chunk, 4 chunks. Weights: 256 * 256 * 9 * 2 B (bf16) = 1179648 B;
+        # input 8 * 256 * 196 * 4 B (fp32) = 1605632 B. Loaded per chunk, the
+        # weights alone are 4 * 1179648 B; once, the run reads input + weights.
+        torch.manual_seed(10)
+        m = nn.Conv2d(256, 256, 3, padding=1, bias=False).eval()
+        _, rep = tt.run(m, (torch.randn(8, 256, 14, 14),), config="trn2", precision="bf16",
+                        functional=False, fallback=False)
+        self.assertLess(rep.stats["hbm"]["read_bytes"], 1605632 + 2 * 1179648)
+
+
 class ResidualBlock(Case):
     def test_bottleneck_batch2(self):
         torch.manual_seed(5)
         self.check(Bottleneck(32, 16, 64, 2), (torch.randn(2, 32, 12, 12),), bf16_tol=4e-2)
+        self.check(Bottleneck(64, 48, 128, 2), (torch.randn(2, 64, 12, 12),), bf16_tol=4e-2)
 
 
 if __name__ == "__main__":
