@@ -300,7 +300,10 @@ struct Epilogue {
   const ConvNode& cn;
   const ConvGeo& g;
   int64_t out_rank;
-  kernels::PoolRef bias_pool;
+  kernels::PoolRef bias_pool;  // one buffer per bias column (bias_cols of them)
+  // Bias columns by first channel: each loaded once per layer, not once per chunk
+  // (a tiny DMA whose latency sat between every chunk's matmuls and evacuation).
+  std::map<int64_t, TileView> bias_cols;
 
   // Evacuates `src` ([mt, chunk] in PSUM or SBUF) for channels [co0, co0+mt),
   // applies bias and the steps, stores the result.
@@ -308,8 +311,13 @@ struct Epilogue {
     const int64_t F = ch.size();
     std::optional<TileView> bcol;
     if (cn.bias) {
-      bcol = c.b.tile(bias_pool, {mt, 1}, DType::fp32);
-      c.b.dma(*bcol, c.view(cn.bias).reshape({g.M})({sl(co0, co0 + mt)}).reshape({mt, 1}));
+      auto it = bias_cols.find(co0);
+      if (it == bias_cols.end()) {
+        const TileView t = c.b.tile(bias_pool, {mt, 1}, DType::fp32);
+        c.b.dma(t, c.view(cn.bias).reshape({g.M})({sl(co0, co0 + mt)}).reshape({mt, 1}));
+        it = bias_cols.emplace(co0, t).first;
+      }
+      bcol = it->second;
     }
     size_t first = 1;
     ActFunc f = ActFunc::identity;
@@ -370,6 +378,7 @@ struct Epilogue {
 
 struct Slab {
   int64_t kh, kw, ci0, len, p0;
+  bool kw_rows = false;  // rows are taps kw..kw+len-1 of channel ci0 (not channels)
 };
 
 void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGeo& g, Epilogue& ep,
@@ -419,18 +428,31 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   band = band && static_cast<uint64_t>(2 * CT * band_max * ebytes) <= quarter;
   // Band mode: one tap's channel run per k-tile (the taps' windows differ).
   const int64_t slot = band ? KP : std::min<int64_t>(KP, Cg <= 32 ? 32 : Cg <= 64 ? 64 : KP);
+  // Fewer channels than kernel columns (the stem's 3 of 7): a slab of one channel's
+  // KW taps of one kernel row (HBM rows dw elements apart) packs more of the
+  // contraction into a k-tile than a slab of channels per tap. Its rows' windows
+  // leave the input at different columns, so the input is first copied, zero-padded
+  // and in the compute dtype, to an HBM scratch that every window stays inside.
+  const bool kw_rows =
+      !band && !g.transposed && cn.w->has_data() && slot == KP / 4 && g.KW <= slot && Cg < g.KW;
   std::vector<std::vector<Slab>> kt;
   int64_t next = KP;  // next free partition of the last k-tile
+  auto add_slab = [&](const Slab& sb) {
+    if (next + slot > KP) {
+      kt.emplace_back();
+      next = 0;
+    }
+    kt.back().push_back(sb);
+    kt.back().back().p0 = next;
+    next += slot;
+  };
   for (int64_t kh = 0; kh < g.KH; ++kh)
-    for (int64_t kw = 0; kw < g.KW; ++kw)
-      for (int64_t ci0 = 0; ci0 < Cg; ci0 += KP) {
-        if (next + slot > KP) {
-          kt.emplace_back();
-          next = 0;
-        }
-        kt.back().push_back({kh, kw, ci0, std::min<int64_t>(slot, Cg - ci0), next});
-        next += slot;
-      }
+    if (kw_rows)
+      for (int64_t ci = 0; ci < Cg; ++ci) add_slab({kh, 0, ci, g.KW, 0, true});
+    else
+      for (int64_t kw = 0; kw < g.KW; ++kw)
+        for (int64_t ci0 = 0; ci0 < Cg; ci0 += KP)
+          add_slab({kh, kw, ci0, std::min<int64_t>(slot, Cg - ci0), 0});
   const int64_t KT = static_cast<int64_t>(kt.size());
   std::vector<int64_t> kext(KT);
   std::vector<bool> gaps(KT, false);
@@ -466,7 +488,8 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
           for (int64_t i = 0; i < s.len; ++i)
             for (int64_t co = 0; co < Mg; ++co)
               wl[((gi * KT + t) * KP + s.p0 + i) * Mg + co] =
-                  w[(((gi * Mg + co) * Cg + s.ci0 + i) * g.KH + s.kh) * g.KW + s.kw];
+                  s.kw_rows ? w[(((gi * Mg + co) * Cg + s.ci0) * g.KH + s.kh) * g.KW + i]
+                            : w[(((gi * Mg + co) * Cg + s.ci0 + i) * g.KH + s.kh) * g.KW + s.kw];
     WL = c.b.constant(pfx + ".wl", {g.G, KT, KP, Mg}, op_t, wl);
   }
   std::optional<HbmView> WR;
@@ -475,6 +498,44 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   if (!WL && g.transposed)
     WR = c.view(cn.w).reshape({g.G, Cg, Mg, g.KH, g.KW}).permute({0, 1, 3, 4, 2});
   const HbmView X = c.view(cn.x).reshape({g.N, g.C, g.H, g.W}).permute({1, 0, 2, 3});
+  // kw_rows: the padded input [C, N, Hp, Wp], input row r at Hp row r + ph (the
+  // rows and columns the windows read; an unread input tail is left out).
+  std::optional<HbmView> XP;
+  if (kw_rows) {
+    const int64_t Hp = (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1;
+    const int64_t Wp = (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+    const int64_t hc = std::min(g.H, Hp - g.ph), wc = std::min(g.W, Wp - g.pw);
+    const HbmView xp = c.b.scratch(pfx + ".xpad", {g.N * g.C, Hp, Wp}, op_t);
+    const HbmView Xr = c.view(cn.x).reshape({g.N * g.C, g.H, g.W});
+    // The interior: one HBM-to-HBM copy (cast on the way); the borders: copies of
+    // a zeroed tile.
+    c.b.dma(xp({all(), sl(g.ph, g.ph + hc), sl(g.pw, g.pw + wc)}),
+            Xr({all(), sl(0, hc), sl(0, wc)}));
+    struct Region {
+      int64_t r0, r1, c0, c1;
+    };
+    const Region border[4] = {{0, g.ph, 0, Wp},
+                              {g.ph + hc, Hp, 0, Wp},
+                              {g.ph, g.ph + hc, 0, g.pw},
+                              {g.ph, g.ph + hc, g.pw + wc, Wp}};
+    int64_t zmax = 0;
+    for (const Region& r : border) zmax = std::max(zmax, (r.r1 - r.r0) * (r.c1 - r.c0));
+    const int64_t NC = g.N * g.C, P = c.target.partitions;
+    if (zmax > 0) {
+      const kernels::PoolRef zp = c.b.pool(pfx + ".zero", isa::MemSpace::sbuf, 1);
+      const TileView z = c.b.tile(zp, {std::min(P, NC), zmax}, op_t);
+      c.b.memset(z, 0.0f);
+      for (int64_t r0 = 0; r0 < NC; r0 += P) {
+        const int64_t rt = std::min(P, NC - r0);
+        for (const Region& r : border)
+          if (r.r1 > r.r0 && r.c1 > r.c0)
+            c.b.dma(xp({sl(r0, r0 + rt), sl(r.r0, r.r1), sl(r.c0, r.c1)}),
+                    z({sl(0, rt), sl(0, (r.r1 - r.r0) * (r.c1 - r.c0))})
+                        .reshape({rt, r.r1 - r.r0, r.c1 - r.c0}));
+      }
+    }
+    XP = xp.reshape({g.N, g.C, Hp, Wp}).permute({1, 0, 2, 3});
+  }
 
   // A column-strided conv (sw > 1) gathers each row's whole input span, wspan
   // columns of which the matmul reads every sw-th: one contiguous run per row
@@ -488,9 +549,16 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   // otherwise they are gathered again per group.
   const int64_t mtiles = ceil_div(Mg, group_cols);
   const bool resident = mtiles > 1 && static_cast<uint64_t>(KT * maxf * ebytes) <= quarter;
+  // Not resident: up to two chunks' k-tiles in flight (within a quarter of SBUF),
+  // so that the next chunk's gathers run while this one's matmuls do.
+  const uint32_t col_bufs =
+      resident ? static_cast<uint32_t>(KT)
+               : static_cast<uint32_t>(std::clamp<int64_t>(
+                     static_cast<int64_t>(quarter) / std::max<int64_t>(1, maxf * ebytes), 3,
+                     std::max<int64_t>(3, 2 * KT)));
   const kernels::PoolRef col_pool =
       band ? c.b.pool(pfx + ".band", isa::MemSpace::sbuf, static_cast<uint32_t>(2 * CT))
-           : c.b.pool(pfx + ".col", isa::MemSpace::sbuf, resident ? static_cast<uint32_t>(KT) : 3);
+           : c.b.pool(pfx + ".col", isa::MemSpace::sbuf, col_bufs);
   // The whole group's weights stay in SBUF across the pixel chunks (every image of a
   // batch) when they fit in a quarter of a partition: loaded once per layer instead
   // of once per chunk.
@@ -508,10 +576,30 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
     return col.reshape({kext[t], ch.nn, ch.ohc, span(ch)})(
         {all(), all(), all(), sl(0, span(ch), g.sw)});
   };
+  int64_t gathers = 0;                        // tiles taken from col_pool so far
+  std::vector<bool> zeroed(col_bufs, false);  // kw_rows: per buffer, gap rows zeroed
   auto gather = [&](int64_t gi, int64_t t, const Chunk& ch) {
     const int64_t ws = span(ch);
     TileView col = c.b.tile(col_pool, {kext[t], ch.nn * ch.ohc * ws}, op_t);
     const TileView col4 = col.reshape({kext[t], ch.nn, ch.ohc, ws});
+    if (kw_rows) {
+      // Never clipped; the gap rows (the same partitions in every k-tile that has
+      // them, never written by a gather) are zeroed once per pool buffer, on its
+      // first use by such a k-tile (chunks come largest first).
+      const size_t buf = static_cast<size_t>(gathers++ % col_bufs);
+      if (gaps[t] && !zeroed[buf]) {
+        c.b.memset(col, 0.0f);
+        zeroed[buf] = true;
+      }
+      for (const Slab& s : kt[t]) {
+        const int64_t r0 = ch.oh0 * g.sh + s.kh * g.dh, c0 = ch.ow0 * g.sw;
+        c.b.dma(col4({sl(s.p0, s.p0 + s.len), all(), all(), all()}),
+                (*XP)({at(gi * Cg + s.ci0), sl(ch.n0, ch.n0 + ch.nn),
+                       sl(r0, r0 + (ch.ohc - 1) * g.sh + 1, g.sh), sl(c0, c0 + ws)})
+                    .windows(s.len, g.dw));
+      }
+      return col;
+    }
     bool clipped = gaps[t];
     struct Part {
       const Slab* s;
@@ -746,7 +834,9 @@ void lower_conv(Ctx& c, const ir::Node& n) {
               cn,
               g,
               static_cast<int64_t>(cn.y->shape().size()),
-              c.b.pool(pfx + ".bias", isa::MemSpace::sbuf, 2)};
+              c.b.pool(pfx + ".bias", isa::MemSpace::sbuf,
+                       static_cast<uint32_t>(ceil_div(g.M, c.target.m_tile()) + g.G)),
+              {}};
   // A transposed conv always takes the GEMM path (its gathered taps hold the zeros).
   const bool depthwise = !g.transposed && g.G > 1 && g.G == g.C && g.G == g.M;
   if (depthwise)

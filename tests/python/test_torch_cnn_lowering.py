@@ -9,7 +9,10 @@ and fails instead under CI=true (skip_unless.py).
 """
 
 import os
+import re
+import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -147,6 +150,46 @@ class Band(Case):
         _, rep = tt.run(m, (torch.randn(2, 128, 28, 28),), config="trn2", precision="bf16",
                         functional=False, fallback=False)
         self.assertLess(descriptors(rep), 64512 // 8)
+
+
+def compile_tasm(module, inputs, work):
+    """The module's program as assembly text (`trnsim compile`, trn2, bf16)."""
+    onnx_path, tasm = os.path.join(work, "m.onnx"), os.path.join(work, "m.tasm")
+    torch.onnx.export(module.eval(), inputs, onnx_path, opset_version=17)
+    subprocess.run([tt_bin(), "compile", onnx_path, "-c", "trn2", "--precision", "bf16", "-o", tasm],
+                   check=True, capture_output=True)
+    with open(tasm) as f:
+        return f.read()
+
+
+def tt_bin():
+    return os.environ.get("TRNSIM_BIN", os.path.join(ROOT, "build", "runtime", "trnsim"))
+
+
+class FewChannels(Case):
+    def test_stem_kernel_rows_pack_k_tiles(self):
+        # Conv2d(3, 64, 7, stride 2, pad 3) on 64x64: 32x32 outputs, chunks of 16
+        # rows (512 pixels): 2 chunks. Slabs of 3 channels per tap, 4 per k-tile
+        # (32-partition quadrants): 49 taps -> 13 k-tiles, 26 matmuls. Slabs of one
+        # channel's 7 kernel columns per kernel row: 7 * 3 = 21 slabs -> 6 k-tiles,
+        # 12 matmuls.
+        torch.manual_seed(11)
+        m = nn.Conv2d(3, 64, 7, stride=2, padding=3).eval()
+        _, rep = tt.run(m, (torch.randn(1, 3, 64, 64),), config="trn2", precision="bf16",
+                        functional=False, fallback=False)
+        self.assertEqual(rep.stats["engines"]["tensor"]["opcodes"]["matmul"], 12)
+
+    def test_bias_loaded_once(self):
+        # 4 images of 32x32 (1024 pixels): 8 chunks of 512; the bias column of the
+        # 16 output channels is loaded once, not once per chunk.
+        torch.manual_seed(12)
+        with tempfile.TemporaryDirectory() as work:
+            text = compile_tasm(nn.Conv2d(3, 16, 3, padding=1), (torch.randn(4, 3, 32, 32),), work)
+        names = re.findall(r"^\.tensor (\S+) \[16\] fp32 constant", text, re.M)
+        self.assertEqual(len(names), 1)
+        loads = [ln for ln in text.splitlines()
+                 if ln.startswith("dma_copy") and "@" + names[0] + "," in ln]
+        self.assertEqual(len(loads), 1)
 
 
 class Weights(Case):
