@@ -498,43 +498,53 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   if (!WL && g.transposed)
     WR = c.view(cn.w).reshape({g.G, Cg, Mg, g.KH, g.KW}).permute({0, 1, 3, 4, 2});
   const HbmView X = c.view(cn.x).reshape({g.N, g.C, g.H, g.W}).permute({1, 0, 2, 3});
-  // kw_rows: the padded input [C, N, Hp, Wp], input row r at Hp row r + ph (the
-  // rows and columns the windows read; an unread input tail is left out).
-  std::optional<HbmView> XP;
+  // kw_rows: the padded input (the rows and columns the windows read; an unread
+  // input tail is left out), padded row r in plane r % sh at row r / sh: [N, C, sh,
+  // Hq, Wp]. A tap's output rows then read consecutive rows of one plane, so one
+  // chunk of a slab row is a single contiguous run (whole rows, Wp apart on chip).
+  const int64_t Hp = (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1;
+  const int64_t Wp = (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+  const int64_t Hq = ceil_div(Hp, g.sh);
+  std::optional<HbmView> XP;  // [N, C, sh, Hq * Wp]
   if (kw_rows) {
-    const int64_t Hp = (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1;
-    const int64_t Wp = (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
     const int64_t hc = std::min(g.H, Hp - g.ph), wc = std::min(g.W, Wp - g.pw);
-    const HbmView xp = c.b.scratch(pfx + ".xpad", {g.N * g.C, Hp, Wp}, op_t);
-    const HbmView Xr = c.view(cn.x).reshape({g.N * g.C, g.H, g.W});
-    // The interior: one HBM-to-HBM copy (cast on the way); the borders: copies of
-    // a zeroed tile.
-    c.b.dma(xp({all(), sl(g.ph, g.ph + hc), sl(g.pw, g.pw + wc)}),
-            Xr({all(), sl(0, hc), sl(0, wc)}));
+    const int64_t NC = g.N * g.C, P = c.target.partitions;
+    const HbmView xp = c.b.scratch(pfx + ".xpad", {NC, g.sh, Hq, Wp}, op_t);
+    const HbmView Xr = c.view(cn.x).reshape({NC, g.H, g.W});
     struct Region {
       int64_t r0, r1, c0, c1;
     };
-    const Region border[4] = {{0, g.ph, 0, Wp},
-                              {g.ph + hc, Hp, 0, Wp},
-                              {g.ph, g.ph + hc, 0, g.pw},
-                              {g.ph, g.ph + hc, g.pw + wc, Wp}};
+    std::vector<std::pair<int64_t, Region>> border;  // (plane, region)
+    for (int64_t pl = 0; pl < g.sh; ++pl) {
+      // Plane rows j with padded row j*sh + pl inside [ph, ph + hc): [j0, j1).
+      const int64_t j0 = ceil_div(std::max<int64_t>(0, g.ph - pl), g.sh);
+      const int64_t j1 = std::max(j0, ceil_div(std::max<int64_t>(0, g.ph + hc - pl), g.sh));
+      if (j1 > j0) {
+        // The interior: an HBM-to-HBM copy (cast on the way).
+        const int64_t i0 = j0 * g.sh + pl - g.ph;
+        c.b.dma(xp({all(), at(pl), sl(j0, j1), sl(g.pw, g.pw + wc)}),
+                Xr({all(), sl(i0, i0 + (j1 - j0 - 1) * g.sh + 1, g.sh), sl(0, wc)}));
+      }
+      for (const Region& r : {Region{0, j0, 0, Wp}, Region{j1, Hq, 0, Wp}, Region{j0, j1, 0, g.pw},
+                              Region{j0, j1, g.pw + wc, Wp}})
+        if (r.r1 > r.r0 && r.c1 > r.c0) border.push_back({pl, r});
+    }
+    // The borders: copies of a zeroed tile.
     int64_t zmax = 0;
-    for (const Region& r : border) zmax = std::max(zmax, (r.r1 - r.r0) * (r.c1 - r.c0));
-    const int64_t NC = g.N * g.C, P = c.target.partitions;
+    for (const auto& [pl, r] : border) zmax = std::max(zmax, (r.r1 - r.r0) * (r.c1 - r.c0));
     if (zmax > 0) {
       const kernels::PoolRef zp = c.b.pool(pfx + ".zero", isa::MemSpace::sbuf, 1);
       const TileView z = c.b.tile(zp, {std::min(P, NC), zmax}, op_t);
       c.b.memset(z, 0.0f);
       for (int64_t r0 = 0; r0 < NC; r0 += P) {
         const int64_t rt = std::min(P, NC - r0);
-        for (const Region& r : border)
-          if (r.r1 > r.r0 && r.c1 > r.c0)
-            c.b.dma(xp({sl(r0, r0 + rt), sl(r.r0, r.r1), sl(r.c0, r.c1)}),
-                    z({sl(0, rt), sl(0, (r.r1 - r.r0) * (r.c1 - r.c0))})
-                        .reshape({rt, r.r1 - r.r0, r.c1 - r.c0}));
+        for (const auto& [pl, r] : border)
+          c.b.dma(xp({sl(r0, r0 + rt), at(pl), sl(r.r0, r.r1), sl(r.c0, r.c1)}),
+                  z({sl(0, rt), sl(0, (r.r1 - r.r0) * (r.c1 - r.c0))})
+                      .reshape({rt, r.r1 - r.r0, r.c1 - r.c0}));
       }
     }
-    XP = xp.reshape({g.N, g.C, Hp, Wp}).permute({1, 0, 2, 3});
+    XP = xp.reshape({g.N, g.C, g.sh, Hq * Wp});
   }
 
   // A column-strided conv (sw > 1) gathers each row's whole input span, wspan
@@ -542,20 +552,22 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   // (one DMA descriptor) instead of one per element.
   const bool wide = g.sw > 1 && g.tw == 1;
   auto span = [&](const Chunk& ch) { return wide ? (ch.owc - 1) * g.sw + 1 : ch.owc; };
+  // Row pitch of a gathered tile (kw_rows: the padded width, whole rows gathered).
+  auto pitch = [&](const Chunk& ch) { return kw_rows ? Wp : span(ch); };
   int64_t maxf = 0;  // elements of the largest gathered tile
-  for (const Chunk& ch : chs) maxf = std::max(maxf, ch.nn * ch.ohc * span(ch));
+  for (const Chunk& ch : chs) maxf = std::max(maxf, ch.nn * ch.ohc * pitch(ch));
   // With more than one group of output channels, the gathered k-tiles of a chunk
   // stay resident across the groups when they fit in a quarter of SBUF;
   // otherwise they are gathered again per group.
   const int64_t mtiles = ceil_div(Mg, group_cols);
   const bool resident = mtiles > 1 && static_cast<uint64_t>(KT * maxf * ebytes) <= quarter;
-  // Not resident: up to two chunks' k-tiles in flight (within a quarter of SBUF),
+  // Not resident: up to four chunks' k-tiles in flight (within a quarter of SBUF),
   // so that the next chunk's gathers run while this one's matmuls do.
   const uint32_t col_bufs =
       resident ? static_cast<uint32_t>(KT)
                : static_cast<uint32_t>(std::clamp<int64_t>(
                      static_cast<int64_t>(quarter) / std::max<int64_t>(1, maxf * ebytes), 3,
-                     std::max<int64_t>(3, 2 * KT)));
+                     std::max<int64_t>(3, 4 * KT)));
   const kernels::PoolRef col_pool =
       band ? c.b.pool(pfx + ".band", isa::MemSpace::sbuf, static_cast<uint32_t>(2 * CT))
            : c.b.pool(pfx + ".col", isa::MemSpace::sbuf, col_bufs);
@@ -572,16 +584,15 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
 
   // The matmul's moving operand: the gathered tile's output-pixel elements.
   auto moving = [&](const TileView& col, int64_t t, const Chunk& ch) {
-    if (!wide) return col;
-    return col.reshape({kext[t], ch.nn, ch.ohc, span(ch)})(
-        {all(), all(), all(), sl(0, span(ch), g.sw)});
+    if (!wide && !kw_rows) return col;
+    return col.reshape({kext[t], ch.nn, ch.ohc, pitch(ch)})(
+        {all(), all(), all(), sl(0, span(ch), wide ? g.sw : 1)});
   };
   int64_t gathers = 0;                        // tiles taken from col_pool so far
   std::vector<bool> zeroed(col_bufs, false);  // kw_rows: per buffer, gap rows zeroed
   auto gather = [&](int64_t gi, int64_t t, const Chunk& ch) {
     const int64_t ws = span(ch);
-    TileView col = c.b.tile(col_pool, {kext[t], ch.nn * ch.ohc * ws}, op_t);
-    const TileView col4 = col.reshape({kext[t], ch.nn, ch.ohc, ws});
+    TileView col = c.b.tile(col_pool, {kext[t], ch.nn * ch.ohc * pitch(ch)}, op_t);
     if (kw_rows) {
       // Never clipped; the gap rows (the same partitions in every k-tile that has
       // them, never written by a gather) are zeroed once per pool buffer, on its
@@ -591,15 +602,20 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
         c.b.memset(col, 0.0f);
         zeroed[buf] = true;
       }
+      // Row ohc of the chunk's first output row in plane (kh*dh) % sh, from column
+      // ow0*sw (+ kw*dw per slab row): ohc - 1 whole rows and the last one's span.
+      const int64_t run = (ch.ohc - 1) * Wp + ws;
+      const TileView col3 = col.reshape({kext[t], ch.nn, ch.ohc * Wp});
       for (const Slab& s : kt[t]) {
-        const int64_t r0 = ch.oh0 * g.sh + s.kh * g.dh, c0 = ch.ow0 * g.sw;
-        c.b.dma(col4({sl(s.p0, s.p0 + s.len), all(), all(), all()}),
-                (*XP)({at(gi * Cg + s.ci0), sl(ch.n0, ch.n0 + ch.nn),
-                       sl(r0, r0 + (ch.ohc - 1) * g.sh + 1, g.sh), sl(c0, c0 + ws)})
+        const int64_t at0 = (ch.oh0 + s.kh * g.dh / g.sh) * Wp + ch.ow0 * g.sw;
+        c.b.dma(col3({sl(s.p0, s.p0 + s.len), all(), sl(0, run)}),
+                (*XP)({sl(ch.n0, ch.n0 + ch.nn), at(gi * Cg + s.ci0), at(s.kh * g.dh % g.sh),
+                       sl(at0, at0 + run)})
                     .windows(s.len, g.dw));
       }
       return col;
     }
+    const TileView col4 = col.reshape({kext[t], ch.nn, ch.ohc, ws});
     bool clipped = gaps[t];
     struct Part {
       const Slab* s;

@@ -179,6 +179,20 @@ class FewChannels(Case):
                         functional=False, fallback=False)
         self.assertEqual(rep.stats["engines"]["tensor"]["opcodes"]["matmul"], 12)
 
+    def test_stem_gathers_whole_rows(self):
+        # The same stem conv: the padded input kept in row-parity planes makes a
+        # slab row's 16 output rows of a chunk one contiguous run: 21 slabs * 7
+        # rows * 2 chunks = 294 gather descriptors, where a run per output row takes
+        # 3 * 49 * 32 = 4704. The rest is at most 1334: padding copies (interior
+        # 3 channels * 64 rows = 192, left/right borders 3 * 2 planes * 32 rows * 2
+        # = 384, top/bottom <= 12), weights (6 k-tiles * <= 103 rows = 618) and
+        # stores (64 channels * 2 chunks = 128).
+        torch.manual_seed(13)
+        m = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False).eval()
+        _, rep = tt.run(m, (torch.randn(1, 3, 64, 64),), config="trn2", precision="bf16",
+                        functional=False, fallback=False)
+        self.assertLessEqual(descriptors(rep), 294 + 1334)
+
     def test_bias_loaded_once(self):
         # 4 images of 32x32 (1024 pixels): 8 chunks of 512; the bias column of the
         # 16 output channels is loaded once, not once per chunk.
