@@ -167,6 +167,15 @@ def tt_bin():
 
 
 class FewChannels(Case):
+    def test_kernel_rows_dilated_strided_numerics(self):
+        # Fewer channels than kernel columns: slabs of kernel columns from the
+        # padded, row-parity-split input (strides 2 and 3, dilation, odd sizes,
+        # several images per chunk, asymmetric padding).
+        torch.manual_seed(14)
+        self.check(nn.Conv2d(2, 8, 5, stride=2, padding=3, dilation=2), (torch.randn(3, 2, 19, 23),))
+        self.check(nn.Conv2d(1, 4, (3, 7), stride=(3, 2), padding=(1, 3)), (torch.randn(2, 1, 20, 17),))
+        self.check(nn.Conv2d(3, 5, 3, stride=1, padding=(0, 2)), (torch.randn(1, 3, 6, 9),))
+
     def test_stem_kernel_rows_pack_k_tiles(self):
         # Conv2d(3, 64, 7, stride 2, pad 3) on 64x64: 32x32 outputs, chunks of 16
         # rows (512 pixels): 2 chunks. Slabs of 3 channels per tap, 4 per k-tile
