@@ -228,6 +228,29 @@ class Weights(Case):
         self.assertLess(rep.stats["hbm"]["read_bytes"], 1605632 + 2 * 1179648)
 
 
+class Pools(Case):
+    """2-D pooling windows combine separably: along rows over the band, then down."""
+
+    def test_max_avg_numerics(self):
+        torch.manual_seed(15)
+        x = torch.randn(2, 6, 13, 15)
+        self.check(nn.MaxPool2d(3, 2, 1), (x,))
+        self.check(nn.MaxPool2d((2, 4), (1, 3), (1, 2), dilation=(2, 1), ceil_mode=True), (x,))
+        self.check(nn.AvgPool2d(3, 2, 1, count_include_pad=False), (x,))
+        self.check(nn.AvgPool2d((3, 2), 1, (1, 0), ceil_mode=True), (x,))
+
+    def test_separable_op_count(self):
+        # MaxPool2d(3, 2, pad 1) on 16 planes of 16x16: one plane tile, one band.
+        # Tap by tap: a copy and 8 maxes; separably: 2 maxes along the rows and 2
+        # down the columns.
+        m = nn.MaxPool2d(3, 2, 1)
+        _, rep = tt.run(m, (torch.randn(1, 16, 16, 16),), config="trn2", precision="bf16",
+                        functional=False, fallback=False)
+        ops = sum(e["opcodes"].get(k, 0) for e in rep.stats["engines"].values()
+                  for k in ("tensor_tensor", "tensor_copy"))
+        self.assertEqual(ops, 4)
+
+
 class ResidualBlock(Case):
     def test_bottleneck_batch2(self):
         torch.manual_seed(5)
