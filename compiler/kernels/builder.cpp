@@ -178,6 +178,22 @@ HbmView HbmView::broadcast(int axis, int64_t n) const {
   return v;
 }
 
+HbmView HbmView::windows(int64_t n, int64_t step) const {
+  const tile::Tensor& t = b_->kernel().tensors[tensor_];
+  int64_t lo = offset_ + std::min<int64_t>(0, (n - 1) * step), hi = offset_;
+  for (const Dim& d : dims_) {
+    const int64_t span = (static_cast<int64_t>(d.size) - 1) * d.stride;
+    (span < 0 ? lo : hi) += span;
+  }
+  hi += std::max<int64_t>(0, (n - 1) * step);
+  if (n < 1 || lo < 0 || hi >= static_cast<int64_t>(t.elems()))
+    b_->fail("windows of a view of tensor '" + t.name + "': " + std::to_string(n) + " shifts of " +
+             std::to_string(step) + " leave the tensor");
+  HbmView v = *this;
+  v.dims_.insert(v.dims_.begin(), Dim{step, static_cast<uint32_t>(n)});
+  return v;
+}
+
 HbmView HbmView::reshape(const std::vector<int64_t>& shape) const {
   HbmView v = *this;
   if (!reshape_dims(dims_, shape, v.dims_))

@@ -66,6 +66,9 @@ class HbmView {
   HbmView T() const;  // reversed axes
   HbmView permute(const std::vector<int>& perm) const;
   HbmView broadcast(int axis, int64_t n) const;  // new axis of n copies (stride 0)
+  // A new leading axis of n views, each `step` elements after the previous one
+  // (overlapping windows: one DMA row per shift). Every window stays in the tensor.
+  HbmView windows(int64_t n, int64_t step) const;
   HbmView reshape(const std::vector<int64_t>& shape) const;
   std::vector<int64_t> shape() const;
   int64_t elems() const;

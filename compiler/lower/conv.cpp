@@ -300,7 +300,10 @@ struct Epilogue {
   const ConvNode& cn;
   const ConvGeo& g;
   int64_t out_rank;
-  kernels::PoolRef bias_pool;
+  kernels::PoolRef bias_pool;  // one buffer per bias column (bias_cols of them)
+  // Bias columns by first channel: each loaded once per layer, not once per chunk
+  // (a tiny DMA whose latency sat between every chunk's matmuls and evacuation).
+  std::map<int64_t, TileView> bias_cols;
 
   // Evacuates `src` ([mt, chunk] in PSUM or SBUF) for channels [co0, co0+mt),
   // applies bias and the steps, stores the result.
@@ -308,8 +311,13 @@ struct Epilogue {
     const int64_t F = ch.size();
     std::optional<TileView> bcol;
     if (cn.bias) {
-      bcol = c.b.tile(bias_pool, {mt, 1}, DType::fp32);
-      c.b.dma(*bcol, c.view(cn.bias).reshape({g.M})({sl(co0, co0 + mt)}).reshape({mt, 1}));
+      auto it = bias_cols.find(co0);
+      if (it == bias_cols.end()) {
+        const TileView t = c.b.tile(bias_pool, {mt, 1}, DType::fp32);
+        c.b.dma(t, c.view(cn.bias).reshape({g.M})({sl(co0, co0 + mt)}).reshape({mt, 1}));
+        it = bias_cols.emplace(co0, t).first;
+      }
+      bcol = it->second;
     }
     size_t first = 1;
     ActFunc f = ActFunc::identity;
@@ -370,6 +378,7 @@ struct Epilogue {
 
 struct Slab {
   int64_t kh, kw, ci0, len, p0;
+  bool kw_rows = false;  // rows are taps kw..kw+len-1 of channel ci0 (not channels)
 };
 
 void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGeo& g, Epilogue& ep,
@@ -378,19 +387,72 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   // k-tiles of KP partitions, m-tiles of MP (PSUM results are copied to SBUF).
   const int64_t KP = c.target.k_tile(), MP = c.target.m_tile();
   const int64_t group_cols = 4 * MP;  // output channels per stationary load
-  const int64_t slot = std::min<int64_t>(KP, Cg <= 32 ? 32 : Cg <= 64 ? 64 : KP);
+  const DType op_t = cn.mm_t.value_or(DType::fp32);
+  const int64_t ebytes = static_cast<int64_t>(isa::dtype_size(op_t));
+  const uint32_t nin = static_cast<uint32_t>(n.num_inputs());
+  const uint32_t work_bufs = 2 * static_cast<uint32_t>(cn.steps.size() + nin + 1);
+  int64_t fmax =
+      std::min<int64_t>(c.target.matmul_max_n, static_cast<int64_t>(c.target.psum_bank_bytes / 4));
+  const uint64_t quarter = c.target.sbuf_partition_bytes / 4;
+  while (fmax > 16 && static_cast<uint64_t>(fmax) * 4 * (2 * nin + work_bufs) > quarter) fmax /= 2;
+  const std::vector<Chunk> chs = chunks(g, fmax, true);
+  // Direct conv from a band of input rows: with enough channels to fill the
+  // contraction on their own, each chunk's input rows (all columns, every tap's
+  // window) are loaded once, one contiguous run per channel and image, and every
+  // tap's matmul reads its window as a strided view of the band: no im2col, whose
+  // gathers re-read the input once per tap with one descriptor per row. A tap whose
+  // window leaves the input only writes the output pixels it reaches; the first
+  // matmul of each accumulation is a tap that reaches all of them.
+  const int64_t CT = ceil_div(Cg, KP);
+  auto band_rows = [&](const Chunk& ch) {
+    const int64_t lo = std::max<int64_t>(0, ch.oh0 * g.sh - g.ph);
+    const int64_t hi =
+        std::min<int64_t>(g.H, (ch.oh0 + ch.ohc - 1) * g.sh - g.ph + (g.KH - 1) * g.dh + 1);
+    return std::pair<int64_t, int64_t>{lo, std::max(lo, hi)};
+  };
+  int64_t full_kh = -1, full_kw = -1;  // a tap whose window stays inside the input
+  for (int64_t kh = 0; kh < g.KH && full_kh < 0; ++kh)
+    for (int64_t kw = 0; kw < g.KW && full_kh < 0; ++kw)
+      if (valid_range(g.OH, g.H, g.sh, kh * g.dh, g.ph) == std::pair<int64_t, int64_t>{0, g.OH} &&
+          valid_range(g.OW, g.W, g.sw, kw * g.dw, g.pw) == std::pair<int64_t, int64_t>{0, g.OW}) {
+        full_kh = kh;
+        full_kw = kw;
+      }
+  bool band = g.G == 1 && !g.transposed && cn.w->has_data() && Cg > KP / 4 && full_kh >= 0;
+  int64_t band_max = 0;  // elements of the largest band tile
+  for (const Chunk& ch : chs) {
+    if (ch.owc != g.OW) band = false;
+    const auto [lo, hi] = band_rows(ch);
+    band_max = std::max(band_max, ch.nn * (hi - lo) * g.W);
+  }
+  band = band && static_cast<uint64_t>(2 * CT * band_max * ebytes) <= quarter;
+  // Band mode: one tap's channel run per k-tile (the taps' windows differ).
+  const int64_t slot = band ? KP : std::min<int64_t>(KP, Cg <= 32 ? 32 : Cg <= 64 ? 64 : KP);
+  // Fewer channels than kernel columns (the stem's 3 of 7): a slab of one channel's
+  // KW taps of one kernel row (HBM rows dw elements apart) packs more of the
+  // contraction into a k-tile than a slab of channels per tap. Its rows' windows
+  // leave the input at different columns, so the input is first copied, zero-padded
+  // and in the compute dtype, to an HBM scratch that every window stays inside.
+  const bool kw_rows =
+      !band && !g.transposed && cn.w->has_data() && slot == KP / 4 && g.KW <= slot && Cg < g.KW;
   std::vector<std::vector<Slab>> kt;
   int64_t next = KP;  // next free partition of the last k-tile
+  auto add_slab = [&](const Slab& sb) {
+    if (next + slot > KP) {
+      kt.emplace_back();
+      next = 0;
+    }
+    kt.back().push_back(sb);
+    kt.back().back().p0 = next;
+    next += slot;
+  };
   for (int64_t kh = 0; kh < g.KH; ++kh)
-    for (int64_t kw = 0; kw < g.KW; ++kw)
-      for (int64_t ci0 = 0; ci0 < Cg; ci0 += KP) {
-        if (next + slot > KP) {
-          kt.emplace_back();
-          next = 0;
-        }
-        kt.back().push_back({kh, kw, ci0, std::min<int64_t>(slot, Cg - ci0), next});
-        next += slot;
-      }
+    if (kw_rows)
+      for (int64_t ci = 0; ci < Cg; ++ci) add_slab({kh, 0, ci, g.KW, 0, true});
+    else
+      for (int64_t kw = 0; kw < g.KW; ++kw)
+        for (int64_t ci0 = 0; ci0 < Cg; ci0 += KP)
+          add_slab({kh, kw, ci0, std::min<int64_t>(slot, Cg - ci0), 0});
   const int64_t KT = static_cast<int64_t>(kt.size());
   std::vector<int64_t> kext(KT);
   std::vector<bool> gaps(KT, false);
@@ -403,7 +465,6 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   // Constant weights re-laid out: wl[gi][t][p][co] = W[gi*Mg + co, ci0 + p - p0, kh, kw].
   // Run-time weights (rare: ONNX allows them) are gathered per slab by strided
   // DMAs from W viewed as [ci, kh, kw, co] (one element per descriptor: slow).
-  const DType op_t = cn.mm_t.value_or(DType::fp32);
   std::optional<HbmView> WL;
   if (cn.w->has_data()) {
     std::vector<float> w = cn.w->data->floats();
@@ -427,7 +488,8 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
           for (int64_t i = 0; i < s.len; ++i)
             for (int64_t co = 0; co < Mg; ++co)
               wl[((gi * KT + t) * KP + s.p0 + i) * Mg + co] =
-                  w[(((gi * Mg + co) * Cg + s.ci0 + i) * g.KH + s.kh) * g.KW + s.kw];
+                  s.kw_rows ? w[(((gi * Mg + co) * Cg + s.ci0) * g.KH + s.kh) * g.KW + i]
+                            : w[(((gi * Mg + co) * Cg + s.ci0 + i) * g.KH + s.kh) * g.KW + s.kw];
     WL = c.b.constant(pfx + ".wl", {g.G, KT, KP, Mg}, op_t, wl);
   }
   std::optional<HbmView> WR;
@@ -436,32 +498,124 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
   if (!WL && g.transposed)
     WR = c.view(cn.w).reshape({g.G, Cg, Mg, g.KH, g.KW}).permute({0, 1, 3, 4, 2});
   const HbmView X = c.view(cn.x).reshape({g.N, g.C, g.H, g.W}).permute({1, 0, 2, 3});
+  // kw_rows: the padded input (the rows and columns the windows read; an unread
+  // input tail is left out), padded row r in plane r % sh at row r / sh: [N, C, sh,
+  // Hq, Wp]. A tap's output rows then read consecutive rows of one plane, so one
+  // chunk of a slab row is a single contiguous run (whole rows, Wp apart on chip).
+  const int64_t Hp = (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1;
+  const int64_t Wp = (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+  const int64_t Hq = ceil_div(Hp, g.sh);
+  std::optional<HbmView> XP;  // [N, C, sh, Hq * Wp]
+  if (kw_rows) {
+    const int64_t hc = std::min(g.H, Hp - g.ph), wc = std::min(g.W, Wp - g.pw);
+    const int64_t NC = g.N * g.C, P = c.target.partitions;
+    const HbmView xp = c.b.scratch(pfx + ".xpad", {NC, g.sh, Hq, Wp}, op_t);
+    const HbmView Xr = c.view(cn.x).reshape({NC, g.H, g.W});
+    struct Region {
+      int64_t r0, r1, c0, c1;
+    };
+    std::vector<std::pair<int64_t, Region>> border;  // (plane, region)
+    for (int64_t pl = 0; pl < g.sh; ++pl) {
+      // Plane rows j with padded row j*sh + pl inside [ph, ph + hc): [j0, j1).
+      const int64_t j0 = ceil_div(std::max<int64_t>(0, g.ph - pl), g.sh);
+      const int64_t j1 = std::max(j0, ceil_div(std::max<int64_t>(0, g.ph + hc - pl), g.sh));
+      if (j1 > j0) {
+        // The interior: an HBM-to-HBM copy (cast on the way).
+        const int64_t i0 = j0 * g.sh + pl - g.ph;
+        c.b.dma(xp({all(), at(pl), sl(j0, j1), sl(g.pw, g.pw + wc)}),
+                Xr({all(), sl(i0, i0 + (j1 - j0 - 1) * g.sh + 1, g.sh), sl(0, wc)}));
+      }
+      for (const Region& r : {Region{0, j0, 0, Wp}, Region{j1, Hq, 0, Wp}, Region{j0, j1, 0, g.pw},
+                              Region{j0, j1, g.pw + wc, Wp}})
+        if (r.r1 > r.r0 && r.c1 > r.c0) border.push_back({pl, r});
+    }
+    // The borders: copies of a zeroed tile.
+    int64_t zmax = 0;
+    for (const auto& [pl, r] : border) zmax = std::max(zmax, (r.r1 - r.r0) * (r.c1 - r.c0));
+    if (zmax > 0) {
+      const kernels::PoolRef zp = c.b.pool(pfx + ".zero", isa::MemSpace::sbuf, 1);
+      const TileView z = c.b.tile(zp, {std::min(P, NC), zmax}, op_t);
+      c.b.memset(z, 0.0f);
+      for (int64_t r0 = 0; r0 < NC; r0 += P) {
+        const int64_t rt = std::min(P, NC - r0);
+        for (const auto& [pl, r] : border)
+          c.b.dma(xp({sl(r0, r0 + rt), at(pl), sl(r.r0, r.r1), sl(r.c0, r.c1)}),
+                  z({sl(0, rt), sl(0, (r.r1 - r.r0) * (r.c1 - r.c0))})
+                      .reshape({rt, r.r1 - r.r0, r.c1 - r.c0}));
+      }
+    }
+    XP = xp.reshape({g.N, g.C, g.sh, Hq * Wp});
+  }
 
-  const int64_t ebytes = static_cast<int64_t>(isa::dtype_size(op_t));
-  const uint32_t nin = static_cast<uint32_t>(n.num_inputs());
-  const uint32_t work_bufs = 2 * static_cast<uint32_t>(cn.steps.size() + nin + 1);
-  int64_t fmax =
-      std::min<int64_t>(c.target.matmul_max_n, static_cast<int64_t>(c.target.psum_bank_bytes / 4));
-  const uint64_t quarter = c.target.sbuf_partition_bytes / 4;
-  while (fmax > 16 && static_cast<uint64_t>(fmax) * 4 * (2 * nin + work_bufs) > quarter) fmax /= 2;
-  const std::vector<Chunk> chs = chunks(g, fmax, true);
-  int64_t maxf = 0;
-  for (const Chunk& ch : chs) maxf = std::max(maxf, ch.size());
+  // A column-strided conv (sw > 1) gathers each row's whole input span, wspan
+  // columns of which the matmul reads every sw-th: one contiguous run per row
+  // (one DMA descriptor) instead of one per element.
+  const bool wide = g.sw > 1 && g.tw == 1;
+  auto span = [&](const Chunk& ch) { return wide ? (ch.owc - 1) * g.sw + 1 : ch.owc; };
+  // Row pitch of a gathered tile (kw_rows: the padded width, whole rows gathered).
+  auto pitch = [&](const Chunk& ch) { return kw_rows ? Wp : span(ch); };
+  int64_t maxf = 0;  // elements of the largest gathered tile
+  for (const Chunk& ch : chs) maxf = std::max(maxf, ch.nn * ch.ohc * pitch(ch));
   // With more than one group of output channels, the gathered k-tiles of a chunk
   // stay resident across the groups when they fit in a quarter of SBUF;
   // otherwise they are gathered again per group.
   const int64_t mtiles = ceil_div(Mg, group_cols);
   const bool resident = mtiles > 1 && static_cast<uint64_t>(KT * maxf * ebytes) <= quarter;
+  // Not resident: up to four chunks' k-tiles in flight (within a quarter of SBUF),
+  // so that the next chunk's gathers run while this one's matmuls do.
+  const uint32_t col_bufs =
+      resident ? static_cast<uint32_t>(KT)
+               : static_cast<uint32_t>(std::clamp<int64_t>(
+                     static_cast<int64_t>(quarter) / std::max<int64_t>(1, maxf * ebytes), 3,
+                     std::max<int64_t>(3, 4 * KT)));
   const kernels::PoolRef col_pool =
-      c.b.pool(pfx + ".col", isa::MemSpace::sbuf, resident ? static_cast<uint32_t>(KT) : 3);
+      band ? c.b.pool(pfx + ".band", isa::MemSpace::sbuf, static_cast<uint32_t>(2 * CT))
+           : c.b.pool(pfx + ".col", isa::MemSpace::sbuf, col_bufs);
+  // The whole group's weights stay in SBUF across the pixel chunks (every image of a
+  // batch) when they fit in a quarter of a partition: loaded once per layer instead
+  // of once per chunk.
+  const bool w_once = WL && chs.size() > 1 && static_cast<uint64_t>(KT * Mg * ebytes) <= quarter;
   // Several weight loads in flight: small images make convs weight-bandwidth bound.
-  const kernels::PoolRef w_pool = c.b.pool(pfx + ".w", isa::MemSpace::sbuf, 6);
+  const kernels::PoolRef w_pool =
+      w_once ? c.b.pool(pfx + ".wres", isa::MemSpace::sbuf, static_cast<uint32_t>(KT))
+             : c.b.pool(pfx + ".w", isa::MemSpace::sbuf, 6);
   const uint32_t ps_tiles = static_cast<uint32_t>(ceil_div(std::min(Mg, group_cols), MP));
   const kernels::PoolRef psum = c.b.pool(pfx + ".psum", isa::MemSpace::psum, 2 * ps_tiles);
 
+  // The matmul's moving operand: the gathered tile's output-pixel elements.
+  auto moving = [&](const TileView& col, int64_t t, const Chunk& ch) {
+    if (!wide && !kw_rows) return col;
+    return col.reshape({kext[t], ch.nn, ch.ohc, pitch(ch)})(
+        {all(), all(), all(), sl(0, span(ch), wide ? g.sw : 1)});
+  };
+  int64_t gathers = 0;                        // tiles taken from col_pool so far
+  std::vector<bool> zeroed(col_bufs, false);  // kw_rows: per buffer, gap rows zeroed
   auto gather = [&](int64_t gi, int64_t t, const Chunk& ch) {
-    TileView col = c.b.tile(col_pool, {kext[t], ch.size()}, op_t);
-    const TileView col4 = col.reshape({kext[t], ch.nn, ch.ohc, ch.owc});
+    const int64_t ws = span(ch);
+    TileView col = c.b.tile(col_pool, {kext[t], ch.nn * ch.ohc * pitch(ch)}, op_t);
+    if (kw_rows) {
+      // Never clipped; the gap rows (the same partitions in every k-tile that has
+      // them, never written by a gather) are zeroed once per pool buffer, on its
+      // first use by such a k-tile (chunks come largest first).
+      const size_t buf = static_cast<size_t>(gathers++ % col_bufs);
+      if (gaps[t] && !zeroed[buf]) {
+        c.b.memset(col, 0.0f);
+        zeroed[buf] = true;
+      }
+      // Row ohc of the chunk's first output row in plane (kh*dh) % sh, from column
+      // ow0*sw (+ kw*dw per slab row): ohc - 1 whole rows and the last one's span.
+      const int64_t run = (ch.ohc - 1) * Wp + ws;
+      const TileView col3 = col.reshape({kext[t], ch.nn, ch.ohc * Wp});
+      for (const Slab& s : kt[t]) {
+        const int64_t at0 = (ch.oh0 + s.kh * g.dh / g.sh) * Wp + ch.ow0 * g.sw;
+        c.b.dma(col3({sl(s.p0, s.p0 + s.len), all(), sl(0, run)}),
+                (*XP)({sl(ch.n0, ch.n0 + ch.nn), at(gi * Cg + s.ci0), at(s.kh * g.dh % g.sh),
+                       sl(at0, at0 + run)})
+                    .windows(s.len, g.dw));
+      }
+      return col;
+    }
+    const TileView col4 = col.reshape({kext[t], ch.nn, ch.ohc, ws});
     bool clipped = gaps[t];
     struct Part {
       const Slab* s;
@@ -470,8 +624,17 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
     std::vector<Part> parts;
     for (const Slab& s : kt[t]) {
       const TapRun h = tap_run(g.OH, g.H, g.sh, g.th, s.kh * g.dh, g.ph, ch.oh0, ch.oh0 + ch.ohc);
-      const TapRun w = tap_run(g.OW, g.W, g.sw, g.tw, s.kw * g.dw, g.pw, ch.ow0, ch.ow0 + ch.owc);
-      if (h.count != ch.ohc || w.count != ch.owc) clipped = true;
+      TapRun w = tap_run(g.OW, g.W, g.sw, g.tw, s.kw * g.dw, g.pw, ch.ow0, ch.ow0 + ch.owc);
+      if (wide) {
+        // Tile column j holds input column ow0*sw + kw*dw - pw + j.
+        const int64_t first = ch.ow0 * g.sw + s.kw * g.dw - g.pw;
+        const int64_t lo = std::max<int64_t>(0, -first), hi = std::min<int64_t>(ws, g.W - first);
+        w = hi > lo ? TapRun{lo, hi - lo, 1, first + lo, 1} : TapRun{};
+        if (w.count != ws) clipped = true;
+      } else if (w.count != ch.owc) {
+        clipped = true;
+      }
+      if (h.count != ch.ohc) clipped = true;
       if (h.count > 0 && w.count > 0) parts.push_back({&s, h, w});
     }
     if (clipped) c.b.memset(col, 0.0f);
@@ -479,7 +642,7 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
       const Slab& s = *p.s;
       const TapRun &h = p.h, &w = p.w;
       const int64_t c0 = gi * Cg + s.ci0;
-      const int64_t oh = h.o0 - ch.oh0, ow = w.o0 - ch.ow0;
+      const int64_t oh = h.o0 - ch.oh0, ow = wide ? w.o0 : w.o0 - ch.ow0;
       c.b.dma(
           col4({sl(s.p0, s.p0 + s.len), all(), sl(oh, oh + (h.count - 1) * h.ostep + 1, h.ostep),
                 sl(ow, ow + (w.count - 1) * w.ostep + 1, w.ostep)}),
@@ -490,8 +653,80 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
     return col;
   };
 
+  // The stationary [kext, gc] of k-tile t, output channels [g0, g0+gc) of group gi.
+  auto weights = [&](const std::vector<TileView>& wres, int64_t gi, int64_t t, int64_t g0,
+                     int64_t gc) {
+    if (w_once) return wres[t]({all(), sl(g0, g0 + gc)});
+    TileView wt = c.b.tile(w_pool, {kext[t], gc}, op_t);
+    if (WL) {
+      c.b.dma(wt, (*WL)({at(gi), at(t), sl(0, kext[t]), sl(g0, g0 + gc)}));
+      return wt;
+    }
+    if (gaps[t]) c.b.memset(wt, 0.0f);
+    const int64_t m0 = gi * Mg + g0;
+    for (const Slab& sb : kt[t])
+      c.b.dma(wt({sl(sb.p0, sb.p0 + sb.len), all()}),
+              g.transposed
+                  ? (*WR)({at(gi), sl(sb.ci0, sb.ci0 + sb.len), at(g.KH - 1 - sb.kh),
+                           at(g.KW - 1 - sb.kw), sl(g0, g0 + gc)})
+                  : (*WR)({sl(sb.ci0, sb.ci0 + sb.len), at(sb.kh), at(sb.kw), sl(m0, m0 + gc)}));
+    return wt;
+  };
+  // Band mode (group 0 only): the full tap's k-tiles first.
+  std::vector<int64_t> border;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t t = 0; t < KT; ++t)
+      if ((kt[t][0].kh == full_kh && kt[t][0].kw == full_kw) == (pass == 0)) border.push_back(t);
+  auto band_chunk = [&](const std::vector<TileView>& wres, const Chunk& ch) {
+    const auto [rlo, rhi] = band_rows(ch);
+    const int64_t R = rhi - rlo;
+    std::vector<TileView> bands;
+    for (int64_t ci = 0; ci < CT; ++ci) {
+      const int64_t c0 = ci * KP, len = std::min(KP, Cg - c0);
+      bands.push_back(c.b.tile(col_pool, {len, ch.nn * R * g.W}, op_t));
+      c.b.dma(bands.back().reshape({len, ch.nn, R, g.W}),
+              X({sl(c0, c0 + len), sl(ch.n0, ch.n0 + ch.nn), sl(rlo, rhi), all()}));
+    }
+    for (int64_t g0 = 0; g0 < Mg; g0 += group_cols) {
+      const int64_t gc = std::min(group_cols, Mg - g0);
+      std::vector<TileView> ps;
+      for (int64_t m0 = 0; m0 < gc; m0 += MP)
+        ps.push_back(c.b.tile(psum, {std::min<int64_t>(MP, gc - m0), ch.size()}, DType::fp32));
+      bool first = true;
+      for (const int64_t t : border) {
+        const Slab& s = kt[t][0];
+        const TapRun h = tap_run(g.OH, g.H, g.sh, 1, s.kh * g.dh, g.ph, ch.oh0, ch.oh0 + ch.ohc);
+        const TapRun w = tap_run(g.OW, g.W, g.sw, 1, s.kw * g.dw, g.pw, 0, g.OW);
+        if (h.count == 0 || w.count == 0) continue;
+        const TileView wt = weights(wres, 0, t, g0, gc);
+        const TileView mv = bands[s.ci0 / KP].reshape({s.len, ch.nn, R, g.W})(
+            {all(), all(), sl(h.i0 - rlo, h.i0 - rlo + (h.count - 1) * g.sh + 1, g.sh),
+             sl(w.i0, w.i0 + (w.count - 1) * g.sw + 1, g.sw)});
+        for (size_t i = 0; i < ps.size(); ++i) {
+          const int64_t m0 = static_cast<int64_t>(i) * MP, mt = ps[i].partitions();
+          const TileView dst = ps[i].reshape({mt, ch.nn, ch.ohc, g.OW})(
+              {all(), all(), sl(h.o0 - ch.oh0, h.o0 - ch.oh0 + h.count), sl(w.o0, w.o0 + w.count)});
+          c.b.matmul(dst, wt({all(), sl(m0, m0 + mt)}), mv, !first);
+        }
+        first = false;
+      }
+      for (size_t i = 0; i < ps.size(); ++i)
+        ep.run(ps[i], ch, g0 + static_cast<int64_t>(i) * MP, ps[i].partitions());
+    }
+  };
+
   for (int64_t gi = 0; gi < g.G; ++gi) {
+    std::vector<TileView> wres;
+    if (w_once)
+      for (int64_t t = 0; t < KT; ++t) {
+        wres.push_back(c.b.tile(w_pool, {kext[t], Mg}, op_t));
+        c.b.dma(wres.back(), (*WL)({at(gi), at(t), sl(0, kext[t]), all()}));
+      }
     for (const Chunk& ch : chs) {
+      if (band) {
+        band_chunk(wres, ch);
+        continue;
+      }
       std::vector<TileView> cols;
       if (resident)
         for (int64_t t = 0; t < KT; ++t) cols.push_back(gather(gi, t, ch));
@@ -503,21 +738,8 @@ void lower_conv_gemm(Ctx& c, const ir::Node& n, const ConvNode& cn, const ConvGe
         for (int64_t m0 = 0; m0 < gc; m0 += MP)
           ps.push_back(c.b.tile(psum, {std::min<int64_t>(MP, gc - m0), ch.size()}, DType::fp32));
         for (int64_t t = 0; t < KT; ++t) {
-          TileView wt = c.b.tile(w_pool, {kext[t], gc}, op_t);
-          if (WL) {
-            c.b.dma(wt, (*WL)({at(gi), at(t), sl(0, kext[t]), sl(g0, g0 + gc)}));
-          } else {
-            if (gaps[t]) c.b.memset(wt, 0.0f);
-            const int64_t m0 = gi * Mg + g0;
-            for (const Slab& sb : kt[t])
-              c.b.dma(wt({sl(sb.p0, sb.p0 + sb.len), all()}),
-                      g.transposed
-                          ? (*WR)({at(gi), sl(sb.ci0, sb.ci0 + sb.len), at(g.KH - 1 - sb.kh),
-                                   at(g.KW - 1 - sb.kw), sl(g0, g0 + gc)})
-                          : (*WR)({sl(sb.ci0, sb.ci0 + sb.len), at(sb.kh), at(sb.kw),
-                                   sl(m0, m0 + gc)}));
-          }
-          const TileView mv = resident ? cols[t] : gather(gi, t, ch);
+          const TileView wt = weights(wres, gi, t, g0, gc);
+          const TileView mv = moving(resident ? cols[t] : gather(gi, t, ch), t, ch);
           for (size_t i = 0; i < ps.size(); ++i) {
             const int64_t m0 = static_cast<int64_t>(i) * MP;
             c.b.matmul(ps[i], wt({all(), sl(m0, m0 + ps[i].partitions())}), mv, t > 0);
@@ -628,7 +850,9 @@ void lower_conv(Ctx& c, const ir::Node& n) {
               cn,
               g,
               static_cast<int64_t>(cn.y->shape().size()),
-              c.b.pool(pfx + ".bias", isa::MemSpace::sbuf, 2)};
+              c.b.pool(pfx + ".bias", isa::MemSpace::sbuf,
+                       static_cast<uint32_t>(ceil_div(g.M, c.target.m_tile()) + g.G)),
+              {}};
   // A transposed conv always takes the GEMM path (its gathered taps hold the zeros).
   const bool depthwise = !g.transposed && g.G > 1 && g.G == g.C && g.G == g.M;
   if (depthwise)

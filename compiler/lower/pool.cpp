@@ -3,10 +3,10 @@
 // dims. Windowed pools load a band of input rows (for a chunk of output rows) into
 // SBUF with the padding filled (-inf for max, 0 for average: memset, then the
 // in-bounds part by DMA), and combine the kh*kw taps, each a strided view of the
-// band, with tensor_tensor max/add. ceil_mode only lengthens the band (the extra
-// tail is padding). AveragePool divides by the per-position count (input
-// elements, plus pads with count_include_pad, never the part past the end pads):
-// an immediate when it is the same everywhere, else a constant [OH, OW] map of
+// band, with tensor_tensor max/add (a 2-D window separably: along rows, then
+// columns). ceil_mode only lengthens the band (the extra tail is padding). AveragePool divides by
+// the per-position count (input elements, plus pads with count_include_pad, never the part past the
+// end pads): an immediate when it is the same everywhere, else a constant [OH, OW] map of
 // reciprocals. Global pools reduce the flattened spatial dims with tensor_reduce
 // (in column chunks combined on chip when a plane does not fit).
 #include <algorithm>
@@ -104,8 +104,13 @@ void lower_pool(Ctx& c, const ir::Node& n) {
   const int64_t wpad = (OW - 1) * sw + (KW - 1) * dw + 1;
   auto band_rows = [&](int64_t ohc) { return (ohc - 1) * sh + (KH - 1) * dh + 1; };
   const uint64_t budget = c.target.sbuf_partition_bytes / 3;
+  // A window over both dims is separable: the KW taps along each band row first
+  // (into `rows`), then the KH taps down the columns of that: KW + KH - 2 vector
+  // ops on fewer elements instead of KH * KW - 1.
+  const bool separable = KH > 1 && KW > 1;
   auto bytes = [&](int64_t ohc) {
-    return static_cast<uint64_t>(4 * (2 * band_rows(ohc) * wpad + 4 * ohc * OW));
+    return static_cast<uint64_t>(
+        4 * (2 * band_rows(ohc) * wpad + 4 * ohc * OW + (separable ? 2 * band_rows(ohc) * OW : 0)));
   };
   int64_t ohc = OH;
   while (ohc > 1 && bytes(ohc) > budget) ohc = (ohc + 1) / 2;
@@ -138,6 +143,7 @@ void lower_pool(Ctx& c, const ir::Node& n) {
   const kernels::PoolRef xp = c.b.pool(pfx + ".x", isa::MemSpace::sbuf, 2);
   const kernels::PoolRef ap = c.b.pool(pfx + ".acc", isa::MemSpace::sbuf, 2);
   const kernels::PoolRef rp = c.b.pool(pfx + ".recip", isa::MemSpace::sbuf, 2);
+  const kernels::PoolRef hp = c.b.pool(pfx + ".rows", isa::MemSpace::sbuf, 2);
   const HbmView X = c.view(n.input(0)).reshape({R, H, W});
   const HbmView Y = c.view(n.outputs[0]).reshape({R, OH, OW});
   const int64_t P = c.target.partitions;
@@ -154,15 +160,29 @@ void lower_pool(Ctx& c, const ir::Node& n) {
         c.b.dma(xb({all(), sl(ra - b0, rb - b0), sl(ca + pw, cb + pw)}),
                 X({sl(r0, r0 + rt), sl(ra, rb), sl(ca, cb)}));
       TileView acc = c.b.tile(ap, {rt, oc, OW}, DType::fp32);
-      for (int64_t kh = 0; kh < KH; ++kh)
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          const TileView win = xb({all(), sl(kh * dh, kh * dh + (oc - 1) * sh + 1, sh),
-                                   sl(kw * dw, kw * dw + (OW - 1) * sw + 1, sw)});
-          if (kh == 0 && kw == 0)
-            c.b.tensor_copy(acc, win);
-          else
-            c.b.tensor_tensor(acc, acc, win, op);
-        }
+      if (separable) {
+        TileView hr = c.b.tile(hp, {rt, rows, OW}, DType::fp32);
+        auto col = [&](int64_t kw) {
+          return xb({all(), all(), sl(kw * dw, kw * dw + (OW - 1) * sw + 1, sw)});
+        };
+        c.b.tensor_tensor(hr, col(0), col(1), op);
+        for (int64_t kw = 2; kw < KW; ++kw) c.b.tensor_tensor(hr, hr, col(kw), op);
+        auto row = [&](int64_t kh) {
+          return hr({all(), sl(kh * dh, kh * dh + (oc - 1) * sh + 1, sh), all()});
+        };
+        c.b.tensor_tensor(acc, row(0), row(1), op);
+        for (int64_t kh = 2; kh < KH; ++kh) c.b.tensor_tensor(acc, acc, row(kh), op);
+      } else {
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const TileView win = xb({all(), sl(kh * dh, kh * dh + (oc - 1) * sh + 1, sh),
+                                     sl(kw * dw, kw * dw + (OW - 1) * sw + 1, sw)});
+            if (kh == 0 && kw == 0)
+              c.b.tensor_copy(acc, win);
+            else
+              c.b.tensor_tensor(acc, acc, win, op);
+          }
+      }
       if (recip) {
         TileView rt_ = c.b.tile(rp, {rt, oc, OW}, DType::fp32);
         c.b.dma(rt_, (*recip)({sl(oh0, oh0 + oc), all()}).broadcast(0, rt));

@@ -100,6 +100,21 @@ TEST(KernelsBuilder, ClearErrors) {
             std::string::npos);
 }
 
+// windows(): a leading axis of overlapping shifts (one DMA row per shift), refused
+// when the last shift leaves the tensor.
+TEST(KernelsBuilder, WindowsShiftRows) {
+  Builder b("win");
+  auto X = b.input("X", {4, 10}, DType::bf16);
+  // Row 1 (element 10, byte 20), its first 6 columns, shifted 0, 2 and 4 elements.
+  EXPECT_EQ(isa::to_string(X({kernels::at(1), sl(0, 6)}).windows(3, 2).ap()),
+            "hbm[3x2, 20, bf16, [1,6]]");
+  // Row 3's columns 0..5 shifted by up to 6: element 41 of 40.
+  EXPECT_NE(err([&] {
+              X({kernels::at(3), sl(0, 6)}).windows(3, 3);
+            }).find("windows of a view of tensor 'X': 3 shifts of 3 leave the tensor"),
+            std::string::npos);
+}
+
 // Tile names are unique within a kernel (the builder indexes them): a name given
 // twice is refused, a refused declaration takes no name, and a finished kernel's
 // names are free again for the next one.
