@@ -62,6 +62,19 @@ uint64_t hbm_bytes(const ir::Value* v) {
   return size * uint64_t(n > 0 ? n : 1);
 }
 
+// Bytes the program reads of node input `i`, `v`: a constant fp32 weight of a
+// tensor-engine op with a narrower compute_dtype is read as the copy lowering casts
+// once at compile time (compiler/lower/matmul.cpp, conv.cpp), the fp32 original not
+// at all; everything else as stored.
+uint64_t read_bytes(const ir::Node& n, size_t i, const ir::Value* v) {
+  const bool weight = i == 1 && (ir::is_matmul_anchor(n.op) || n.op == "trn.MatMulEpilogue");
+  if (!weight || !v->has_data() || v->elem() != ir::ElemType::fp32) return hbm_bytes(v);
+  const uint64_t size = isa::dtype_size(mm_dtype(n));
+  if (size >= 4) return hbm_bytes(v);
+  const int64_t e = ir::num_elements(v->shape());
+  return size * uint64_t(e > 0 ? e : 1);
+}
+
 }  // namespace
 
 double RooflineKind::total_flops() const {
@@ -153,7 +166,8 @@ ProgramRoofline analyse_roofline(const ir::Graph& g, const tile::Kernel& k, cons
   std::map<std::string, int> kind_of_name;
   std::vector<std::set<std::pair<std::string, std::string>>> origins;  // per kind
   std::vector<int> node_kind;
-  std::set<const ir::Value*> read;  // program: inputs and weights any node reads
+  // Program: inputs and weights any node reads, each copy (fp32, cast) once.
+  std::set<std::pair<const ir::Value*, uint64_t>> read;
   for (const auto& np : g.nodes()) {
     const ir::Node& n = *np;
     std::pair<std::string, std::string> principal{n.op, n.name};
@@ -193,16 +207,20 @@ ProgramRoofline analyse_roofline(const ir::Graph& g, const tile::Kernel& k, cons
         if (outputs.count(o)) kind.min_bytes += hbm_bytes(o);
       }
     } else {
-      for (const ir::Value* v : n.inputs)
-        if (v && resident.count(v) && seen.insert(v).second) kind.min_bytes += hbm_bytes(v);
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const ir::Value* v = n.inputs[i];
+        if (v && resident.count(v) && seen.insert(v).second) kind.min_bytes += read_bytes(n, i, v);
+      }
       for (const ir::Value* o : n.outputs)
         if (outputs.count(o) && seen.insert(o).second) kind.min_bytes += hbm_bytes(o);
     }
-    for (const ir::Value* v : n.inputs)
-      if (v && (v->is_graph_input || v->is_constant)) read.insert(v);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const ir::Value* v = n.inputs[i];
+      if (v && (v->is_graph_input || v->is_constant)) read.insert({v, read_bytes(n, i, v)});
+    }
   }
   for (size_t i = 0; i < r.kinds.size(); ++i) r.kinds[i].count = origins[i].size();
-  for (const ir::Value* v : read) r.min_bytes += hbm_bytes(v);
+  for (const auto& [v, bytes] : read) r.min_bytes += bytes;
   std::set<const ir::Value*> written;
   for (const ir::Value* v : g.outputs())
     if (!v->is_graph_input && written.insert(v).second) r.min_bytes += hbm_bytes(v);

@@ -21,7 +21,9 @@
 // Reshape-like aliases, plus its outputs that are graph outputs. The program: every
 // graph input and weight read once plus every graph output written once. Bytes are
 // of the values as the program stores them (bf16/fp16 2, everything else 4: the
-// device holds integers and bools as fp32).
+// device holds integers and bools as fp32); an fp32 constant weight of a matmul or
+// convolution with a narrower compute_dtype counts at that dtype's size (lowering
+// casts it once at compile time; the program reads only the cast copy).
 #pragma once
 
 #include <array>

@@ -209,6 +209,7 @@ def bench(name, kw, a, work):
         res["error"] = "compile: " + (err.strip().splitlines() or ["exit %d" % rc])[-1][:200]
         return res
     res.update(compile_s=round(wall, 2), compile_rss_mib=round(rss))
+    res["program_file_mib"] = round(os.path.getsize(prog) / 2**20, 1)
     m = re.search(r"program: (\d+) instructions", out)
     if m:
         res["instructions"] = int(m.group(1))
@@ -233,6 +234,8 @@ def show(res, passes, sgemm=None):
     if "compile_s" in res:
         print(f"  compile          {res['compile_s']:.2f} s, peak RSS {res['compile_rss_mib']} MiB"
               f", {res.get('instructions', '?')} instructions (export {res['export_s']} s)")
+    if "program_file_mib" in res:
+        print(f"  program file     {res['program_file_mib']} MiB (.tbin)")
     if passes and res.get("passes"):
         for k, v in sorted(res["passes"].items(), key=lambda kv: -kv[1]):
             print(f"    {k:<28} {v:8.3f} s")

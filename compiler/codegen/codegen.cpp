@@ -1,5 +1,6 @@
 #include "compiler/codegen/codegen.h"
 
+#include <algorithm>
 #include <map>
 
 #include "compiler/timings.h"
@@ -19,12 +20,20 @@ isa::Program generate_impl(const tile::Kernel& k, const compiler::Target& t, til
   p.num_semaphores = k.semaphores;
   std::vector<uint64_t> offset(k.tensors.size());
   uint64_t at = 0;
+  // alloc_hbm placed every tensor, or codegen lays them all out.
+  const bool placed =
+      !k.tensors.empty() && std::all_of(k.tensors.begin(), k.tensors.end(),
+                                        [](const tile::Tensor& tt) { return tt.hbm_offset >= 0; });
   for (size_t i = 0; i < k.tensors.size(); ++i) {
     const tile::Tensor& tt = k.tensors[i];
-    const uint64_t a = std::max<uint64_t>(1, t.hbm_alignment);
-    at = (at + a - 1) / a * a;
-    offset[i] = at;
-    at += tt.bytes();
+    if (placed) {
+      offset[i] = static_cast<uint64_t>(tt.hbm_offset);
+    } else {
+      const uint64_t a = std::max<uint64_t>(1, t.hbm_alignment);
+      at = (at + a - 1) / a * a;
+      offset[i] = at;
+      at += tt.bytes();
+    }
     isa::TensorDecl d;
     d.name = tt.name;
     d.shape = tt.shape;

@@ -13,9 +13,9 @@
 
 namespace trnsim::codegen {
 
-// Lays out the tensor table (declaration order, each tensor at the next
-// target.hbm_alignment boundary), turns every op into an instruction on its queue
-// (compute queues in engine order, then DMA queues by engine and queue) with
+// Lays out the tensor table (alloc_hbm's offsets; without them, declaration order,
+// each tensor at the next target.hbm_alignment boundary), turns every op into an instruction on its
+// queue (compute queues in engine order, then DMA queues by engine and queue) with
 // tile/tensor-relative patterns made absolute, copies constants, and validates the
 // program (isa::validate with target.limits()). Throws tile::KernelError when a
 // pass has not run (engine, DMA queue or address missing) and isa::ValidationError

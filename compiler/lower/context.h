@@ -67,6 +67,10 @@ bool is_conv_node(const ir::Node& n);
 // A constant read only as Conv weights: lower_conv re-lays it out into a constant
 // of its own, so lower_graph gives it no HBM tensor.
 bool conv_weight_only(const ir::Graph& g, const ir::Value* v);
+// A constant read only as the weight of matmuls that cast it to a narrower
+// compute_dtype: lower_matmul makes the cast copy, so lower_graph gives the fp32
+// original no HBM tensor (and the compiler no copy of its bytes).
+bool matmul_cast_weight_only(const ir::Graph& g, const ir::Value* v);
 void lower_pool(Ctx& c, const ir::Node& n);
 bool is_pool(const std::string& op);
 // Data movement (movement.cpp): Concat, Split, Slice, Pad, Expand, Tile, Gather, Cast.

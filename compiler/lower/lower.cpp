@@ -136,6 +136,8 @@ tile::Kernel lower_graph(const ir::Graph& g, const compiler::Target& t) {
     const ir::Value* v = vp.get();
     if (!v->is_constant || c.hbm.count(v)) continue;
     if (conv_weight_only(g, v)) continue;  // lower_conv makes its own layout
+    // lower_matmul casts it
+    if (matmul_cast_weight_only(g, v)) continue;
     if (!v->has_data()) throw ir::CompileError("lowering: constant '" + v->name + "' has no data");
     c.hbm[v] = c.b.constant(
         tensor_name(v->name, used), hbm_shape(v), hbm_type(v),

@@ -221,7 +221,28 @@ void blocked_gemm(Ctx& c, const BlockedPools& p, const MatmulShape& s, int gm,
   }
 }
 
+// Whether lower_matmul casts constant weight `bv` of `n` once, at compile time: an
+// fp32 constant with a narrower compute_dtype.
+bool casts_weight(const ir::Node& n, const ir::Value* bv) {
+  if (!bv->has_data() || bv->elem() != ir::ElemType::fp32) return false;
+  const auto cd = ir::compute_dtype(n);
+  if (!cd || *cd == ir::ElemType::fp32) return false;
+  const auto t = ir::to_isa(*cd);
+  return t && isa::dtype_size(*t) < 4;
+}
+
 }  // namespace
+
+bool matmul_cast_weight_only(const ir::Graph& g, const ir::Value* v) {
+  if (!v->is_constant || g.is_output(v)) return false;
+  const auto users = g.users(v);
+  if (users.empty()) return false;
+  for (const auto& [node, idx] : users)
+    if (idx != 1 || is_conv_node(*node) ||
+        (node->op != "MatMul" && node->op != "trn.MatMulEpilogue") || !casts_weight(*node, v))
+      return false;
+  return true;
+}
 
 void lower_matmul(Ctx& c, const ir::Node& n) {
   std::vector<ir::FusedStep> steps;
@@ -275,7 +296,9 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
     b_batched = batched(bv);
   }
   const kernels::HbmView A = c.view(av).reshape({a_batched ? batches : 1, M, K});
-  kernels::HbmView B = c.view(bv).reshape({b_batched ? batches : 1, K, N});
+  // A weight only ever read cast has no fp32 tensor (matmul_cast_weight_only).
+  kernels::HbmView B =
+      c.hbm.count(bv) ? c.view(bv).reshape({b_batched ? batches : 1, K, N}) : kernels::HbmView{};
   const kernels::HbmView Y = c.view(cv).reshape({batches * M, N});
 
   // Operand type on chip: the autocast compute_dtype, else the operands' own type
@@ -294,6 +317,7 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
   if (mm_t && bv->has_data() && bv->elem() == ir::ElemType::fp32 && isa::dtype_size(*mm_t) < 4)
     B = c.b.constant(pfx + ".w_" + std::string(isa::dtype_name(*mm_t)),
                      {b_batched ? batches : 1, K, N}, *mm_t, bv->data->floats());
+  if (B.tensor() < 0) throw ir::CompileError("lowering: value '" + bv->name + "' has no tensor");
   const kernels::PoolRef psum = c.b.pool(pfx + ".psum", isa::MemSpace::psum, 2);
   c.in_pool = c.b.pool(pfx + ".in", isa::MemSpace::sbuf, 2 * nin);
   c.work_pool = c.b.pool(pfx + ".work", isa::MemSpace::sbuf, work_bufs);

@@ -189,7 +189,8 @@ void run(Kernel& k, PassContext& ctx) {
 uint64_t placed_bytes(const Kernel& k, const compiler::Target& t, isa::MemSpace space) {
   std::vector<int> first, last;
   pool_lifetimes(k, first, last);
-  PassContext ctx{t, {}, {}, {}, {}};
+  PassContext ctx;
+  ctx.target = t;
   return place(k, ctx, space, first, last, nullptr);
 }
 

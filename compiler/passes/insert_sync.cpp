@@ -13,7 +13,9 @@
 // A consumer waits only for producers not already known complete; per producer
 // queue only for the latest one; and not at all for a producer that another of its
 // waits already implies. Counts go to the stats: waits, the naive count (one wait
-// per cross-queue dependency edge), signals and semaphores.
+// per cross-queue dependency edge), signals and semaphores. Dependencies are the
+// physical dependency graph's plus alloc_hbm's orderings between tensors that share
+// HBM bytes (PassContext::hbm_reuse_deps).
 #include <algorithm>
 #include <map>
 
@@ -57,6 +59,20 @@ void run(Kernel& k, PassContext& ctx) {
   }
   const int nq = static_cast<int>(qindex.size());
   const DepGraph& g = ctx.deps.get(k, DepMode::physical);
+  // alloc_hbm's orderings between tensors that share HBM bytes, by position.
+  std::vector<std::vector<int>> reuse(n);
+  if (!ctx.hbm_reuse_deps.empty()) {
+    std::map<int, int> at;
+    for (int i = 0; i < n; ++i) at[k.ops[i].id] = i;
+    for (const auto& [from, to] : ctx.hbm_reuse_deps) {
+      const auto f = at.find(from), t = at.find(to);
+      if (f == at.end() || t == at.end())
+        throw KernelError("kernel '" + k.name + "': alloc_hbm ordered op %" + std::to_string(from) +
+                          " before op %" + std::to_string(to) +
+                          ", which are gone; run alloc_hbm right before insert_sync");
+      reuse[t->second].push_back(f->second);
+    }
+  }
 
   // vc[i][r]: position of the last op of queue r known complete when op i
   // completes (vc[i][q[i]] = pos[i]); -1 = none.
@@ -69,17 +85,19 @@ void run(Kernel& k, PassContext& ctx) {
     const int qi = q[i];
     std::vector<int>& kn = known[qi];
     std::map<int, int> need;  // producer queue -> latest needed op (index)
-    for (int p : g.preds[i]) {
+    const auto depend = [&](int p) {
       if (p >= i)
         throw KernelError(op_label(k, k.ops[i]) +
                           ": depends on a later op; the list is not a "
                           "valid sequential order");
-      if (q[p] == qi) continue;
+      if (q[p] == qi) return;
       ++naive;
-      if (kn[q[p]] >= pos[p]) continue;
+      if (kn[q[p]] >= pos[p]) return;
       auto [it, fresh] = need.emplace(q[p], p);
       if (!fresh && pos[p] > pos[it->second]) it->second = p;
-    }
+    };
+    for (int p : g.preds[i]) depend(p);
+    for (int p : reuse[i]) depend(p);
     std::vector<int> cand;
     for (const auto& [r, p] : need) cand.push_back(p);
     for (int c : cand) {

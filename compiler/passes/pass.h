@@ -24,6 +24,9 @@ struct PassContext {
   std::function<void(const std::string& pass, const std::string& text)> dump;
   // Dependency graphs, shared by passes while the ops' memory accesses are unchanged.
   tile::DepCache deps;
+  // alloc_hbm: (op id, op id) pairs the second of which must wait for the first
+  // because their tensors share HBM bytes (insert_sync orders them too).
+  std::vector<std::pair<int, int>> hbm_reuse_deps;
 };
 
 struct PassInfo {
@@ -41,6 +44,19 @@ const PassInfo& schedule_pass();
 const PassInfo& insert_sync_pass();
 
 const PassInfo& keep_on_chip_pass();
+const PassInfo& alloc_hbm_pass();
+
+// alloc_hbm's placement of scratch tensors: a block (bytes, lifetime as list positions
+// and estimated times, -1 when unscheduled) may share addresses with another whose
+// lifetime ends before its own starts. Returns the blocks with `addr` set (from 0,
+// multiples of `align`).
+struct HbmBlock {
+  uint64_t size = 0;
+  int first = -1, last = -1;
+  double start = -1, end = -1;
+  uint64_t addr = 0;
+};
+std::vector<HbmBlock> place_hbm_blocks(std::vector<HbmBlock> blocks, uint64_t align);
 
 // alloc_memory's placement of the pools of `space` without changing `k`: the
 // bytes per partition they would need (keep_on_chip sizes what it keeps with it).

@@ -14,7 +14,7 @@ using tile::verify;
 const std::vector<const PassInfo*>& all_passes() {
   static const std::vector<const PassInfo*> passes = {
       &keep_on_chip_pass(),      &split_dma_pass(), &assign_engines_pass(), &alloc_memory_pass(),
-      &assign_dma_queues_pass(), &schedule_pass(),  &insert_sync_pass(),
+      &assign_dma_queues_pass(), &schedule_pass(),  &alloc_hbm_pass(),      &insert_sync_pass(),
   };
   return passes;
 }

@@ -18,6 +18,8 @@
 //                     queue's ops, taken in list order, are that queue's program;
 //                     may move transfers between DMA engines and compiler-chosen
 //                     elementwise ops between engines
+//   alloc_hbm         HBM tensor offsets (scratch reuses dead tensors' bytes);
+//                     drops tensors no op touches
 //   insert_sync       semaphore waits and signals, `semaphores`
 // Text form (to_text / parse) in text.cpp; see the comment there.
 #pragma once
@@ -48,7 +50,7 @@ struct Tensor {
   isa::DType dtype = isa::DType::fp32;
   isa::TensorRole role = isa::TensorRole::scratch;
   std::vector<uint8_t> data;  // constant bytes (role constant)
-  int64_t hbm_offset = -1;    // placed by codegen
+  int64_t hbm_offset = -1;    // placed by alloc_hbm (-1: codegen lays it out)
   uint64_t elems() const;
   uint64_t bytes() const { return elems() * isa::dtype_size(dtype); }
 };

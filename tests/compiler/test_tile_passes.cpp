@@ -790,9 +790,9 @@ TEST(TilePassesPipeline, NamesSummariesAndDumps) {
     EXPECT_FALSE(p->summary.empty()) << p->name;
   }
   EXPECT_EQ(names, default_pipeline());
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"keep_on_chip", "split_dma", "assign_engines", "alloc_memory",
-                                      "assign_dma_queues", "schedule", "insert_sync"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"keep_on_chip", "split_dma", "assign_engines",
+                                             "alloc_memory", "assign_dma_queues", "schedule",
+                                             "alloc_hbm", "insert_sync"}));
   EXPECT_NE(error_of([] {
               find_pass("fuse_everything");
             }).find("unknown pass 'fuse_everything' (passes: keep_on_chip, split_dma"),

@@ -398,7 +398,7 @@ def _recompute(gm, phase_of, mode):
 
 
 _HBM_KINDS = ("parameters", "optimizer_state", "gradients", "saved_activations",
-              "new_parameters_and_state", "other", "unused")
+              "new_parameters_and_state", "other", "unused", "reused")
 
 
 def _program_tensors(program):
@@ -431,18 +431,23 @@ def _safe_name(value):
 
 
 def hbm_breakdown(cap, program):
-    """{kind: bytes} of the compiled step's HBM allocation, and its peak. The program
-    gives every HBM tensor its own space for the whole step (codegen allocates them one
-    after another, nothing is reused), so the peak is the footprint: the end of the
-    last tensor. Kinds: the inputs param_* (parameters) and state_* (optimizer_state);
+    """{kind: bytes} of the compiled step's HBM allocation, and its peak. The peak is
+    the footprint: the end of the last tensor. Inputs and outputs have their own space
+    for the whole step; a scratch tensor reuses the bytes of scratch tensors dead by
+    the time it is first touched (compiler/passes/alloc_hbm.cpp). Kinds, each the
+    bytes of its tensors: the inputs param_* (parameters) and state_* (optimizer_state);
     the outputs new_param_* / new_state_* (new_parameters_and_state: an in-place
     update would reuse the inputs' space); scratch values the backward produces and the
     optimizer reads (gradients), that the forward produces and the backward reads
-    (saved_activations); unused: scratch no instruction touches (keep_on_chip kept the
-    value in SBUF; still allocated); other: the batch, loss, statistics, the forward's
-    and backward's temporaries, alignment padding. Returns (peak, {kind: bytes},
-    live peak: see _live_peak)."""
-    tensors, used = _program_tensors(program)
+    (saved_activations); unused: scratch declared but no instruction touches (the
+    compiler drops those: 0); other: the batch, loss, statistics, the forward's and
+    backward's temporaries, alignment padding; reused (<= 0): the bytes tensors share,
+    so the kinds add up to the peak. Returns (peak, {kind: bytes}, live peak: see
+    _live_peak)."""
+    tensors, _ = _program_tensors(program)
+    # The compiler drops scratch no instruction touches, and scratch tensors sharing
+    # bytes disassemble under one name: every declared tensor is used.
+    used = {name for name, _, _, _ in tensors}
     phase, readers = {}, {}
     for node in cap.onnx.graph.node:
         for o in node.output:
@@ -477,14 +482,22 @@ def hbm_breakdown(cap, program):
                     "gradients" if ph == "backward" and "optimizer" in rd else "other")
         out[kind] += nbytes
     peak = max((off + b for _, _, b, off in tensors), default=0)
-    out["other"] += peak - sum(b for _, _, b, _ in tensors)  # alignment
+    # Bytes no tensor covers (alignment) are "other"; bytes several cover, "reused".
+    spans = sorted((off, off + b) for _, _, b, off in tensors if b)
+    covered, hi = 0, 0
+    for lo, end in spans:
+        covered += max(0, end - max(lo, hi))
+        hi = max(hi, end)
+    out["other"] += peak - covered
+    out["reused"] = covered - sum(b for _, _, b, _ in tensors)
     return peak, out, _live_peak(cap.onnx.graph, tensors, used, safe)
 
 
 def _live_peak(graph, tensors, used, safe):
     """The most HBM bytes live at once in the ONNX node order (the step's order: the
-    forward, then the backward with its recomputations, then the optimizer): what an
-    allocator reusing a dead tensor's space would need. Inputs, outputs and constants
+    forward, then the backward with its recomputations, then the optimizer): about
+    what the compiler's allocator, which reuses dead tensors' space in the schedule's
+    order, needs. Inputs, outputs and constants
     live throughout; a scratch tensor from its producer to its last reader (a reader
     of a reshape of it counts); scratch no instruction touches takes none."""
     size = {name: b for name, role, b, _ in tensors if role != "scratch" or name in used}
@@ -570,7 +583,8 @@ class TrainResult:
         rows.append(f"  HBM per step      read {_human_bytes(r['hbm_read_bytes_per_step'])}, "
                     f"write {_human_bytes(r['hbm_write_bytes_per_step'])}")
         if r.get("hbm_peak_bytes"):
-            parts = ", ".join(f"{k.replace('_', ' ')} {_human_bytes(v)}"
+            parts = ", ".join(f"{k.replace('_', ' ')} "
+                              f"{'-' if v < 0 else ''}{_human_bytes(abs(v))}"
                               for k, v in r["hbm_breakdown"].items() if v)
             rows.append(f"  HBM peak          {_human_bytes(r['hbm_peak_bytes'])}: {parts}")
             rows.append(f"  HBM live peak     {_human_bytes(r['hbm_live_peak_bytes'])} (tensors "
