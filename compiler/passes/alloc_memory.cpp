@@ -196,7 +196,8 @@ uint64_t placed_bytes(const Kernel& k, const compiler::Target& t, isa::MemSpace 
 
 uint64_t placed_bytes(const Kernel& k, const compiler::Target& t, isa::MemSpace space,
                       const std::vector<int>& first, const std::vector<int>& last) {
-  PassContext ctx{t, {}, {}, {}, {}};
+  PassContext ctx;
+  ctx.target = t;
   return place(k, ctx, space, first, last, nullptr);
 }
 
