@@ -156,7 +156,9 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o,
     Segment s;
     auto roofline = std::make_shared<ProgramRoofline>();
     std::optional<isa::Program> reused;
-    if (rb.count >= 2 && reuse_blocks())
+    // Only a stack that is most of the graph (layers) is worth it: a short repeat,
+    // such as q/k/v slices, saves no compile time and adds a barrier per block.
+    if (rb.count >= 2 && 2 * rb.count * rb.nodes >= g.num_nodes() && reuse_blocks())
       reused = generate_reusing_blocks(g, rb, o, &m.dump_text, &m.stats, roofline.get());
     s.program =
         reused ? std::move(*reused) : generate(g, o, &m.dump_text, &m.stats, roofline.get());

@@ -44,6 +44,9 @@ void run_tile_passes(Kernel& k, const CompileOnnxOptions& o, std::string* dump_t
   };
   std::vector<std::string> names = passes::default_pipeline();
   if (!o.keep_on_chip) std::erase(names, std::string(passes::keep_on_chip_pass().name));
+  // Pieces are linked into one program whose tensors codegen lays out one after
+  // another: a piece's own HBM offsets (and dropped tensors) would not survive that.
+  std::erase(names, std::string(passes::alloc_hbm_pass().name));
   {
     timings::Scope tv("tile.verify");
     tile::verify(k);
