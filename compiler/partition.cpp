@@ -14,15 +14,27 @@
 
 namespace trnsim::compiler {
 
-ir::Graph extract_segment(const ir::Graph& g, size_t begin, size_t end) {
+namespace {
+
+// extract_segment; with `lent`, each constant's data moves from `g` into the segment
+// (its value in `g` keeps an empty tensor) and the pair (g's value, the segment's) is
+// recorded, else the data is copied.
+ir::Graph extract_impl(const ir::Graph& g, size_t begin, size_t end,
+                       std::vector<std::pair<ir::Value*, ir::Value*>>* lent) {
   ir::Graph s;
   s.name = g.name;
   std::map<const ir::Value*, ir::Value*> map;
   auto get = [&](const ir::Value* v) -> ir::Value* {
     if (!v) return nullptr;  // an omitted optional input
     if (auto it = map.find(v); it != map.end()) return it->second;
-    ir::Value* nv =
-        v->has_data() ? s.add_constant(v->name, *v->data) : s.add_input(v->name, v->type);
+    ir::Value* nv = nullptr;
+    if (v->has_data() && lent) {
+      ir::Value* mv = const_cast<ir::Value*>(v);  // the caller handed `g` over mutable
+      nv = s.add_constant(v->name, std::move(*mv->data));
+      lent->emplace_back(mv, nv);
+    } else {
+      nv = v->has_data() ? s.add_constant(v->name, *v->data) : s.add_input(v->name, v->type);
+    }
     nv->int_range = v->int_range;  // what the whole graph proved (lower/int_range.h)
     map[v] = nv;
     return nv;
@@ -47,6 +59,19 @@ ir::Graph extract_segment(const ir::Graph& g, size_t begin, size_t end) {
     for (const ir::Value* v : nodes[i]->outputs)
       if (later.count(v)) s.add_output(map.at(v));
   return s;
+}
+
+}  // namespace
+
+ir::Graph extract_segment(const ir::Graph& g, size_t begin, size_t end) {
+  return extract_impl(g, begin, end, nullptr);
+}
+
+LentSegment::LentSegment(ir::Graph& g, size_t begin, size_t end)
+    : graph_(extract_impl(g, begin, end, &lent_)) {}
+
+LentSegment::~LentSegment() {
+  for (auto& [orig, seg] : lent_) *orig->data = std::move(*seg->data);
 }
 
 namespace {

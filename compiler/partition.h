@@ -71,4 +71,21 @@ PartitionedModel compile_partitioned(ir::Graph g, const CompileOnnxOptions& o, b
 // read after `end` or that are outputs of `g` become outputs.
 ir::Graph extract_segment(const ir::Graph& g, size_t begin, size_t end);
 
+// extract_segment without a copy of the constants' data: each constant the segment
+// reads moves from `g` into it and moves back when this is destroyed (a large
+// model's pieces are lowered one at a time without holding their weights twice).
+// Meanwhile those constants of `g` hold empty tensors; `g` must outlive this.
+class LentSegment {
+ public:
+  LentSegment(ir::Graph& g, size_t begin, size_t end);
+  ~LentSegment();
+  LentSegment(const LentSegment&) = delete;
+  LentSegment& operator=(const LentSegment&) = delete;
+  const ir::Graph& graph() const { return graph_; }
+
+ private:
+  std::vector<std::pair<ir::Value*, ir::Value*>> lent_;  // (g's value, the segment's)
+  ir::Graph graph_;
+};
+
 }  // namespace trnsim::compiler

@@ -278,7 +278,7 @@ bool reuse_blocks() {
   return g_reuse;
 }
 
-std::optional<isa::Program> generate_reusing_blocks(const ir::Graph& g, const RepeatedBlocks& rb,
+std::optional<isa::Program> generate_reusing_blocks(ir::Graph& g, const RepeatedBlocks& rb,
                                                     const CompileOnnxOptions& o,
                                                     std::string* dump_text,
                                                     std::map<std::string, double>* stats,
@@ -301,7 +301,8 @@ std::optional<isa::Program> generate_reusing_blocks(const ir::Graph& g, const Re
 
   // A piece compiled on its own.
   auto own = [&](size_t begin, size_t end) {
-    const ir::Graph seg = extract_segment(g, begin, end);
+    const LentSegment lent(g, begin, end);
+    const ir::Graph& seg = lent.graph();
     Kernel k = [&] {
       timings::Scope t("lower");
       return lower::lower_graph(seg, o.target);
@@ -320,7 +321,8 @@ std::optional<isa::Program> generate_reusing_blocks(const ir::Graph& g, const Re
   double compiled = 1, reused = 0;
   int tmpl_tiles = -1;
   {
-    const ir::Graph seg = extract_segment(g, rb.start, rb.start + rb.nodes);
+    const LentSegment lent(g, rb.start, rb.start + rb.nodes);
+    const ir::Graph& seg = lent.graph();
     tmpl = [&] {
       timings::Scope t("lower");
       return lower::lower_graph(seg, o.target);
@@ -338,7 +340,8 @@ std::optional<isa::Program> generate_reusing_blocks(const ir::Graph& g, const Re
   for (const auto& [k, v] : block_stats) st[k] += v;
   for (size_t b = 1; b < rb.count; ++b) {
     const size_t begin = rb.start + b * rb.nodes;
-    const ir::Graph seg = extract_segment(g, begin, begin + rb.nodes);
+    const LentSegment lent(g, begin, begin + rb.nodes);
+    const ir::Graph& seg = lent.graph();
     Kernel k = [&] {
       timings::Scope t("reuse.lower_block");
       return lower::lower_graph(seg, o.target);

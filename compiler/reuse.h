@@ -36,8 +36,10 @@ bool reuse_blocks();
 // compiled once; std::nullopt when the stack cannot be linked this way (a graph
 // output that no node computes, more queues than semaphores): the caller compiles
 // the whole graph. Pass figures go to *stats (a reused block's counted per use),
-// plus "repeat.compiled_blocks" and "repeat.reused_blocks".
-std::optional<isa::Program> generate_reusing_blocks(const ir::Graph& g, const RepeatedBlocks& rb,
+// plus "repeat.compiled_blocks" and "repeat.reused_blocks". Each piece borrows its
+// constants' data from `g` while it is lowered (LentSegment); `g` is whole again on
+// return.
+std::optional<isa::Program> generate_reusing_blocks(ir::Graph& g, const RepeatedBlocks& rb,
                                                     const CompileOnnxOptions& o,
                                                     std::string* dump_text,
                                                     std::map<std::string, double>* stats,
