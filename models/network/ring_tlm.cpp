@@ -134,11 +134,14 @@ void tlm_ring::rank_main(uint32_t i) {
   for (;;) {
     while (generation_ == seen) sc_core::wait(start_);
     seen = generation_;
-    std::vector<bool> phases;  // reduce?
-    if (job_->c != Collective::all_gather) phases.push_back(true);
-    if (job_->c != Collective::reduce_scatter) phases.push_back(false);
+    // Reduce phase?, in order. No heap here: a thread a failed run leaves waiting
+    // never unwinds.
+    bool phases[2] = {false, false};
+    size_t nphases = 0;
+    if (job_->c != Collective::all_gather) phases[nphases++] = true;
+    if (job_->c != Collective::reduce_scatter) phases[nphases++] = false;
     size_t received = 0;
-    for (size_t ph = 0; ph < phases.size() && n > 1; ++ph) {
+    for (size_t ph = 0; ph < nphases && n > 1; ++ph) {
       if (ph > 0) {
         // Both ends of this rank's hop have finished the previous phase.
         const sc_core::sc_time now = sc_core::sc_time_stamp();

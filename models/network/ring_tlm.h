@@ -88,7 +88,8 @@ class tlm_ring : public sc_core::sc_module {
   // Runs `job` from the current simulated time (calls sc_start); returns its time
   // in seconds, from all ranks starting to the last arrival. Throws
   // std::invalid_argument for an unsupported dtype or buffers of the wrong shape,
-  // std::runtime_error when a hop answers with an error or the ring stalls.
+  // std::runtime_error when a hop answers with an error or the ring stalls (the
+  // ring cannot run again after that).
   double run(const tlm_ring_job& job);
 
   uint32_t ranks() const { return p_.ranks; }

@@ -215,6 +215,34 @@ TEST(NetworkTlm, UserTargetInPlaceOfALinkSeesTheTransfers) {
     for (uint32_t r = 0; r < 4; ++r) ASSERT_EQ(d[r][i], ring_sum(x, owner_of(i, count, 4), i));
 }
 
+// A hop that refuses every transfer (its `out` goes unused).
+struct failing_hop : sc_core::sc_module {
+  tlm_utils::simple_target_socket<failing_hop> in;
+  tlm_utils::simple_initiator_socket<failing_hop> out;
+  explicit failing_hop(const sc_core::sc_module_name& n) : sc_module(n), in("in"), out("out") {
+    in.register_b_transport(this, &failing_hop::b_transport);
+  }
+  void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time&) {
+    t.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+  }
+};
+
+TEST(NetworkTlm, AHopAnsweringAnErrorIsReportedNotAHang) {
+  tlm_ring ring("ring", tlm_ring_of(tiny(4)), {1});
+  failing_hop hop("hop");
+  ring.hop_source(1).bind(hop.in);
+  hop.out.bind(ring.hop_sink(1));
+  try {
+    ring.run({Collective::all_reduce, 16, isa::DType::fp32, nullptr});
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1: hop 1 answered a transfer with "
+                                         "TLM_GENERIC_ERROR_RESPONSE"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(NetworkTlm, RingRejectsWhatItDoesNotModel) {
   topology_params p = tiny(4);
   p.per_chip = 2;
