@@ -8,6 +8,7 @@
 #include <set>
 
 #include "models/network/collective_engine.h"
+#include "models/network/ring_tlm.h"
 #include "platform/config.h"
 #include "platform/units.h"
 #include "runtime/tensor.h"
@@ -32,7 +33,10 @@ const char* kCollbenchHelp =
     "  --out FILE.npy     with one size: write the final buffers [ranks, count]\n"
     "  --links            print the busiest links of the largest size\n"
     "  --trace FILE.json  with one size: a Perfetto/Chrome trace, one track per link\n"
-    "                     (and DMA, intra-chip path, node port), a slice per transfer\n";
+    "                     (and DMA, intra-chip path, node port), a slice per transfer\n"
+    "  --tlm              run the ring on SystemC/TLM link blocks (models/network/\n"
+    "                     ring_tlm.h) instead of the analytic model: one rank per\n"
+    "                     chip on one node; not with --trace or --links\n";
 
 double collbench_input(uint32_t rank, uint64_t i) {
   return static_cast<double>(static_cast<int64_t>((rank * 131ull + i * 71ull) % 1021) - 510) / 64.0;
@@ -134,7 +138,7 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
   uint64_t lo = 1 << 20, hi = 1 << 20;
   isa::DType dt = isa::DType::fp32;
   std::string algo;
-  bool check = false, links = false;
+  bool check = false, links = false, tlm = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-h" || args[i] == "--help") {
       out << kCollbenchHelp;
@@ -170,6 +174,8 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
       check = true;
     } else if (args[i] == "--links") {
       links = true;
+    } else if (args[i] == "--tlm") {
+      tlm = true;
     } else if (!args[i].empty() && args[i][0] != '-' && coll_name.empty()) {
       coll_name = args[i];
     } else {
@@ -203,6 +209,7 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
 
   // The algorithm: as asked, else torus where it fits.
   net::Algorithm alg = net::Algorithm::ring;
+  net::tlm_ring_params ring_params;
   {
     std::unique_ptr<net::Topology> probe_ptr;
     try {
@@ -219,7 +226,18 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
       }
     }
     const bool whole = net::torus_fits(probe);
-    if (algo.empty()) alg = net::choose_algorithm(probe);
+    if (algo.empty()) alg = tlm ? net::Algorithm::ring : net::choose_algorithm(probe);
+    if (tlm && alg != net::Algorithm::ring)
+      throw CollbenchUsage("collbench: --tlm runs the ring algorithm only");
+    if (tlm && (links || !trace_path.empty()))
+      throw CollbenchUsage("collbench: --tlm has no --links or --trace");
+    if (tlm) {
+      try {
+        ring_params = net::tlm_ring_of(tp);
+      } catch (const std::invalid_argument& e) {
+        throw CollbenchUsage(std::string("collbench: --tlm: ") + e.what());
+      }
+    }
     if (alg == net::Algorithm::torus && !whole)  // before any output
       throw CollbenchUsage("collbench: the torus algorithm needs whole nodes: " +
                            std::to_string(probe.chips_used()) + " chips used, nodes have " +
@@ -227,8 +245,11 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
     out << "# collbench " << coll_name << " on " << cfg.name << ": " << tp.ranks << " ranks ("
         << per_chip << " per chip, " << probe.chips_used() << " chips, " << probe.nodes_used()
         << (probe.nodes_used() == 1 ? " node" : " nodes") << "), algorithm "
-        << net::algorithm_name(alg) << ", " << tname << "\n";
+        << net::algorithm_name(alg) << (tlm ? " (TLM links)" : "") << ", " << tname << "\n";
   }
+  // SystemC elaborates once: one TLM ring runs every size in turn.
+  std::unique_ptr<net::tlm_ring> ring;
+  if (tlm) ring = std::make_unique<net::tlm_ring>("collbench_ring", ring_params);
   const uint32_t n = tp.ranks;
   const double bus_factor =
       coll == net::Collective::all_reduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
@@ -258,7 +279,10 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
     std::vector<std::vector<float>> input = check ? data : std::vector<std::vector<float>>{};
     net::collective_result res;
     try {
-      res = eng.run(coll, alg, count, dt, data.empty() ? nullptr : &data);
+      if (ring)
+        res.time_s = ring->run({coll, count, dt, data.empty() ? nullptr : &data});
+      else
+        res = eng.run(coll, alg, count, dt, data.empty() ? nullptr : &data);
     } catch (const std::invalid_argument& e) {
       throw CollbenchUsage(std::string("collbench: ") + e.what());
     }

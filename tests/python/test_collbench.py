@@ -255,5 +255,47 @@ class Columns(unittest.TestCase):
                 self.assertNotIn("# collbench", text)  # the error comes before any table
 
 
+class Tlm(unittest.TestCase):
+    """--tlm: the ring on SystemC/TLM link blocks (models/network/ring_tlm.h) gives the
+    analytic ring's times (each hop one link, uncontended) and its numerics."""
+
+    def rows(self, text):
+        return [line.split() for line in text.splitlines() if line and not line.startswith("#")]
+
+    def test_numerics_match_the_ring_reference(self):
+        n = Numerics()
+        for dtype in ("fp32", "bf16"):
+            for coll in ("all_reduce", "reduce_scatter"):
+                with self.subTest(dtype=dtype, coll=coll):
+                    n.run_case("ring", 4, 1, dtype, 103, ring_all_reduce, coll=coll,
+                               extra=("--tlm",))
+
+    def test_times_equal_the_analytic_ring(self):
+        # Several sizes in one process: the TLM ring runs them in turn on one model.
+        for coll in ("all_reduce", "all_gather", "reduce_scatter"):
+            with self.subTest(coll=coll):
+                args = (coll, "-c", "tiny", "--ranks", "4", "--sizes", "1KiB:64KiB",
+                        "--algo", "ring")
+                code, analytic = collbench(*args)
+                self.assertEqual(code, 0, analytic)
+                code, tlm = collbench(*args, "--tlm")
+                self.assertEqual(code, 0, tlm)
+                self.assertIn("algorithm ring (TLM links)", tlm)
+                self.assertEqual(self.rows(tlm), self.rows(analytic))
+
+    def test_rejects_what_it_does_not_model(self):
+        cases = [
+            (["--ranks", "8", "--per-chip", "2"], "--tlm: the TLM ring models one rank per chip"),
+            (["--algo", "torus"], "--tlm runs the ring algorithm only"),
+            (["--links"], "--tlm has no --links or --trace"),
+        ]
+        for extra, want in cases:
+            with self.subTest(extra=extra):
+                got, text = collbench("all_reduce", "-c", "tiny", "--tlm", *extra)
+                self.assertEqual(got, 2, text)
+                self.assertIn(want, text)
+                self.assertNotIn("# collbench", text)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,77 @@
+// A link as a SystemC/TLM-2.0 block: one direction of a channel, with a target
+// socket `in` for transfers offered to it and an initiator socket `out` toward its
+// far end (the next link of a route or the receiving rank). Any block with a
+// tlm_utils-compatible target socket can stand in for it (an RTL team's link or
+// switch): transfers are plain tlm_generic_payload writes, loosely timed.
+//
+// Protocol: b_transport(payload, delay) offers the payload's data_length bytes
+// whose first byte is at the link at sc_time_stamp() + delay. On return, delay is
+// the offset from sc_time_stamp() at which the last byte reached the far end (the
+// later of what the far end returns and this link's own finish plus latency). An
+// optional link_transfer_ext carries the time the upstream stage finished sending
+// (a link cannot drain a transfer before what feeds it has), and is updated to this
+// link's own finish plus its latency for the next stage.
+//
+// Modelled: serialization at params.bandwidth_bps, params.latency_s from a byte
+// leaving to it arriving, cut-through between stages (a route moves at its slowest
+// stage, as the analytic model's transfers do), contention between transfers that
+// overlap on the link (first come first served on a busy-until bandwidth resource:
+// two transfers offered at once finish at B/bw and 2B/bw, which drains both at the
+// time max-min fair sharing does), and per-link bytes, transfers, busy and queued
+// time. Not modelled: packets, flow control and credits, fair interleaving of
+// overlapping transfers (the later one waits instead of sharing), link errors,
+// priorities, and the time of the response path.
+#pragma once
+
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+#include <cstdint>
+#include <string>
+#include <systemc>
+#include <tlm>
+
+#include "models/common/bandwidth.h"
+#include "models/network/link.h"
+
+namespace trnsim::models::network {
+
+// What a transfer carries besides its bytes: when its last byte left the previous
+// stage plus that stage's latency (absolute time), and what the receiver does with
+// the data (a reduce step adds it to its own buffer; else it copies).
+struct link_transfer_ext : tlm::tlm_extension<link_transfer_ext> {
+  sc_core::sc_time tail = sc_core::SC_ZERO_TIME;
+  bool reduce = false;
+  tlm::tlm_extension_base* clone() const override { return new link_transfer_ext(*this); }
+  void copy_from(const tlm::tlm_extension_base& e) override {
+    *this = static_cast<const link_transfer_ext&>(e);
+  }
+};
+
+struct link_tlm_stats {
+  uint64_t bytes = 0;
+  uint64_t transfers = 0;
+  sc_core::sc_time busy;    // serializing
+  sc_core::sc_time queued;  // summed over transfers: waiting behind earlier ones
+};
+
+class link_tlm : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_target_socket<link_tlm> in;
+  tlm_utils::simple_initiator_socket<link_tlm> out;
+
+  // Throws std::invalid_argument for a bandwidth <= 0 or a negative latency.
+  link_tlm(const sc_core::sc_module_name& name, link_params p);
+
+  const link_params& params() const { return p_; }
+  link_tlm_stats stats() const;
+
+ private:
+  void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& delay);
+
+  link_params p_;
+  sc_core::sc_time latency_;
+  bandwidth_resource res_;
+  link_tlm_stats stats_;
+};
+
+}  // namespace trnsim::models::network
