@@ -198,6 +198,12 @@ def bench(name, kw, a, work):
     names = [f"input_{i}" for i in range(len(inputs))]
     tt._export(tt._exportable(module, len(inputs)), inputs, onnx_path, names, ["output"])
     must = must_read_bytes(module, inputs, a.precision)
+    if a.eager:
+        # The functional run's outputs against eager PyTorch on the same inputs
+        # (trnsim.torch.run compiles the module again and compares).
+        _, rep = tt.run(module, tuple(inputs), config=a.config, precision=a.precision)
+        res["eager"] = dict(max_abs=rep.max_abs_err, max_rel=rep.max_rel_err,
+                            fallback_ops=list(rep.fallback_ops))
     del module
     res["export_s"] = round(time.monotonic() - t0, 2)
     prog = os.path.join(work, name + ".tbin")
@@ -263,6 +269,10 @@ def show(res, passes, sgemm=None):
                   f" = {r['memory_roof_pct']:.1f}% of the core's memory roof"
                   f" ({r['memory_roof_gbps']:.0f} GB/s), {r['hbm_pct']:.1f}% of the chip's HBM"
                   f" ({r['hbm_gbps']:.0f} GB/s)")
+    e = res.get("eager")
+    if e:
+        print(f"  vs eager         max abs error {e['max_abs']:.3g}, {e['max_rel']:.3g} of the largest output"
+              f" (trnsim.torch.run's errors); host fallback: {e['fallback_ops'] or 'none'}")
     if "error" in res:
         print(f"  error: {res['error']}")
     sys.stdout.flush()
@@ -283,6 +293,9 @@ def main():
     ap.add_argument("--sgemm", action="store_true",
                     help="time the host's sgemm (numpy float32 matmul) and compare")
     ap.add_argument("--passes", action="store_true", help="print the per-pass compile seconds")
+    ap.add_argument("--eager", action="store_true",
+                    help="also run the model functionally through trnsim.torch.run and print "
+                         "its error against eager PyTorch")
     ap.add_argument("--json", help="write the results as JSON")
     ap.add_argument("--bin", default=os.environ.get(
         "TRNSIM_BIN", os.path.join(ROOT, "build", "runtime", "trnsim")))

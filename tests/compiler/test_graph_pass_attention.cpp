@@ -273,13 +273,19 @@ TEST(GraphPassesFuseAttention, HeadsLastKeysInOneTranspose) {
     %y: fp32[1,4,2,3] = trn.Attention(%q, %k, %v) {causal=0, scale=0.5, seq_first=1} @/a/Attention
     output %y)IR",
              1e-5);
-  // The output left heads first: no layout the node can read K in.
+  // The output left heads first: the node cannot read K in place, so K's one
+  // Transpose is split (heads first, then K^T, attention_forms) and the node reads
+  // the heads-first tensors.
   std::string first = body;
   const std::string last = "%y: fp32[1,4,2,3] = Transpose(%o) {perm=[0,2,1,3]}";
   first.replace(first.find(last), last.size(),
                 "%y: fp32[1,2,4,3] = Transpose(%o) {perm=[0,1,2,3]}");
   ir::Graph g = run_on_copy(parse_body(first), {"fuse_patterns"});
-  EXPECT_EQ(count_op(g, "trn.Attention"), 0);
+  EXPECT_EQ(count_op(g, "trn.Attention"), 1);
+  for (const auto& n : g.nodes())
+    if (n->op == "trn.Attention") {
+      EXPECT_EQ(n->attr_int("seq_first", 0), 0);
+    }
 }
 
 }  // namespace
