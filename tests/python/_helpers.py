@@ -88,3 +88,22 @@ def run_ranks(program, xs, config="tiny", sets=()):
         ys = np.stack([np.load(Path(d, "out", "rank%d" % r, "y.npy")).astype(np.float32)
                        for r in range(ranks)])
     return ys, p.stdout
+
+
+def expect_matches_eager(test, module, inputs, tols=(("fp32", 1e-4), ("bf16", 3e-2))):
+    """`module` through trnsim.torch.run at each (precision, tolerance), every op on the
+    chip: each output's rel_err against eager PyTorch below the tolerance."""
+    import torch
+    import trnsim.torch as tt
+
+    with torch.no_grad():
+        want = module(*inputs)
+    wants = tuple(want) if isinstance(want, (tuple, list)) else (want,)
+    for p, tol in tols:
+        with test.subTest(precision=p):
+            out, rep = tt.run(module, inputs, precision=p, fallback=False)
+            test.assertEqual(rep.fallback_ops, [])
+            outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+            test.assertEqual(len(outs), len(wants))
+            for o, w in zip(outs, wants):
+                test.assertLess(rel_err(o, w), tol)

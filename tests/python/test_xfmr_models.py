@@ -14,7 +14,7 @@ import sys
 import tempfile
 import unittest
 
-from _helpers import ROOT, needs
+from _helpers import ROOT, expect_matches_eager, needs
 
 sys.path.insert(0, ROOT)  # examples.models
 
@@ -63,15 +63,7 @@ class Vit(unittest.TestCase):
         self.assertNotIn("Softmax", ops)
 
     def test_matches_eager(self):
-        module, inputs = small_vit()
-        with torch.no_grad():
-            want = module(*inputs)
-        for p, tol in (("fp32", 1e-4), ("bf16", 3e-2)):
-            with self.subTest(precision=p):
-                out, rep = tt.run(module, inputs, precision=p, fallback=False)
-                self.assertEqual(rep.fallback_ops, [])
-                err = float((out - want).abs().max() / want.abs().max())
-                self.assertLess(err, tol)
+        expect_matches_eager(self, *small_vit())
 
 
 class Gpt2(unittest.TestCase):
