@@ -64,29 +64,34 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// `g` (input x [64,32]) compiled in bf16 for `cfg`, its blocks reused or not, and run.
+Compiled compile_and_run(runtime::Device& dev, const platform::platform_config& cfg, const Graph& g,
+                         const ir::Tensor& x, bool reuse, bool keep_on_chip) {
+  compiler::CompileOnnxOptions o;
+  o.precision = Precision::bf16;
+  o.keep_on_chip = keep_on_chip;
+  o.target = runtime::target_from_config(cfg);
+  o.print_after = {"insert_sync"};
+  compiler::set_reuse_blocks(reuse);
+  Compiled c;
+  c.m = compiler::compile_partitioned(g.clone(), o, false);
+  compiler::set_reuse_blocks(true);
+  const isa::Program& prog = c.m.segments.at(0).program;
+  runtime::Launch l{&prog, {}, 0};
+  l.inputs["x"] = runtime::HostTensor::from_float({64, 32}, isa::DType::fp32, x.floats());
+  c.rep = dev.run({l});
+  c.out = c.rep.launches.at(0).outputs.begin()->second.to_float();
+  return c;
+}
+
 TEST(ReuseBlocks, StackMatchesInterpreterAndBlockByBlockCompile) {
   const int layers = 4;
   const Graph g0 = stack(layers);
   const platform::platform_config cfg = platform::load_config("tiny");
   runtime::Device dev(cfg);
   const ir::Tensor x = random_tensor({64, 32}, 1);
-  auto one = [&](bool reuse) {
-    compiler::CompileOnnxOptions o;
-    o.precision = Precision::bf16;
-    o.target = runtime::target_from_config(cfg);
-    o.print_after = {"insert_sync"};
-    compiler::set_reuse_blocks(reuse);
-    Compiled c;
-    c.m = compiler::compile_partitioned(g0.clone(), o, false);
-    compiler::set_reuse_blocks(true);
-    const isa::Program& prog = c.m.segments.at(0).program;
-    runtime::Launch l{&prog, {}, 0};
-    l.inputs["x"] = runtime::HostTensor::from_float({64, 32}, isa::DType::fp32, x.floats());
-    c.rep = dev.run({l});
-    c.out = c.rep.launches.at(0).outputs.begin()->second.to_float();
-    return c;
-  };
-  const Compiled reused = one(true), separate = one(false);
+  const Compiled reused = compile_and_run(dev, cfg, g0, x, true, true);
+  const Compiled separate = compile_and_run(dev, cfg, g0, x, false, true);
 
   // The stack is found, and its blocks after the first take the first's program.
   // (The blocks found may start mid-layer, after the first layer's MatMul, so that
@@ -146,37 +151,25 @@ TEST(ReuseBlocks, ScratchSharesHbmAcrossBlocks) {
   const platform::platform_config cfg = platform::load_config("tiny");
   runtime::Device dev(cfg);
   const ir::Tensor x = random_tensor({64, 32}, 2);
-  auto one = [&](bool reuse, uint64_t* scratch) {
-    compiler::CompileOnnxOptions o;
-    o.precision = Precision::bf16;
-    o.keep_on_chip = false;
-    o.target = runtime::target_from_config(cfg);
-    compiler::set_reuse_blocks(reuse);
-    compiler::PartitionedModel m = compiler::compile_partitioned(g0.clone(), o, false);
-    compiler::set_reuse_blocks(true);
-    if (reuse) {
-      EXPECT_GE(m.stats.at("repeat.reused_blocks"), layers - 2);
-    }
-    const isa::Program& prog = m.segments.at(0).program;
-    // Scratch footprint: the program's less its other tensors (64-byte aligned).
+  // Scratch footprint: the program's less its other tensors (64-byte aligned).
+  auto scratch_bytes = [](const isa::Program& p) {
     uint64_t fixed = 0;
-    for (const auto& d : prog.tensors)
+    for (const auto& d : p.tensors)
       if (d.role != isa::TensorRole::scratch) fixed += (d.bytes() + 63) / 64 * 64;
-    *scratch = prog.hbm_bytes() - std::min(fixed, prog.hbm_bytes());
-    runtime::Launch l{&prog, {}, 0};
-    l.inputs["x"] = runtime::HostTensor::from_float({64, 32}, isa::DType::fp32, x.floats());
-    return dev.run({l}).launches.at(0).outputs.begin()->second.to_float();
+    return p.hbm_bytes() - std::min(fixed, p.hbm_bytes());
   };
-  uint64_t reused_scratch = 0, separate_scratch = 0;
-  const std::vector<float> reused = one(true, &reused_scratch);
-  const std::vector<float> separate = one(false, &separate_scratch);
+  const Compiled reused = compile_and_run(dev, cfg, g0, x, true, false);
+  const Compiled separate = compile_and_run(dev, cfg, g0, x, false, false);
+  EXPECT_GE(reused.m.stats.at("repeat.reused_blocks"), layers - 2);
+  const uint64_t reused_scratch = scratch_bytes(reused.m.segments.at(0).program);
+  const uint64_t separate_scratch = scratch_bytes(separate.m.segments.at(0).program);
   const uint64_t peak = live_peak_bytes(g0);
   std::printf("[reuse] scratch %llu bytes reused, %llu block by block; live peak %llu\n",
               static_cast<unsigned long long>(reused_scratch),
               static_cast<unsigned long long>(separate_scratch),
               static_cast<unsigned long long>(peak));
   EXPECT_LE(reused_scratch, 2 * peak);
-  EXPECT_TRUE(same_bits(reused, separate));
+  EXPECT_TRUE(same_bits(reused.out, separate.out));
 }
 
 }  // namespace
