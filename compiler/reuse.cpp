@@ -44,9 +44,8 @@ void run_tile_passes(Kernel& k, const CompileOnnxOptions& o, std::string* dump_t
   };
   std::vector<std::string> names = passes::default_pipeline();
   if (!o.keep_on_chip) std::erase(names, std::string(passes::keep_on_chip_pass().name));
-  // Pieces are linked into one program whose tensors codegen lays out one after
-  // another: a piece's own HBM offsets (and dropped tensors) would not survive that.
-  std::erase(names, std::string(passes::alloc_hbm_pass().name));
+  // alloc_hbm runs per piece: its scratch placement within the piece is kept as one
+  // region the linker places (Linker::finish); its other offsets are laid out again.
   {
     timings::Scope tv("tile.verify");
     tile::verify(k);
@@ -103,7 +102,8 @@ Kernel shape_of(const Kernel& k) {
 // Links pieces (kernels after the tile passes) into one kernel; see reuse.h.
 class Linker {
  public:
-  Linker(const ir::Graph& g, std::string name) {
+  Linker(const ir::Graph& g, std::string name, uint64_t hbm_alignment)
+      : align_(std::max<uint64_t>(1, hbm_alignment)) {
     m_.name = std::move(name);
     io_ = lower::io_tensor_names(g);
     for (const auto& [value, tensor] : io_) used_.insert(tensor);
@@ -119,6 +119,17 @@ class Linker {
   int append(const Kernel& tmpl, std::vector<tile::Tensor> tensors,
              const std::map<std::string, std::string>& tensor_value, int node_offset,
              int tile_base = -1) {
+    const int piece = pieces_++;
+    // The piece's scratch tensors alloc_hbm placed: one region, live in this piece.
+    int64_t lo = -1;
+    uint64_t hi = 0;
+    for (const tile::Tensor& t : tensors)
+      if (t.role == isa::TensorRole::scratch && t.hbm_offset >= 0) {
+        lo = lo < 0 ? t.hbm_offset : std::min(lo, t.hbm_offset);
+        hi = std::max(hi, uint64_t(t.hbm_offset) + t.bytes());
+      }
+    const int region = lo < 0 ? -1 : static_cast<int>(regions_.size());
+    if (region >= 0) regions_.push_back({hi - uint64_t(lo), piece});
     std::vector<int> tmap(tensors.size());
     for (size_t j = 0; j < tensors.size(); ++j) {
       tile::Tensor& t = tensors[j];
@@ -127,10 +138,17 @@ class Linker {
                     : tensor_value.end();
       if (it != tensor_value.end()) {
         tmap[j] = value_tensor(it->second, t);
+        auto [l, fresh] = value_life_.try_emplace(tmap[j], piece, piece);
+        if (!fresh) l->second.second = piece;
         continue;
       }
       t.name = lower::tensor_name(t.name, used_);
       tmap[j] = static_cast<int>(m_.tensors.size());
+      if (t.role == isa::TensorRole::scratch && t.hbm_offset >= 0)
+        in_region_[tmap[j]] = {region, uint64_t(t.hbm_offset - lo)};
+      else if (t.role == isa::TensorRole::scratch)
+        value_life_[tmap[j]] = {piece, piece};  // not placed by alloc_hbm: a block alone
+      t.hbm_offset = -1;
       m_.tensors.push_back(std::move(t));
     }
     if (tile_base < 0) {
@@ -219,10 +237,58 @@ class Linker {
   size_t semaphores() const { return sem_.size(); }
   bool has_value(const std::string& value) const { return by_value_.count(value) > 0; }
 
+  // The linked kernel with every tensor placed in HBM: inputs, outputs and constants
+  // apart, in tensor order; then the scratch blocks (each piece's region and each
+  // scratch value passed between pieces), where a block reuses the bytes of blocks
+  // whose last piece comes before its first. No semaphore is needed for that: the
+  // barrier between consecutive pieces makes every queue's first op of a piece wait
+  // (through the sync nop) for every queue's last op of the piece before, queues
+  // complete their ops in order, and a queue with no op in a piece is ordered through
+  // the queues that have one (each of those waited for the previous barrier). So
+  // every access of piece p precedes every access of any later piece.
   Kernel finish() {
     m_.semaphores = static_cast<uint32_t>(sem_.size());
+    auto round_up = [&](uint64_t v) { return (v + align_ - 1) / align_ * align_; };
+    uint64_t at = 0;
+    for (size_t t = 0; t < m_.tensors.size(); ++t) {
+      tile::Tensor& tt = m_.tensors[t];
+      if (tt.role == isa::TensorRole::scratch) continue;
+      at = round_up(at);
+      tt.hbm_offset = static_cast<int64_t>(at);
+      at += tt.bytes();
+    }
+    const uint64_t base = round_up(at);
+    std::vector<passes::HbmBlock> blocks;
+    for (const auto& [size, piece] : regions_)
+      blocks.push_back({round_up(size), piece, piece, -1, -1, 0});
+    std::vector<int> value_block;  // block index regions_.size() + i: this tensor
+    for (const auto& [t, life] : value_life_) {
+      if (m_.tensors[size_t(t)].role != isa::TensorRole::scratch) continue;
+      blocks.push_back(
+          {round_up(m_.tensors[size_t(t)].bytes()), life.first, life.second, -1, -1, 0});
+      value_block.push_back(t);
+    }
+    for (const tile::Tensor& tt : m_.tensors)
+      if (tt.role == isa::TensorRole::scratch) scratch_unshared_ += round_up(tt.bytes());
+    blocks = passes::place_hbm_blocks(std::move(blocks), align_);
+    high_ = at;
+    auto place = [&](int t, uint64_t addr) {
+      tile::Tensor& tt = m_.tensors[size_t(t)];
+      tt.hbm_offset = static_cast<int64_t>(base + addr);
+      high_ = std::max(high_, base + addr + tt.bytes());
+    };
+    for (const auto& [t, r] : in_region_) place(t, blocks[size_t(r.first)].addr + r.second);
+    for (size_t i = 0; i < value_block.size(); ++i)
+      place(value_block[i], blocks[regions_.size() + i].addr);
+    scratch_ = high_ > base ? high_ - base : 0;
     return std::move(m_);
   }
+
+  // After finish(): the program's HBM footprint, its scratch part and what the
+  // scratch tensors would take without sharing.
+  uint64_t hbm_bytes() const { return high_; }
+  uint64_t scratch_bytes() const { return scratch_; }
+  uint64_t scratch_unshared_bytes() const { return scratch_unshared_; }
 
  private:
   // The one tensor of graph value `value` (made on its first use from `t`).
@@ -260,6 +326,12 @@ class Linker {
   std::map<QueueId, uint32_t> base_;     // signals per queue so far
   std::map<QueueId, uint32_t> barrier_;  // the last piece's queues: value at its end
   int next_id_ = 0;
+  uint64_t align_ = 1;
+  int pieces_ = 0;
+  std::vector<std::pair<uint64_t, int>> regions_;      // (bytes, piece) per piece's scratch
+  std::map<int, std::pair<int, uint64_t>> in_region_;  // tensor -> (region, offset in it)
+  std::map<int, std::pair<int, int>> value_life_;      // tensor -> first and last piece
+  uint64_t high_ = 0, scratch_ = 0, scratch_unshared_ = 0;
 };
 
 // A piece's input and output tensors -> their graph values.
@@ -297,7 +369,8 @@ std::optional<isa::Program> generate_reusing_blocks(ir::Graph& g, const Repeated
   const size_t stack_end = rb.start + rb.count * rb.nodes;
   std::map<std::string, double> st;
   std::set<std::string> used;
-  Linker link(g, g.name.empty() ? "graph" : lower::tensor_name(g.name, used));
+  Linker link(g, g.name.empty() ? "graph" : lower::tensor_name(g.name, used),
+              o.target.hbm_alignment);
 
   // A piece compiled on its own.
   auto own = [&](size_t begin, size_t end) {
@@ -320,6 +393,8 @@ std::optional<isa::Program> generate_reusing_blocks(ir::Graph& g, const Repeated
   std::map<std::string, double> block_stats;
   double compiled = 1, reused = 0;
   int tmpl_tiles = -1;
+  std::vector<size_t> tmpl_index;    // tmpl's tensors' indices in the lowered block
+  std::vector<int64_t> tmpl_offset;  // and their offsets from alloc_hbm
   {
     const LentSegment lent(g, rb.start, rb.start + rb.nodes);
     const ir::Graph& seg = lent.graph();
@@ -329,8 +404,19 @@ std::optional<isa::Program> generate_reusing_blocks(ir::Graph& g, const Repeated
     }();
     shape = shape_of(tmpl);
     run_tile_passes(tmpl, o, dump_text, block_stats);
-    if (tmpl.tensors.size() != shape.tensors.size())
-      throw ir::CompileError("reusing blocks: the tile passes changed the tensor list");
+    // alloc_hbm drops tensors no op touches: each tensor left, by name, is the
+    // lowered block's tensor of that index in a later block.
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < shape.tensors.size(); ++i)
+      if (!index.emplace(shape.tensors[i].name, i).second)
+        throw ir::CompileError("reusing blocks: two tensors named '" + shape.tensors[i].name + "'");
+    for (const tile::Tensor& t : tmpl.tensors) {
+      auto it = index.find(t.name);
+      if (it == index.end())
+        throw ir::CompileError("reusing blocks: the tile passes added tensor '" + t.name + "'");
+      tmpl_index.push_back(it->second);
+      tmpl_offset.push_back(t.hbm_offset);
+    }
     timings::Scope t("reuse.link");
     std::vector<tile::Tensor> tensors = std::move(tmpl.tensors);
     tmpl.tensors.clear();
@@ -363,8 +449,13 @@ std::optional<isa::Program> generate_reusing_blocks(ir::Graph& g, const Repeated
     ++reused;
     for (const auto& [key, v] : block_stats) st[key] += v;
     timings::Scope t("reuse.link");
-    link.append(tmpl, std::move(k.tensors), tensor_values(seg), static_cast<int>(begin),
-                tmpl_tiles);
+    std::vector<tile::Tensor> tensors;
+    tensors.reserve(tmpl_index.size());
+    for (size_t j = 0; j < tmpl_index.size(); ++j) {
+      tensors.push_back(std::move(k.tensors[tmpl_index[j]]));
+      tensors.back().hbm_offset = tmpl_offset[j];
+    }
+    link.append(tmpl, std::move(tensors), tensor_values(seg), static_cast<int>(begin), tmpl_tiles);
   }
   if (stack_end < n) own(stack_end, n);
   if (link.semaphores() > o.target.semaphores) return std::nullopt;
@@ -373,6 +464,10 @@ std::optional<isa::Program> generate_reusing_blocks(ir::Graph& g, const Repeated
     if (!link.has_value(v->name)) return std::nullopt;
 
   Kernel merged = link.finish();
+  // The pieces' alloc_hbm figures, summed, do not describe the linked program.
+  st["alloc_hbm.bytes"] = static_cast<double>(link.hbm_bytes());
+  st["alloc_hbm.scratch_bytes"] = static_cast<double>(link.scratch_bytes());
+  st["alloc_hbm.scratch_unshared_bytes"] = static_cast<double>(link.scratch_unshared_bytes());
   isa::Program p = [&] {
     timings::Scope t("codegen");
     return codegen::generate_owning(merged, o.target);

@@ -16,6 +16,13 @@
 // on the sync engine waits for all of them, and each queue's first op of the next
 // piece waits for that nop. Values cross a boundary through HBM (keep_on_chip sees
 // one piece at a time).
+//
+// HBM: each piece runs alloc_hbm (its scratch tensors share bytes within the piece;
+// tensors no op touches leave it). The linked program lays out inputs, outputs and
+// constants apart, then places each piece's scratch as one region live in that
+// piece and each value passed between pieces as a block live from the piece that
+// writes it to the last that reads it: a block reuses the bytes of blocks whose
+// pieces all come before its first, which the barriers already order.
 #pragma once
 
 #include <map>

@@ -13,6 +13,7 @@
 #include "compiler/ir/ops.h"
 #include "compiler/passes/pass.h"
 #include "compiler/tile/ir.h"
+#include "tests/common/bf16_linear.h"
 
 namespace trnsim::tile {
 namespace {
@@ -160,38 +161,18 @@ TEST(AllocHbm, PassSharesDeadScratchDropsUntouchedAndOrdersReuse) {
 // Y = relu(X [64,256] @ W [256,512] + b) with W and b constants, compiled in bf16:
 // the program holds W's bf16 cast, not the fp32 original no instruction reads.
 TEST(AllocHbm, Bf16ProgramHoldsOnlyTheCastWeights) {
-  ir::Graph g;
   std::vector<float> w(256 * 512), bias(512);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 13) * 0.01f;
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(i % 5) * 0.1f;
-  ir::Value* x = g.add_input("X", {ir::ElemType::fp32, {64, 256}});
-  ir::Value* wv = g.add_constant("W", ir::Tensor::from_floats({256, 512}, w));
-  ir::Value* bv = g.add_constant("b", ir::Tensor::from_floats({512}, bias));
-  ir::Value* y = ir::make_node(g, "MatMul", {x, wv})->outputs[0];
-  y = ir::make_node(g, "Add", {y, bv})->outputs[0];
-  g.add_output(ir::make_node(g, "Relu", {y})->outputs[0]);
+  ir::Graph g = test::bf16_linear_graph(ir::Tensor::from_floats({256, 512}, w),
+                                        ir::Tensor::from_floats({512}, bias));
   compiler::CompileOnnxOptions o;
   o.precision = graph_passes::Precision::bf16;
   o.target.name = "test";
   compiler::run_graph_pipeline(g, o, nullptr);
   compiler::ProgramRoofline roof;
   const isa::Program p = compiler::generate(g, o, nullptr, nullptr, &roof);
-  // W cast to bf16, 256 x 512 x 2 = 262144 bytes, and b in fp32, 512 x 4 = 2048:
-  // 264192. W's fp32 original (256 x 512 x 4 = 524288 bytes) made 788480.
-  uint64_t constant_bytes = 0;
-  for (const auto& [name, bytes] : p.constants) {
-    const isa::TensorDecl* d = p.find_tensor(name);
-    ASSERT_NE(d, nullptr) << name;
-    EXPECT_FALSE(d->dtype == isa::DType::fp32 && d->bytes() == 524288u) << name;
-    constant_bytes += bytes.size();
-  }
-  EXPECT_EQ(constant_bytes, 264192u);
-  for (const auto& d : p.tensors) {
-    EXPECT_FALSE(d.role == isa::TensorRole::constant && !p.constants.count(d.name)) << d.name;
-  }
-  // Roofline minimum bytes: X 64 x 256 x 4 = 65536, W as read 262144, b 2048, Y
-  // 64 x 512 x 4 = 131072: 460800 (W counted at fp32 made it 722944).
-  EXPECT_EQ(roof.min_bytes, 460800u);
+  test::expect_bf16_linear_program(p, roof);
 }
 
 }  // namespace

@@ -10,48 +10,24 @@
 
 #include "compiler/roofline.h"
 #include "models/isa/binary.h"
+#include "tests/common/bf16_linear.h"
 #include "tests/e2e/lowering_check.h"
 
 namespace trnsim::e2e {
 namespace {
-
-// Y = relu(X [64,256] @ W [256,512] + b) with W and b constants.
-ir::Graph linear_graph() {
-  ir::Graph g;
-  ir::Value* x = g.add_input("X", {ElemType::fp32, {64, 256}});
-  ir::Value* w = g.add_constant("W", random_tensor({256, 512}, 3, -0.1f, 0.1f));
-  ir::Value* b = g.add_constant("b", random_tensor({512}, 4));
-  ir::Value* y = ir::make_node(g, "MatMul", {x, w})->outputs[0];
-  y = ir::make_node(g, "Add", {y, b})->outputs[0];
-  g.add_output(ir::make_node(g, "Relu", {y})->outputs[0]);
-  return g;
-}
 
 TEST(HbmLayout, Bf16ImageHoldsNoUnreadFp32Weights) {
   const platform::platform_config cfg = platform::load_config("tiny");
   compiler::CompileOnnxOptions o;
   o.precision = Precision::bf16;
   o.target = runtime::target_from_config(cfg);
-  ir::Graph g = linear_graph();
+  ir::Graph g =
+      test::bf16_linear_graph(random_tensor({256, 512}, 3, -0.1f, 0.1f), random_tensor({512}, 4));
   const ir::Graph original = g.clone();
   compiler::run_graph_pipeline(g, o, nullptr);
   compiler::ProgramRoofline roof;
   const isa::Program p = compiler::generate(g, o, nullptr, nullptr, &roof);
-  // Constants: W cast to bf16, 256 x 512 x 2 = 262144 bytes, and b in fp32,
-  // 512 x 4 = 2048: 264192. Keeping W's fp32 original too (256 x 512 x 4 = 524288
-  // bytes that no instruction reads) made 788480.
-  uint64_t constant_bytes = 0;
-  for (const auto& [name, bytes] : p.constants) {
-    const isa::TensorDecl* d = p.find_tensor(name);
-    ASSERT_NE(d, nullptr) << name;
-    EXPECT_FALSE(d->dtype == isa::DType::fp32 && d->bytes() == 524288u) << name;
-    constant_bytes += bytes.size();
-  }
-  EXPECT_EQ(constant_bytes, 264192u);
-  for (const auto& d : p.tensors)
-    if (d.role == isa::TensorRole::constant) {
-      EXPECT_TRUE(p.constants.count(d.name)) << d.name;
-    }
+  test::expect_bf16_linear_program(p, roof);
   // The file: constants plus instructions and the tensor table, well under the
   // 788480 bytes of the constants alone before.
   const std::string path = ::testing::TempDir() + "trnsim_hbm_layout_bf16.tbin";
@@ -60,9 +36,6 @@ TEST(HbmLayout, Bf16ImageHoldsNoUnreadFp32Weights) {
   std::remove(path.c_str());
   EXPECT_GT(file, 264192u);
   EXPECT_LT(file, 788480u);
-  // Roofline minimum bytes: X 64 x 256 x 4 = 65536, W as read 262144, b 2048, Y
-  // 64 x 512 x 4 = 131072: 460800 (W at fp32 made it 722944).
-  EXPECT_EQ(roof.min_bytes, 460800u);
   // Same outputs as the reference with bf16 operands.
   const interp::TensorMap in = {{"X", random_tensor({64, 256}, 5)}};
   const interp::TensorMap want = reference_outputs(original, in, Precision::bf16);

@@ -12,22 +12,13 @@ missing (fails under CI=true).
 """
 
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+from _helpers import needs
 
-from skip_unless import missing_modules, require  # noqa: E402
-
-NEEDED = ("numpy", "torch", "onnx")
-if __name__ == "__main__":
-    require(NEEDED)
-
-MISSING = missing_modules(NEEDED)
+# Run as a script: exit 77, or 1 under CI=true, when one is missing.
+MISSING = needs(("numpy", "torch", "onnx"), __name__)
 if not MISSING:
     import numpy as np
     import onnx

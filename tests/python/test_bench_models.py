@@ -15,19 +15,12 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+from _helpers import ROOT, expect_matches_eager, needs
 
-from skip_unless import missing_modules, require  # noqa: E402
+sys.path.insert(0, ROOT)  # examples.models
 
-NEEDED = ("numpy", "torch")
-if __name__ == "__main__":
-    require(NEEDED)
-
-MISSING = missing_modules(NEEDED)
+# Run as a script: exit 77, or 1 under CI=true, when one is missing.
+MISSING = needs(("numpy", "torch"), __name__)
 if not MISSING:
     import torch
     import trnsim.torch as tt
@@ -38,20 +31,9 @@ GPT2 = dict(layers=2, seq=24, d=64, heads=4, ff=128)
 DECODE = dict(batch=3, ctx=300, d=256, heads=4, ff=1024)  # gate, up: N = 2 PSUM chunks
 
 
-def rel_err(got, want):
-    return float((got - want).abs().max() / want.abs().max().clamp_min(1e-12))
-
-
 class Models(unittest.TestCase):
     def check(self, build, kw):
-        module, inputs = build(**kw)
-        with torch.no_grad():
-            want = module(*inputs)
-        for p, tol in (("fp32", 1e-4), ("bf16", 3e-2)):
-            with self.subTest(precision=p):
-                out, rep = tt.run(module, inputs, precision=p, fallback=False)
-                self.assertEqual(rep.fallback_ops, [])
-                self.assertLess(rel_err(out, want), tol)
+        expect_matches_eager(self, *build(**kw))
 
     def test_llama_layer(self):
         self.check(llama_layer, LLAMA)
@@ -62,15 +44,7 @@ class Models(unittest.TestCase):
     def test_llama_decode(self):
         # The layer's output and the new token's key and value, every op on the chip
         # (the attention reads the cache and the new token as separate inputs).
-        module, inputs = llama_decode(**DECODE)
-        with torch.no_grad():
-            want = module(*inputs)
-        for p, tol in (("fp32", 1e-4), ("bf16", 3e-2)):
-            with self.subTest(precision=p):
-                out, rep = tt.run(module, inputs, precision=p, fallback=False)
-                self.assertEqual(rep.fallback_ops, [])
-                for o, w in zip(out, want):
-                    self.assertLess(rel_err(o, w), tol)
+        expect_matches_eager(self, *llama_decode(**DECODE))
 
     def test_causal(self):
         # The last position's output depends on earlier ones, the first one's not on later.

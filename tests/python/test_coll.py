@@ -5,39 +5,17 @@ Run: TRNSIM_BIN=build/runtime/trnsim python3 tests/python/test_coll.py
 Exit 77 (skipped) when numpy or the binary are missing.
 """
 
-import os
 import re
-import subprocess
 import tempfile
 import unittest
 from pathlib import Path
 
-from skip_unless import require
+from _helpers import needs_binary, rank_times, run, run_ranks, step_ns
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = os.environ.get("TRNSIM_BIN") or str(REPO / "build" / "runtime" / "trnsim")
-
-require(("numpy",), BIN)
+needs_binary(("numpy",))
 
 import numpy as np  # noqa: E402
-
-
-def run(args, check=True):
-    p = subprocess.run([BIN] + args, capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError("trnsim %s failed (%d):\n%s%s" % (args, p.returncode, p.stdout,
-                                                            p.stderr))
-    return p
-
-
-def step_ns(out):
-    return float(re.search(r"step: ([0-9.]+) ns", out).group(1))
-
-
-def rank_times(out):
-    """rank -> collective time [ns] from the per-rank report lines."""
-    return {int(m.group(1)): float(m.group(2))
-            for m in re.finditer(r"rank (\d+): .*?collectives: ([0-9.]+) ns", out)}
+from _collective_ref import bf16  # noqa: E402
 
 
 def shared_program(ranks, collective=True, copies=8):
@@ -186,13 +164,6 @@ def exchange_program(op, dtype, n, ranks, peers=None):
                extra))
 
 
-def bf16(x):
-    """Round float32 values to bf16 (nearest, ties to even), kept as float32."""
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    return u.astype(np.uint32).view(np.float32)
-
-
 class Exchange(unittest.TestCase):
     """all_to_all and permute (docs/isa.md, Collectives) against numpy written from
     the spec, their times' arithmetic, and their errors."""
@@ -202,19 +173,8 @@ class Exchange(unittest.TestCase):
         xs = rng.uniform(-8, 8, size=(ranks, n)).astype(np.float32)
         if dtype == "bf16":
             xs = bf16(xs)
-        with tempfile.TemporaryDirectory() as d:
-            Path(d, "p.tasm").write_text(exchange_program(op, dtype, n, ranks, peers))
-            for r in range(ranks):
-                np.save(Path(d, "x%d.npy" % r), xs[r])
-            args = ["run", str(Path(d, "p.tasm")), "-c", "tiny", "--ranks", str(ranks),
-                    "--input", "x=" + str(Path(d, "x{rank}.npy")), "--output-dir",
-                    str(Path(d, "out"))]
-            for s in sets:
-                args += ["--set", s]
-            p = run(args)
-            ys = np.stack([np.load(Path(d, "out", "rank%d" % r, "y.npy")).astype(np.float32)
-                           for r in range(ranks)])
-        return xs, ys, p.stdout
+        ys, out = run_ranks(exchange_program(op, dtype, n, ranks, peers), xs, sets=sets)
+        return xs, ys, out
 
     def test_all_to_all_matches_numpy(self):
         for ranks, dtype in ((2, "fp32"), (4, "bf16"), (4, "fp32")):

@@ -10,27 +10,13 @@ import os
 import subprocess
 import tempfile
 import unittest
-from pathlib import Path
 
-from skip_unless import require
+from _helpers import BIN, needs_binary
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = os.environ.get("TRNSIM_BIN") or str(REPO / "build" / "runtime" / "trnsim")
-
-require(("numpy",), BIN)
+needs_binary(("numpy",))
 
 import numpy as np  # noqa: E402
-
-
-def bf16(x):
-    """Round float32 values to bf16 (nearest, ties to even), kept as float32."""
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    return u.astype(np.uint32).view(np.float32)
-
-
-def rounder(dtype):
-    return bf16 if dtype == "bf16" else (lambda a: np.asarray(a, dtype=np.float32))
+from _collective_ref import bf16, blocks, ring_all_reduce, ring_sum, rounder  # noqa: E402
 
 
 def inputs(ranks, count, dtype):
@@ -38,32 +24,6 @@ def inputs(ranks, count, dtype):
     r = np.arange(ranks, dtype=np.int64)[:, None]
     i = np.arange(count, dtype=np.int64)[None, :]
     return rounder(dtype)((((r * 131 + i * 71) % 1021) - 510) / 64.0)
-
-
-def blocks(count, n):
-    base, extra = divmod(count, n)
-    starts = [b * base + min(b, extra) for b in range(n + 1)]
-    return [(starts[b], starts[b + 1]) for b in range(n)]
-
-
-def ring_sum(vals, owner, direction, rnd):
-    """A ring's reduction of the chunk `owner` ends with: start at the member after
-    the owner (in `direction`), add each member in turn, the owner last."""
-    n = len(vals)
-    acc = vals[(owner + direction) % n]
-    for k in range(2, n + 1):
-        acc = rnd(acc + vals[(owner + k * direction) % n])
-    return acc
-
-
-def ring_all_reduce(x, rnd):
-    """One ring over the ranks in order (tiny's chips are a ring, so rank order is
-    ring order)."""
-    n, count = x.shape
-    out = np.empty(count, dtype=np.float32)
-    for c, (lo, hi) in enumerate(blocks(count, n)):
-        out[lo:hi] = ring_sum([x[q, lo:hi] for q in range(n)], c, 1, rnd)
-    return out
 
 
 def torus_all_reduce(x, sizes, rnd):

@@ -7,34 +7,18 @@ Run: TRNSIM_BIN=build/runtime/trnsim python3 tests/python/test_scale.py
 Exit 77 (skipped) when numpy (torch and onnx for the model cases) or the binary are missing.
 """
 
-import os
 import re
-import subprocess
 import sys
 import tempfile
 import unittest
 from pathlib import Path
 
-from skip_unless import require
+from _helpers import ROOT, needs_binary, run, step_ns
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = os.environ.get("TRNSIM_BIN") or str(REPO / "build" / "runtime" / "trnsim")
-
-require(("numpy",), BIN)
+REPO = Path(ROOT)
+needs_binary(("numpy",))
 
 import numpy as np  # noqa: E402
-
-
-def run(args, check=True):
-    p = subprocess.run([BIN] + args, capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError("trnsim %s failed (%d):\n%s%s" % (args, p.returncode, p.stdout,
-                                                            p.stderr))
-    return p
-
-
-def step_ns(out):
-    return float(re.search(r"step: ([0-9.]+) ns", out).group(1))
 
 
 def pipeline(group, groups=6, free=256, extra=False):
@@ -128,7 +112,7 @@ class DataParallel(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        require(("numpy", "torch", "onnx"), BIN)
+        needs_binary(("numpy", "torch", "onnx"))
         import torch
 
         sys.path.insert(0, str(REPO))
@@ -222,7 +206,7 @@ class Sweep(unittest.TestCase):
     """run.tp and network.link_bandwidth as sweep axes, results and plots."""
 
     def test_sweep_over_tp_and_link_bandwidth(self):
-        require(("numpy", "torch", "onnx", "yaml", "matplotlib"), BIN)
+        needs_binary(("numpy", "torch", "onnx", "yaml", "matplotlib"))
         import json
 
         import torch

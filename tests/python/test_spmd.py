@@ -7,57 +7,16 @@ Run: TRNSIM_BIN=build/runtime/trnsim python3 tests/python/test_spmd.py
 Exit 77 (skipped) when numpy (torch and onnx for the MLP case) or the binary are missing.
 """
 
-import os
-import re
-import subprocess
 import tempfile
 import unittest
 from pathlib import Path
 
-from skip_unless import require
+from _helpers import needs_binary, rank_times, run, run_ranks
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = os.environ.get("TRNSIM_BIN") or str(REPO / "build" / "runtime" / "trnsim")
-
-require(("numpy",), BIN)
+needs_binary(("numpy",))
 
 import numpy as np  # noqa: E402
-
-
-def bf16(x):
-    """Round float32 values to bf16 (nearest, ties to even), kept as float32."""
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    return u.astype(np.uint32).view(np.float32)
-
-
-def rounder(dtype):
-    return bf16 if dtype == "bf16" else (lambda a: np.asarray(a, dtype=np.float32))
-
-
-def ring_reduce(x, rnd):
-    """The ring's sum (ranks of one chip: ring order is rank order). The buffer is
-    R blocks; block c's sum starts at rank c+1, adds each next rank, rank c last;
-    every addition is fp32, rounded to the dtype."""
-    n, count = x.shape
-    base, extra = divmod(count, n)
-    starts = [b * base + min(b, extra) for b in range(n + 1)]
-    out = np.empty(count, dtype=np.float32)
-    for c in range(n):
-        lo, hi = starts[c], starts[c + 1]
-        acc = x[(c + 1) % n, lo:hi]
-        for k in range(2, n + 1):
-            acc = rnd(acc.astype(np.float32) + x[(c + k) % n, lo:hi])
-        out[lo:hi] = acc
-    return out
-
-
-def run(args, check=True):
-    p = subprocess.run([BIN] + args, capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError("trnsim %s failed (%d):\n%s%s" % (args, p.returncode, p.stdout,
-                                                            p.stderr))
-    return p
+from _collective_ref import ring_all_reduce, rounder  # noqa: E402
 
 
 def program(op, dtype, n_src, n_dst, ranks, extra=""):
@@ -71,12 +30,6 @@ def program(op, dtype, n_src, n_dst, ranks, extra=""):
                dtype, n_src, group, extra))
 
 
-def rank_times(out):
-    """rank -> collective model time [ns] from the per-rank report lines."""
-    return {int(m.group(1)): float(m.group(2))
-            for m in re.finditer(r"rank (\d+): .*?collectives: ([0-9.]+) ns", out)}
-
-
 class Collectives(unittest.TestCase):
     def run_collective(self, op, dtype, ranks, count, config="tiny", sets=()):
         """Runs `op` on `ranks` ranks; returns the per-rank inputs and outputs."""
@@ -85,20 +38,8 @@ class Collectives(unittest.TestCase):
         n_src = count * ranks if op == "reduce_scatter" else count
         n_dst = count * ranks if op == "all_gather" else count
         xs = rnd(rng.uniform(-4, 4, size=(ranks, n_src)).astype(np.float32))
-        with tempfile.TemporaryDirectory() as d:
-            Path(d, "p.tasm").write_text(program(op, dtype, n_src, n_dst, ranks))
-            for r in range(ranks):
-                # bf16 inputs: the .npy holds float32 values, rounded to bf16 already.
-                np.save(Path(d, "x%d.npy" % r), xs[r])
-            args = ["run", str(Path(d, "p.tasm")), "-c", config, "--ranks", str(ranks),
-                    "--input", "x=" + str(Path(d, "x{rank}.npy")), "--output-dir",
-                    str(Path(d, "out"))]
-            for s in sets:
-                args += ["--set", s]
-            p = run(args)
-            ys = np.stack([np.load(Path(d, "out", "rank%d" % r, "y.npy")).astype(np.float32)
-                           for r in range(ranks)])
-        return xs, ys, p.stdout
+        ys, out = run_ranks(program(op, dtype, n_src, n_dst, ranks), xs, config, sets)
+        return xs, ys, out
 
     def test_all_reduce_matches_numpy(self):
         for ranks in (2, 4):
@@ -107,7 +48,7 @@ class Collectives(unittest.TestCase):
                     # 4 ranks on tiny (2 cores a chip) sit on 2 chips: ranks 0-1 on
                     # chip 0, 2-3 on chip 1; the ring still visits them in rank order.
                     xs, ys, _ = self.run_collective("all_reduce", dtype, ranks, 1000)
-                    want = ring_reduce(xs, rounder(dtype))
+                    want = ring_all_reduce(xs, rounder(dtype))
                     for r in range(ranks):
                         np.testing.assert_array_equal(ys[r], want)
                     # And close to the exact sum (bf16: a few ulps of the partial sums).
@@ -120,7 +61,7 @@ class Collectives(unittest.TestCase):
         for r in range(4):
             np.testing.assert_array_equal(ys[r], xs.reshape(-1))
         xs, ys, _ = self.run_collective("reduce_scatter", "fp32", 4, 256)
-        total = ring_reduce(xs, rounder("fp32"))
+        total = ring_all_reduce(xs, rounder("fp32"))
         for r in range(4):
             np.testing.assert_array_equal(ys[r], total[r * 256:(r + 1) * 256])
 
@@ -243,10 +184,6 @@ all_reduce dst=hbm[128x16, @y, fp32, [1,16]] src=hbm[128x16, @t, fp32, [1,16]] g
         self.assertIn("--ranks", p.stderr)
 
 
-def step_ns(out):
-    return float(re.search(r"step: ([0-9.]+) ns", out).group(1))
-
-
 class TensorParallel(unittest.TestCase):
     """`--tp N` on Linear -> GELU -> Linear exported from PyTorch: each rank holds
     a column shard of the first weight and a row shard of the second, and one
@@ -255,7 +192,7 @@ class TensorParallel(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        require(("numpy", "torch", "onnx"), BIN)
+        needs_binary(("numpy", "torch", "onnx"))
         import torch
 
         torch.manual_seed(0)

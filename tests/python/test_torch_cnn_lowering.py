@@ -15,28 +15,16 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+from _helpers import ROOT, needs, rel_err
 
-from skip_unless import missing_modules, require  # noqa: E402
-
-NEEDED = ("numpy", "torch")
-if __name__ == "__main__":
-    require(NEEDED)  # exit 77, or 1 under CI=true, when one is missing
-
-MISSING = missing_modules(NEEDED)
+# Run as a script: exit 77, or 1 under CI=true, when one is missing.
+MISSING = needs(("numpy", "torch"), __name__)
 if MISSING:
     torch = None
 else:  # installed but failing to import is an error, not a skip
     import torch
     from torch import nn
     import trnsim.torch as tt
-
-
-def rel_err(got, want):
-    return float((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-12))
 
 
 def descriptors(report):

@@ -18,12 +18,7 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
-
-from skip_unless import missing_modules, require  # noqa: E402
+from _helpers import needs, rel_err_f64 as rel_err
 
 # Model name -> the ONNX op types that run on the host (the report's fallback_ops as
 # a set). An op a helper moves onto the device leaves its entry here.
@@ -50,11 +45,8 @@ EXPECTED_FALLBACK = {
     "scripted_list": set(),
 }
 
-NEEDED = ("numpy", "torch", "onnx")
-if __name__ == "__main__":
-    require(NEEDED)  # exit 77, or 1 under CI=true, when one is missing
-
-MISSING = missing_modules(NEEDED)
+# Run as a script: exit 77, or 1 under CI=true, when one is missing.
+MISSING = needs(("numpy", "torch", "onnx"), __name__)
 if MISSING:
     torch = None
 else:  # installed but failing to import is an error, not a skip
@@ -65,12 +57,6 @@ else:  # installed but failing to import is an error, not a skip
     import trnsim.torch as tt
 
 CONFIG = "tiny"
-
-
-def rel_err(got, want):
-    got, want = got.double(), want.double()
-    scale = want.abs().max().item()
-    return (got - want).abs().max().item() / (scale if scale > 0 else 1.0)
 
 
 if torch is not None:

@@ -15,22 +15,13 @@ Run as a script: exits 77 (ctest's skip code) when numpy or torch is not install
 and fails instead under CI=true (skip_unless.py).
 """
 
-import os
 import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+from _helpers import needs, rel_err
 
-from skip_unless import missing_modules, require  # noqa: E402
-
-NEEDED = ("numpy", "torch")
-if __name__ == "__main__":
-    require(NEEDED)  # exit 77, or 1 under CI=true, when one is missing
-
-MISSING = missing_modules(NEEDED)
+# Run as a script: exit 77, or 1 under CI=true, when one is missing.
+MISSING = needs(("numpy", "torch"), __name__)
 if MISSING:
     torch = None
 else:  # installed but failing to import is an error, not a skip
@@ -43,10 +34,6 @@ def flat(out):
     if isinstance(out, torch.Tensor):
         return [out]
     return [t for o in out for t in flat(o)]
-
-
-def rel_err(got, want):
-    return float((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-12))
 
 
 class Case(unittest.TestCase):

@@ -14,22 +14,12 @@ fails instead under CI=true (skip_unless.py).
 """
 
 import copy
-import os
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+from _helpers import needs, rel_err_f64 as rel_err
 
-from skip_unless import missing_modules, require  # noqa: E402
-
-NEEDED = ("numpy", "torch", "onnx")
-if __name__ == "__main__":
-    require(NEEDED)
-
-MISSING = missing_modules(NEEDED)
+# Run as a script: exit 77, or 1 under CI=true, when one is missing.
+MISSING = needs(("numpy", "torch", "onnx"), __name__)
 if MISSING:
     torch = None
 else:
@@ -41,12 +31,6 @@ else:
 
 CONFIG = "tiny"
 GRAD_TOL = 1e-4
-
-
-def rel_err(got, want):
-    got, want = got.double(), want.double()
-    scale = want.abs().max().item()
-    return (got - want).abs().max().item() / (scale if scale > 0 else 1.0)
 
 
 if torch is not None:

@@ -14,19 +14,12 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+from _helpers import ROOT, expect_matches_eager, needs
 
-from skip_unless import missing_modules, require  # noqa: E402
+sys.path.insert(0, ROOT)  # examples.models
 
-NEEDED = ("numpy", "torch", "torchvision")
-if __name__ == "__main__":
-    require(NEEDED)
-
-MISSING = missing_modules(NEEDED)
+# Run as a script: exit 77, or 1 under CI=true, when one is missing.
+MISSING = needs(("numpy", "torch", "torchvision"), __name__)
 if not MISSING:
     import torch
     import torchvision
@@ -70,15 +63,7 @@ class Vit(unittest.TestCase):
         self.assertNotIn("Softmax", ops)
 
     def test_matches_eager(self):
-        module, inputs = small_vit()
-        with torch.no_grad():
-            want = module(*inputs)
-        for p, tol in (("fp32", 1e-4), ("bf16", 3e-2)):
-            with self.subTest(precision=p):
-                out, rep = tt.run(module, inputs, precision=p, fallback=False)
-                self.assertEqual(rep.fallback_ops, [])
-                err = float((out - want).abs().max() / want.abs().max())
-                self.assertLess(err, tol)
+        expect_matches_eager(self, *small_vit())
 
 
 class Gpt2(unittest.TestCase):
