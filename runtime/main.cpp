@@ -50,6 +50,7 @@
 #include "runtime/symmetry.h"
 #include "runtime/target_from_config.h"
 #include "runtime/tile_program.h"
+#include "runtime/tp_io.h"
 #include "runtime/validate.h"
 
 namespace {
@@ -743,6 +744,8 @@ int cmd_run_spmd(const RunArgs& r) {
   const platform::platform_config cfg = runtime::spmd_config(cfg0, R);
   std::vector<isa::Program> progs;
   std::vector<std::map<std::string, runtime::HostTensor>> inputs;
+  graph_passes::TensorParallelSplit tp_split;  // inputs/outputs split across a tp group
+  std::vector<runtime::ModelIo> tp_outputs;
   if (onnx) {
     const ir::Graph whole = frontend::import_onnx_file(r.program_path, r.import);
     // --dp D: each replica compiles for batch / D (dim 0 of every input).
@@ -753,8 +756,10 @@ int cmd_run_spmd(const RunArgs& r) {
     const std::vector<runtime::ModelIo> model_in = runtime::model_inputs(imported);
     const std::vector<runtime::ModelIo> whole_in = runtime::model_inputs(whole);
     if (tp > 1) {
-      std::vector<runtime::OnnxModel> models = runtime::compile_tensor_parallel(
-          imported, r.program_path, for_core(cfg0, 0), r.precision, int(tp), r.keep_on_chip, 1);
+      std::vector<runtime::OnnxModel> models =
+          runtime::compile_tensor_parallel(imported, r.program_path, for_core(cfg0, 0), r.precision,
+                                           int(tp), r.keep_on_chip, 1, &tp_split);
+      tp_outputs = models.at(0).outputs;
       for (auto& m : models) progs.push_back(std::move(m.program));
       // Replica d's shards are replica 0's with their group moved to its ranks.
       for (long long d = 1; d < dp; ++d)
@@ -769,6 +774,7 @@ int cmd_run_spmd(const RunArgs& r) {
     }
     // The ranks of one tensor-parallel group read the same activations.
     inputs = spmd_inputs(r, progs[0], &model_in, uint32_t(tp), &whole_in, uint32_t(dp));
+    runtime::split_tp_inputs(inputs, uint32_t(tp), tp_split, model_in);
   } else {
     progs.push_back(isa::load_program(r.program_path));
     if (r.drop_sync >= 0)
@@ -803,8 +809,14 @@ int cmd_run_spmd(const RunArgs& r) {
   runtime::Device dev(sym.folded() ? runtime::spmd_config(cfg0, sym.simulated) : cfg, opts);
   std::vector<runtime::Launch> launches = runtime::spmd_launches(&progs[0], std::move(inputs));
   for (size_t k = 0; k < launches.size() && progs.size() > 1; ++k) launches[k].program = &progs[k];
-  const runtime::RunReport rep = dev.run(launches);
+  runtime::RunReport rep = dev.run(launches);
   std::cout << runtime::format_report(progs[0], cfg, rep) << runtime::format_spmd_report(rep);
+  if (!tp_split.outputs.empty() && r.functional) {  // every rank reports the whole output
+    std::vector<std::map<std::string, runtime::HostTensor>> outs;
+    for (auto& l : rep.launches) outs.push_back(std::move(l.outputs));
+    runtime::gather_tp_outputs(outs, uint32_t(tp), tp_split, tp_outputs);
+    for (size_t k = 0; k < outs.size(); ++k) rep.launches[k].outputs = std::move(outs[k]);
+  }
   if (!r.functional) std::cout << runtime::describe_symmetry(sym);
   int status = 0;
   if (opts.check_races || opts.poison) print_checks(rep, opts);

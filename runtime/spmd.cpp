@@ -49,7 +49,8 @@ std::vector<Launch> spmd_launches(const isa::Program* program,
 std::vector<OnnxModel> compile_tensor_parallel(const ir::Graph& imported, const std::string& path,
                                                const platform::platform_config& cfg,
                                                const std::string& precision, int tp,
-                                               bool keep_on_chip, int dp) {
+                                               bool keep_on_chip, int dp,
+                                               graph_passes::TensorParallelSplit* split) {
   std::vector<OnnxModel> models;
   for (int k = 0; k < tp * dp; ++k) {
     const int r = k % tp, first = k - r;
@@ -57,7 +58,7 @@ std::vector<OnnxModel> compile_tensor_parallel(const ir::Graph& imported, const 
     // Gemm becomes MatMul + Add, constants fold: the pairs are then plain to see.
     graph_passes::PassContext ctx;
     graph_passes::run_passes(g, ctx, {"decompose", "unroll_rnn", "decompose_3d", "canonicalize"});
-    graph_passes::tensor_parallel(g, r, tp, first);
+    graph_passes::tensor_parallel(g, r, tp, first, k == 0 ? split : nullptr);
     std::ostringstream dumps;
     models.push_back(
         compile_onnx_graph(std::move(g), path, cfg, precision, {}, dumps, false, keep_on_chip));

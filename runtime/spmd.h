@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/graph_passes/tensor_parallel.h"
 #include "runtime/device.h"
 #include "runtime/onnx_program.h"
 
@@ -30,11 +31,13 @@ std::vector<Launch> spmd_launches(const isa::Program* program,
 // --tp N [--dp D]: the model for each of N x D ranks (rank d x N + t: shard t of
 // replica d): the imported graph canonicalized, split by
 // graph_passes::tensor_parallel for shard t with replica d's group, compiled (no
-// host fallback).
+// host fallback). `split`: the graph inputs and outputs split across the ranks
+// (the same for every shard).
 std::vector<OnnxModel> compile_tensor_parallel(const ir::Graph& imported, const std::string& path,
                                                const platform::platform_config& cfg,
                                                const std::string& precision, int tp,
-                                               bool keep_on_chip, int dp = 1);
+                                               bool keep_on_chip, int dp = 1,
+                                               graph_passes::TensorParallelSplit* split = nullptr);
 
 // Per rank: simulated time, collectives, their model time and rendezvous wait, and
 // the communication share (collective time / simulated time); then the step.

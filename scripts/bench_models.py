@@ -18,6 +18,9 @@ usage: scripts/bench_models.py [MODEL[:key=value,...]]... [-c CONFIG] [--precisi
 MODEL: llama_layer, llama_decode, gpt2_12, vit_b16, resnet50 (default: all); key=value overrides the
 builder's argument, e.g. llama_layer:seq=512 or gpt2_12:layers=2. Models that need the
 host (fallback) are reported as such: a compiled program holds device code only.
+`tp=N` (llama_decode:tp=8) or --tp N runs the model tensor-parallel on N ranks (`trnsim run
+MODEL.onnx --tp N`, no separate compile) and reports the step against the chip's HBM
+bandwidth: the bytes the step must read, summed over the ranks, per simulated second.
 """
 import argparse
 import json
@@ -192,10 +195,52 @@ def parse_timings(text):
             for m in re.finditer(r"^timing\s+(\S+)\s+([\d.]+)", text, re.M)}
 
 
+def chip_hbm_gbps(a):
+    """The chip's HBM bandwidth (GB/s) from `trnsim info -c CONFIG`."""
+    out = subprocess.run([a.bin, "info", "-c", a.config], capture_output=True, text=True).stdout
+    m = re.search(r"hbm\.bandwidth\s*[=:]?\s*([\d.e+]+)\s*(GB/s|TB/s|B/s)?", out)
+    if not m:
+        m = re.search(r"HBM[^\n]*?([\d.]+)\s*(GB/s|TB/s)", out)
+    if not m:
+        return None
+    scale = {"GB/s": 1.0, "TB/s": 1e3, "B/s": 1e-9, None: 1e-9}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+def bench_tp(name, kw, a, work, tp, res, onnx_path, must):
+    """`trnsim run MODEL.onnx --tp N` (each rank compiles its shard in the run)."""
+    modes = [] if a.functional_only else [("timing", ["--no-functional"])]
+    if a.functional:
+        modes.append(("functional", ["--random-inputs"]))
+    for mode, flags in modes:
+        out, err, rc, wall, rss, cpu = run_child(
+            [a.bin, "run", onnx_path, "-c", a.config, "--precision", a.precision, "--tp", str(tp)]
+            + flags)
+        if rc != 0:
+            res["error"] = f"run ({mode}): " + (err.strip().splitlines() or [f"exit {rc}"])[-1][:200]
+            return res
+        r = parse_run(out)
+        m = re.search(r"^step: ([\d.]+) ns over (\d+) ranks; communication ([\d.]+) ns", out, re.M)
+        if m:
+            r["latency_ms"] = float(m.group(1)) * 1e-6
+            r["comm_ms"] = float(m.group(3)) * 1e-6
+        hbm = chip_hbm_gbps(a)
+        if hbm and r.get("latency_ms", 0) > 0:
+            gbps = must / (r["latency_ms"] * 1e-3) / 1e9
+            r.update(must_read_mb=must / 1e6, must_read_gbps=gbps, hbm_gbps=hbm,
+                     hbm_pct=100.0 * gbps / hbm)
+        r.pop("memory_roof_gbps", None)
+        res[mode] = dict(wall_s=round(wall, 2), cpu_s=round(cpu, 2), rss_mib=round(rss), **r)
+    return res
+
+
 def bench(name, kw, a, work):
     import trnsim.torch as tt
     build, _ = MODELS[name]
-    res = {"model": name, "args": kw, "config": a.config, "precision": a.precision}
+    kw = dict(kw)
+    tp = int(kw.pop("tp", a.tp))  # not a builder argument: the run's ranks
+    res = {"model": name, "args": dict(kw, tp=tp) if tp > 1 else kw, "config": a.config,
+           "precision": a.precision}
     t0 = time.monotonic()
     module, inputs = build(**kw)
     onnx_path = os.path.join(work, name + ".onnx")
@@ -210,6 +255,8 @@ def bench(name, kw, a, work):
                             fallback_ops=list(rep.fallback_ops))
     del module
     res["export_s"] = round(time.monotonic() - t0, 2)
+    if tp > 1:
+        return bench_tp(name, kw, a, work, tp, res, onnx_path, must)
     prog = os.path.join(work, name + ".tbin")
     cmd = [a.bin, "compile", onnx_path, "-o", prog, "-c", a.config, "--precision", a.precision]
     if a.timings:
@@ -268,6 +315,11 @@ def show(res, passes, sgemm=None):
         print(f"  simulated        {r.get('latency_ms', 0):.3f} ms, MFU {r.get('mfu_pct', 0):.1f}%"
               f", TE active {r.get('te_active_pct', 0):.1f}%"
               f", DMA active {r.get('dma_active_pct', 0):.1f}%")
+        if "memory_roof_pct" not in r and "hbm_pct" in r:  # --tp: the chip's HBM
+            print(f"  memory           {r['must_read_mb']:.1f} MB must be read by the"
+                  f" {res['args'].get('tp')} ranks together: {r['must_read_gbps']:.1f} GB/s"
+                  f" = {r['hbm_pct']:.1f}% of the chip's HBM ({r['hbm_gbps']:.0f} GB/s);"
+                  f" communication {r.get('comm_ms', 0):.3f} ms")
         if "memory_roof_pct" in r:
             print(f"  memory           {r['must_read_mb']:.1f} MB must be read: {r['must_read_gbps']:.1f} GB/s"
                   f" = {r['memory_roof_pct']:.1f}% of the core's memory roof"
@@ -300,6 +352,8 @@ def main():
     ap.add_argument("--eager", action="store_true",
                     help="also run the model functionally through trnsim.torch.run and print "
                          "its error against eager PyTorch")
+    ap.add_argument("--tp", type=int, default=1,
+                    help="run every model tensor-parallel on N ranks (like MODEL:tp=N)")
     ap.add_argument("--json", help="write the results as JSON")
     ap.add_argument("--bin", default=os.environ.get(
         "TRNSIM_BIN", os.path.join(ROOT, "build", "runtime", "trnsim")))

@@ -63,11 +63,26 @@ std::optional<int> reshape_axis(const ir::Shape& in, int a, const ir::Shape& out
   return std::nullopt;
 }
 
+bool graph_input(const ir::Graph& g, const ir::Value* v) {
+  return std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
+}
+
+std::string shape_str(const ir::Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
 // The regions found by one sweep: values split along an axis, the MatMuls that
 // split their weight by columns (entries) or rows (exits, followed by an all-reduce).
 struct Plan {
   std::map<const ir::Value*, int> axis;
-  std::map<const ir::Value*, std::set<ir::Node*>> from;  // value -> its entries
+  // Split graph inputs (e.g. a KV cache met by a value split by heads): each rank
+  // declares and reads only its slice. `odd`: values whose split axis maps but which
+  // --tp does not divide (heads a Reshape cannot share out evenly).
+  std::set<const ir::Value*> inputs, odd;
+  std::map<const ir::Value*, std::set<const ir::Node*>> readers;  // of a split input
+  std::map<const ir::Value*, std::set<ir::Node*>> from;           // value -> its entries
   std::vector<ir::Node*> entries, inner, exits;
 };
 
@@ -83,10 +98,28 @@ std::set<ir::Node*> sweep(const ir::Graph& g, int size, const std::set<ir::Node*
       if (in && p.axis.count(in)) {
         known.push_back(in);
         from.insert(p.from[in].begin(), p.from[in].end());
+        if (p.inputs.count(in)) p.readers[in].insert(n);
       }
     const auto fail = [&](const std::string& w) {
       why = n->label() + ": " + w;
       return from;
+    };
+    // A graph input read along with a split value (Concat, elementwise, batched
+    // MatMul), of the output's rank and size along the split axis: it splits too.
+    const auto join_inputs = [&](int a) {
+      const ir::Shape& os = n->outputs[0]->shape();
+      for (const ir::Value* in : n->inputs) {
+        const int ia = in ? a - int(os.size() - in->rank()) : -1;
+        if (ia >= 0 && !p.axis.count(in) && graph_input(g, in) &&
+            in->shape()[size_t(ia)] == os[size_t(a)] && os[size_t(a)] != 1) {
+          p.axis[in] = ia;
+          p.from[in] = from;
+          p.inputs.insert(in);
+          p.readers[in].insert(n);
+          for (const ir::Value* k : known)
+            if (p.odd.count(k)) p.odd.insert(in);
+        }
+      }
     };
     if (known.empty()) {
       if (n->op == "MatMul" && const_2d(n->input(1)) && !banned.count(n) &&
@@ -101,6 +134,7 @@ std::set<ir::Node*> sweep(const ir::Graph& g, int size, const std::set<ir::Node*
     const ir::Value* out = n->outputs[0];
     const ir::Value* x = n->input(0);
     const int ax = p.axis.count(x) ? p.axis[x] : -1;
+    const int kax = p.axis[known[0]];  // a split input's axis
     std::optional<int> oa;
     if (n->op == "MatMul" && ax == int(x->rank()) - 1 && const_2d(n->input(1)) &&
         !p.axis.count(n->input(1))) {
@@ -109,6 +143,27 @@ std::set<ir::Node*> sweep(const ir::Graph& g, int size, const std::set<ir::Node*
     } else if (n->op == "MatMul" && known.size() == 2 && ax >= 0 && ax < int(x->rank()) - 2 &&
                p.axis[n->input(1)] == ax && x->rank() == out->rank()) {
       oa = ax;  // batched over the split axis (attention: per head)
+    } else if (n->op == "MatMul" && known.size() == 1 && n->inputs.size() == 2 && kax >= 0 &&
+               kax < int(out->rank()) - 2 && x->rank() == out->rank() &&
+               n->input(1)->rank() == out->rank()) {
+      oa = kax;  // batched over heads, one operand a graph input (a KV cache)
+      join_inputs(kax);
+      if (!p.axis.count(n->input(0)) || !p.axis.count(n->input(1)))
+        return fail("reads a value neither split nor a graph input");
+    } else if (n->op == "Concat" &&
+               (n->attr_int("axis") + int64_t(out->rank())) % int64_t(out->rank()) != kax) {
+      oa = kax;  // e.g. a KV cache and the new token's keys, split by heads
+      join_inputs(kax);
+      for (const ir::Value* in : n->inputs)
+        if (!p.axis.count(in) || p.axis[in] != kax)
+          return fail("concatenates '" + in->name + "', not split along axis " +
+                      std::to_string(kax));
+    } else if (n->op == "Slice" && ax >= 0 && [&] {
+                 for (int64_t a : n->attr_ints("axes"))
+                   if ((a + int64_t(x->rank())) % int64_t(x->rank()) == ax) return false;
+                 return true;
+               }()) {
+      oa = ax;  // slices other axes only
     } else if (is_elementwise(n->op)) {
       const int64_t r = out->rank();
       int a = -1;
@@ -118,10 +173,11 @@ std::set<ir::Node*> sweep(const ir::Graph& g, int size, const std::set<ir::Node*
           const int ia = p.axis[in] + int(r - in->rank());
           if (a >= 0 && ia != a) return fail("operands split along different axes");
           a = ia;
-        } else if (!in->has_data() || !in->data->holds_floats()) {
+        } else if (!graph_input(g, in) && (!in->has_data() || !in->data->holds_floats())) {
           return fail("reads '" + in->name + "', neither split nor a constant");
         }
       }
+      join_inputs(a);  // a graph input of the output's shape along the axis splits too
       for (const ir::Value* in : n->inputs) {
         if (!in || p.axis.count(in)) continue;
         const int k = a - int(r - in->rank());
@@ -132,6 +188,8 @@ std::set<ir::Node*> sweep(const ir::Graph& g, int size, const std::set<ir::Node*
       oa = a;
     } else if (n->op == "Reshape" && ax >= 0) {
       oa = reshape_axis(x->shape(), ax, out->shape(), size);
+      // Maps, but --tp does not divide it (4 heads on 8 ranks): decided at the end.
+      if (!oa && (oa = reshape_axis(x->shape(), ax, out->shape(), 1))) p.odd.insert(out);
       if (!oa) return fail("the split axis does not map onto the new shape");
     } else if (n->op == "Transpose" && ax >= 0) {
       const auto& perm = n->attr_ints("perm");
@@ -145,13 +203,38 @@ std::set<ir::Node*> sweep(const ir::Graph& g, int size, const std::set<ir::Node*
     p.axis[out] = *oa;
     p.from[out] = from;
     p.inner.push_back(n);
+    for (const ir::Value* k : known)
+      if (p.odd.count(k)) p.odd.insert(out);
   }
-  // A split value that leaves the region other than through an exit.
-  for (const auto& [v, a] : p.axis)
-    if (g.is_output(v)) {
-      why = "'" + v->name + "' would be a split graph output";
-      return p.from[v];
+  // A graph input splits only if every reader reads it split, and --tp divides it:
+  // left whole, a KV cache would be read in full by every rank.
+  for (const ir::Value* in : p.inputs) {
+    const int a = p.axis[in];
+    if (p.odd.count(in))
+      throw ir::CompileError("tensor parallel: input '" + in->name + "' " + shape_str(in->shape()) +
+                             " would split along axis " + std::to_string(a) + " (" +
+                             std::to_string(in->shape()[size_t(a)]) +
+                             ", e.g. heads), not a multiple of --tp " + std::to_string(size));
+    if (g.is_output(in)) {
+      why = "input '" + in->name + "' is also a graph output";
+      return p.from[in];
     }
+    for (const auto& [u, k] : g.users(in))
+      if (!p.readers[in].count(u)) {
+        why = "input '" + in->name + "' is also read whole by " + u->label();
+        return p.from[in];
+      }
+  }
+  // Heads --tp does not divide: their entries stay whole.
+  std::set<ir::Node*> odd;
+  for (const ir::Value* v : p.odd) {
+    why = "'" + v->name + "' has " + std::to_string(v->shape()[size_t(p.axis[v])]) +
+          " along its split axis, not a multiple of --tp " + std::to_string(size);
+    odd.insert(p.from[v].begin(), p.from[v].end());
+  }
+  if (!odd.empty()) return odd;
+  // Split graph outputs (e.g. the new token's keys, by heads) are left to the
+  // runtime, which gathers them from the ranks (TensorParallelSplit).
   // Entries no exit collects: left whole.
   std::set<ir::Node*> used;
   for (ir::Node* e : p.exits) used.insert(p.from[e->input(0)].begin(), p.from[e->input(0)].end());
@@ -164,7 +247,7 @@ std::set<ir::Node*> sweep(const ir::Graph& g, int size, const std::set<ir::Node*
 
 }  // namespace
 
-int tensor_parallel(ir::Graph& g, int rank, int size, int first_rank) {
+int tensor_parallel(ir::Graph& g, int rank, int size, int first_rank, TensorParallelSplit* split) {
   if (size < 1 || rank < 0 || rank >= size || first_rank < 0)
     throw ir::CompileError("tensor parallel: rank " + std::to_string(rank) + " of " +
                            std::to_string(size) + " ranks");
@@ -199,6 +282,12 @@ int tensor_parallel(ir::Graph& g, int rank, int size, int first_rank) {
       throw ir::CompileError("tensor parallel: '" + v->name + "' has " +
                              std::to_string(v->shape()[size_t(a)]) + " along its split axis, " +
                              "not a multiple of --tp " + std::to_string(size));
+  if (split) {
+    *split = {};
+    for (const ir::Value* in : p.inputs) split->inputs[in->name] = p.axis.at(in);
+    for (const auto& [v, a] : p.axis)
+      if (g.is_output(v)) split->outputs[v->name] = a;
+  }
   const auto shard_const = [&](ir::Node* node, size_t k, int axis) {
     const ir::Value* w = node->input(k);
     const int64_t n = w->shape()[size_t(axis)] / size;

@@ -10,10 +10,15 @@
 // alike), Reshape (the split axis's outer factor: [B,S,H*D] -> [B,S,H,D] splits by
 // heads), Transpose, Softmax over another axis, and MatMuls of two split values
 // batched over the split axis: an MLP, and attention by heads (Q, K and V split,
-// the output projection row-split). A MatMul whose split result would reach
-// anything else (a graph output, a reduction over the split axis) stays whole.
+// the output projection row-split). A graph input read with a split value along
+// the split axis (a KV cache concatenated with the new token's keys, split by
+// heads) splits too: each rank declares only its slice. A split graph output (the
+// new token's keys) holds each rank's slice; the runtime gathers them. A MatMul
+// whose split result would reach anything else (a reduction over the split axis)
+// stays whole; so does a graph input also read whole elsewhere.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "compiler/ir/graph.h"
@@ -25,6 +30,14 @@ namespace trnsim::graph_passes {
 // of a tensor-parallel group: replica d starts at d x size). Throws
 // ir::CompileError when size does not divide a pair's hidden size, or when no pair
 // is found (the message names the MatMuls looked at).
-int tensor_parallel(ir::Graph& g, int rank, int size, int first_rank = 0);
+// `split`, if given, receives the graph inputs and outputs split across the ranks.
+struct TensorParallelSplit {
+  // Value name -> axis; rank r of N holds indices [r x n/N, (r+1) x n/N) of it.
+  std::map<std::string, int> inputs, outputs;
+};
+// Also throws when a graph input would split along an axis `size` does not divide
+// (a KV cache of 4 heads on 8 ranks), naming the input and its shape.
+int tensor_parallel(ir::Graph& g, int rank, int size, int first_rank = 0,
+                    TensorParallelSplit* split = nullptr);
 
 }  // namespace trnsim::graph_passes

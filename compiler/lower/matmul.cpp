@@ -23,8 +23,9 @@ namespace {
 
 struct MatmulShape {
   int64_t M, K, N, chunk;
-  DType dt;        // operand type on chip
-  int64_t nw = 1;  // n-chunks one B k-tile load covers (see wide_chunks)
+  DType dt;            // operand type on chip
+  int64_t nw = 1;      // n-chunks one B k-tile load covers (see wide_chunks)
+  int64_t b_cap = 16;  // most B k-tiles in flight (deeper when B streams once)
 };
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -61,7 +62,7 @@ struct BlockedBufs {
 BlockedBufs blocked_bufs(const compiler::Target& t, const MatmulShape& s, bool more) {
   const KTiles k = k_tiles(t, s);
   return {k.singles + (more ? std::min<int64_t>(k.singles, 4) : 0),
-          std::min<int64_t>(2 * k.singles, 16),
+          std::min<int64_t>(2 * k.singles, s.b_cap),
           k.pairs + (more ? std::min<int64_t>(k.pairs, 2) : 0), std::min<int64_t>(2 * k.pairs, 8)};
 }
 
@@ -358,6 +359,14 @@ void lower_matmul(Ctx& c, const ir::Node& n) {
     wide.nw = std::min<int64_t>({4, acc_banks(c.target) / MT, ceil_div(N, chunk)});
     while (wide.nw > 1 && blocked_group(c.target, wide, other) < MT) --wide.nw;
     if (wide.nw > 1) ms = wide;
+  }
+  // One block of m-tiles (decode: M = batch): B streams through once and the matmul
+  // waits on its loads, so a deeper B pool (as SBUF allows) lets them run ahead of
+  // whatever the matmul waits for first (a norm, an all-reduce).
+  if (gm > 0 && MT <= gm) {
+    MatmulShape deep = ms;
+    deep.b_cap = 2 * deep.b_cap;
+    if (blocked_group(c.target, deep, other) >= MT) ms = deep;
   }
   if (gm > 0) {
     BlockedPools bp = blocked_pools(c, pfx, ms, gm, batches);
