@@ -1,6 +1,7 @@
 #include "runtime/rank_programs.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
@@ -12,7 +13,7 @@ namespace {
 
 constexpr size_t kChunk = 1 << 20;
 
-// Size and FNV-1a hash of the file's bytes, read in chunks (a program with large
+// Size and an FNV-style hash of the file's bytes, read in chunks (a program with large
 // constants need not fit in memory twice); false when it cannot be read.
 bool fingerprint(const std::string& path, uint64_t& size, uint64_t& hash) {
   std::ifstream f(path, std::ios::binary);
@@ -23,7 +24,14 @@ bool fingerprint(const std::string& path, uint64_t& size, uint64_t& hash) {
   while (f) {
     f.read(buf.data(), std::streamsize(buf.size()));
     const auto n = static_cast<size_t>(f.gcount());
-    for (size_t i = 0; i < n; ++i) hash = (hash ^ uint8_t(buf[i])) * 1099511628211ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {  // a word at a time: a byte loop costs more than the decode
+      uint64_t w;
+      std::memcpy(&w, buf.data() + i, 8);
+      hash = (hash ^ w) * 1099511628211ull;
+      hash ^= hash >> 29;
+    }
+    for (; i < n; ++i) hash = (hash ^ uint8_t(buf[i])) * 1099511628211ull;
     size += n;
   }
   return f.eof();
