@@ -279,6 +279,7 @@ void Device::Impl::place(const std::vector<Launch>& launches, std::vector<uint64
     fresh[i] = !it->second.written;
   }
   std::set<uint32_t> used;
+  std::vector<std::pair<const isa::Program*, isa::Limits>> validated;
   uint64_t next_base = resident_top;
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
@@ -291,11 +292,16 @@ void Device::Impl::place(const std::vector<Launch>& launches, std::vector<uint64
     if (is_loaded(l.program)) continue;  // validated at load, placed above
     isa::Limits lim = cfg.core_of(l.core).limits(cfg.hbm.size_bytes);
     lim.hbm_bytes = l.program->hbm_bytes();
-    try {
-      isa::validate(*l.program, lim);
-    } catch (const isa::ValidationError& e) {
-      throw RunError("program '" + l.program->name + "': " + e.what());
-    }
+    // SPMD launches share one program: validate it once per core type.
+    const bool seen = std::any_of(validated.begin(), validated.end(), [&](const auto& v) {
+      return v.first == l.program && v.second == lim;
+    });
+    if (!seen) try {
+        isa::validate(*l.program, lim);
+        validated.emplace_back(l.program, lim);
+      } catch (const isa::ValidationError& e) {
+        throw RunError("program '" + l.program->name + "': " + e.what());
+      }
     bases[i] = next_base;
     next_base += align_program(l.program->hbm_bytes());
     if (next_base > cfg.hbm.size_bytes)

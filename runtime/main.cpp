@@ -45,6 +45,7 @@
 #include "runtime/fallback.h"
 #include "runtime/host_memory.h"
 #include "runtime/onnx_program.h"
+#include "runtime/rank_programs.h"
 #include "runtime/report.h"
 #include "runtime/spmd.h"
 #include "runtime/symmetry.h"
@@ -743,6 +744,8 @@ int cmd_run_spmd(const RunArgs& r) {
   const auto R = uint32_t(r.ranks);
   const platform::platform_config cfg = runtime::spmd_config(cfg0, R);
   std::vector<isa::Program> progs;
+  runtime::RankPrograms shared;                // --rank-program files, each loaded once
+  std::vector<const isa::Program*> rank_prog;  // per rank when ranks differ, else empty
   std::vector<std::map<std::string, runtime::HostTensor>> inputs;
   graph_passes::TensorParallelSplit tp_split;  // inputs/outputs split across a tp group
   std::vector<runtime::ModelIo> tp_outputs;
@@ -781,15 +784,18 @@ int cmd_run_spmd(const RunArgs& r) {
       std::cout << "drop-sync " << r.drop_sync << ": removed "
                 << drop_sync_wait(progs[0], r.drop_sync) << "\n";
     inputs = spmd_inputs(r, progs[0], nullptr);
-    // --rank-program: that rank runs another program (its own inputs' names).
-    if (!r.rank_programs.empty()) progs.resize(R, progs[0]);
+    // --rank-program: that rank runs another program (its own inputs' names); a
+    // file with the bytes of one already loaded shares its instructions.
+    if (!r.rank_programs.empty()) rank_prog.assign(R, &progs[0]);
+    if (r.drop_sync < 0) shared.share(r.program_path, &progs[0]);
     for (const auto& [k, file] : r.rank_programs) {
       if (k >= r.ranks)
         throw UsageError("--rank-program " + std::to_string(k) + ": the run has " +
                          std::to_string(R) + " ranks");
-      progs[size_t(k)] = isa::load_program(file);
+      rank_prog[size_t(k)] = shared.load(file);
     }
   }
+  for (size_t k = 0; k < progs.size() && progs.size() > 1; ++k) rank_prog.push_back(&progs[k]);
   runtime::DeviceOptions opts = run_device_options(r);
   opts.chip_cores = cfg0.cores;
   // Timing only: alike ranks fold into one per symmetry class (runtime/symmetry.h).
@@ -798,7 +804,7 @@ int cmd_run_spmd(const RunArgs& r) {
   sym.why_not = "--no-fold";
   if (!r.functional && r.fold) {
     std::vector<const isa::Program*> per_rank(R);
-    for (uint32_t k = 0; k < R; ++k) per_rank[k] = &progs[progs.size() > 1 ? k : 0];
+    for (uint32_t k = 0; k < R; ++k) per_rank[k] = rank_prog.empty() ? &progs[0] : rank_prog[k];
     sym = runtime::plan_symmetry(per_rank, cfg0.cores);
     if (sym.folded()) {
       opts.fold_ranks = R;
@@ -808,7 +814,8 @@ int cmd_run_spmd(const RunArgs& r) {
   opts.comm_overlap = r.comm_profile;
   runtime::Device dev(sym.folded() ? runtime::spmd_config(cfg0, sym.simulated) : cfg, opts);
   std::vector<runtime::Launch> launches = runtime::spmd_launches(&progs[0], std::move(inputs));
-  for (size_t k = 0; k < launches.size() && progs.size() > 1; ++k) launches[k].program = &progs[k];
+  for (size_t k = 0; k < launches.size() && !rank_prog.empty(); ++k)
+    launches[k].program = rank_prog[k];
   runtime::RunReport rep = dev.run(launches);
   std::cout << runtime::format_report(progs[0], cfg, rep) << runtime::format_spmd_report(rep);
   if (!tp_split.outputs.empty() && r.functional) {  // every rank reports the whole output

@@ -62,9 +62,13 @@ class scheduler {
     agent* a;
   };
   void push_next(agent* a);
-  static bool later(const timed& x, const timed& y) {
-    return x.at != y.at ? x.at > y.at : x.seq > y.seq;
-  }
+  // A function object, not a function pointer: the heap operations inline it.
+  struct later_t {
+    bool operator()(const timed& x, const timed& y) const {
+      return x.at != y.at ? x.at > y.at : x.seq > y.seq;
+    }
+  };
+  static constexpr later_t later{};
   sc_core::sc_time now_ = sc_core::SC_ZERO_TIME;
   uint64_t seq_ = 0;
   std::vector<timed> heap_;  // min-heap on (at, seq)

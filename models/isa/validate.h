@@ -24,6 +24,7 @@ struct Limits {
   uint32_t dma_engines = 16;
   uint32_t dma_queues = 16;
   uint32_t max_semaphores = 256;
+  bool operator==(const Limits&) const = default;
 };
 
 class ValidationError : public std::runtime_error {

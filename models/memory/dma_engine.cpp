@@ -297,8 +297,15 @@ sc_core::sc_time dma_engine::hold(uint64_t bytes, uint64_t descriptors) {
   const sc_core::sc_time t = now();
   sc_core::sc_time start = std::max(t, held_until_);
   if (phase_ == phase::transfer) start = std::max(start, cur_end_);
-  const sc_core::sc_time own = seconds_to_time(params_.descriptor_cost_s * double(descriptors) +
-                                               double(bytes) / params_.bandwidth_bps);
+  if (bytes != hold_memo_bytes_ || descriptors != hold_memo_desc_) {
+    hold_memo_own_ = seconds_to_time(params_.descriptor_cost_s * double(descriptors) +
+                                     double(bytes) / params_.bandwidth_bps);
+    hold_memo_work_ = seconds_to_time(double(bytes) / params_.core_bandwidth_bps +
+                                      double(descriptors) * params_.core_descriptor_cost_s);
+    hold_memo_bytes_ = bytes;
+    hold_memo_desc_ = descriptors;
+  }
+  const sc_core::sc_time own = hold_memo_own_;
   held_until_ = checked_time(start + own);
   held_busy_ += own;
   held_bytes_ += bytes;
@@ -310,9 +317,7 @@ sc_core::sc_time dma_engine::hold(uint64_t bytes, uint64_t descriptors) {
     a.batch_at = t;
     a.batch_work = sc_core::SC_ZERO_TIME;
   }
-  const sc_core::sc_time work =
-      seconds_to_time(double(bytes) / params_.core_bandwidth_bps +
-                      double(descriptors) * params_.core_descriptor_cost_s);
+  const sc_core::sc_time work = hold_memo_work_;
   a.batch_work += work;
   return std::max(held_until_, std::max(a.shared_free, t) + work);
 }

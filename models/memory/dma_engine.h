@@ -247,6 +247,10 @@ class dma_engine : public sc_core::sc_module {
   sc_core::sc_time held_until_;  // holds end (hold())
   sc_core::sc_time held_busy_;
   uint64_t held_bytes_ = 0;
+  // hold()'s last durations by (bytes, descriptors): a program repeats its
+  // collectives, and the seconds-to-time conversions were most of hold()'s cost.
+  uint64_t hold_memo_bytes_ = UINT64_MAX, hold_memo_desc_ = 0;
+  sc_core::sc_time hold_memo_own_, hold_memo_work_;
   uint64_t executed_ = 0, shares_moved_ = 0, bytes_ = 0, descriptors_ = 0, helper_shares_ = 0;
   sc_core::sc_time busy_ = sc_core::SC_ZERO_TIME;
 };

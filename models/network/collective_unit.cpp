@@ -130,7 +130,9 @@ void collective_unit::arrive(uint32_t rank, const isa::Instruction& in, collecti
   // Ranks of this group already waiting at a different collective: a mismatch.
   // (Overlapping groups may interleave: a rank waiting on one group reaches the
   // other later; if none can, the run ends with the deadlock report.)
-  if (auto it = waiting_.find(in.group); it != waiting_.end() && !it->second.empty()) {
+  // One lookup per arrival; a group's entry stays (empty) between its collectives.
+  auto it = waiting_.find(in.group);
+  if (it != waiting_.end() && !it->second.empty()) {
     const std::vector<arrival>& arr = it->second;
     const isa::Instruction& other = *arr.front().in;
     if (!same_shape(other, in)) {
@@ -142,7 +144,8 @@ void collective_unit::arrive(uint32_t rank, const isa::Instruction& in, collecti
       return;
     }
   }
-  std::vector<arrival>& arr = waiting_[in.group];
+  if (it == waiting_.end()) it = waiting_.emplace(in.group, std::vector<arrival>{}).first;
+  std::vector<arrival>& arr = it->second;
   arr.push_back({rank, &in, w, models::now()});
   if (simulated_ > 0)  // the folded ranks this one stands for, no waiter of their own
     for (uint32_t m : in.group)
@@ -151,7 +154,6 @@ void collective_unit::arrive(uint32_t rank, const isa::Instruction& in, collecti
   if (arr.size() < in.group.size()) return;
   std::vector<arrival> all;
   all.swap(arr);
-  waiting_.erase(in.group);
   finish(all);
 }
 
@@ -201,20 +203,26 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     }
     data.swap(out);
   }
-  std::vector<uint32_t> kg = g;  // the timing's key: permute's peers matter too
-  if (in.op == isa::Opcode::permute) kg.insert(kg.end(), in.peers.begin(), in.peers.end());
-  const model_run* run = nullptr;
-  const auto key = std::make_tuple(static_cast<int>(in.op), kg, count, static_cast<int>(dt));
+  // The timing's key (permute's peers matter too), built once and looked up once:
+  // a long program repeats the same few collectives thousands of times.
+  auto key = std::make_tuple(static_cast<int>(in.op), g, count, static_cast<int>(dt));
+  if (in.op == isa::Opcode::permute)
+    std::get<1>(key).insert(std::get<1>(key).end(), in.peers.begin(), in.peers.end());
+  model_run* run = nullptr;
   try {
+    auto it = times_.find(key);
     if (!data.empty() && !direct) {
       model_run m = run_model(in, c, g, count, dt, &data);
-      if (auto it = times_.find(key); it != times_.end()) m.sum.runs = it->second.sum.runs;
-      run = &(times_[key] = std::move(m));
-    } else if (auto it = times_.find(key); it != times_.end()) {
-      run = &it->second;
-    } else {
-      run = &(times_[key] = run_model(in, c, g, count, dt, nullptr));
+      if (it != times_.end()) {
+        m.sum.runs = it->second.sum.runs;
+        it->second = std::move(m);
+      } else {
+        it = times_.emplace(std::move(key), std::move(m)).first;
+      }
+    } else if (it == times_.end()) {
+      it = times_.emplace(std::move(key), run_model(in, c, g, count, dt, nullptr)).first;
     }
+    run = &it->second;
   } catch (const std::exception& e) {
     std::vector<uint32_t> who;
     for (const auto& a : all) who.push_back(a.rank);
@@ -222,11 +230,18 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     return;
   }
   const collective_result& res = run->res;
-  times_[key].sum.op = in.op;
-  times_[key].sum.runs += 1;
-  for (const link_summary& l : run->links) {
-    link_summary& t = link_totals_[l.name];
-    t.name = l.name;
+  run->sum.op = in.op;
+  run->sum.runs += 1;
+  // Each link's run totals, found by name once per distinct collective (map nodes
+  // stay put), then added to in the same order as before.
+  if (run->totals.size() != run->links.size()) {
+    run->totals.clear();
+    for (const link_summary& l : run->links) run->totals.push_back(&link_totals_[l.name]);
+  }
+  for (size_t k = 0; k < run->links.size(); ++k) {
+    const link_summary& l = run->links[k];
+    link_summary& t = *run->totals[k];
+    if (t.name.empty()) t.name = l.name;
     t.bytes += l.bytes;
     t.transfers += l.transfers;
     t.busy_ns += l.busy_ns;

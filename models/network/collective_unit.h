@@ -142,6 +142,7 @@ class collective_unit : public collective_port {
     collective_summary sum;
     std::vector<link_summary> links;
     std::vector<transfer_span> spans;
+    std::vector<link_summary*> totals;  // links[k]'s entry in link_totals_
   };
   model_run run_model(const isa::Instruction& in, Collective c, const std::vector<uint32_t>& g,
                       uint64_t count, isa::DType dt, std::vector<std::vector<float>>* data) const;
