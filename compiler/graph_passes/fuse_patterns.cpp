@@ -35,6 +35,9 @@
 //                     the tables constant [S, D]) go into trn.Attention (rotary=1), and
 //                     Transposes swapping sequence and heads around Q, K, V and the
 //                     output too (seq_first=1)
+//   Norm affine fold  last, a LayerNorm/RMSNorm read only as the left operand of
+//                     MatMuls with constant weights: its scale and bias move into
+//                     those weights and biases (fold_norm_affine.cpp)
 // Matching is exact: every constant is checked up to fp32 rounding (near_fp32),
 // reductions must be ReduceMean with keepdims over the trailing axes, gamma and
 // beta must broadcast to the normalized dims, every intermediate value must be
@@ -46,6 +49,7 @@
 #include <unordered_set>
 
 #include "compiler/graph_passes/attention_forms.h"
+#include "compiler/graph_passes/fold_norm_affine.h"
 #include "compiler/graph_passes/pass.h"
 #include "compiler/graph_passes/patchify.h"
 #include "compiler/graph_passes/split_projection.h"
@@ -713,6 +717,7 @@ void run(ir::Graph& g, PassContext& ctx) {
   fold_rotate_sign(g, ctx);
   expose_attention_scores(g, ctx);
   PatternFuser(g, ctx).run();
+  fold_norm_affine(g, ctx);
 }
 
 }  // namespace

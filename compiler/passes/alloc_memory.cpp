@@ -15,6 +15,7 @@
 // were already left in HBM by keep_on_chip; what is left is working buffers).
 #include <algorithm>
 #include <bit>
+#include <map>
 
 #include "compiler/passes/pass.h"
 
@@ -160,9 +161,98 @@ void pool_lifetimes(const Kernel& k, std::vector<int>& first, std::vector<int>& 
     }
 }
 
+// Weight prefetch across nodes: an SBUF pool written only by loads of constants (a
+// matmul's weights and bias rows) is made live from an earlier node's start (below),
+// so no op in between shares its memory and schedule (which orders by address) is
+// free to issue its loads while those nodes compute: the next matmul's weights
+// stream in under the current one's work. Only as many pools as SBUF still holds,
+// in list order (the nearest uses first), are extended.
+int extend_constant_pools(const Kernel& k, PassContext& ctx, std::vector<int>& first,
+                          const std::vector<int>& last) {
+  const size_t np = k.pools.size();
+  std::vector<char> only_const(np, 1), written(np, 0);
+  std::map<int, int> node_start;  // node -> its first op
+  for (size_t i = 0; i < k.ops.size(); ++i) {
+    const Op& op = k.ops[i];
+    if (op.node >= 0) node_start.emplace(op.node, static_cast<int>(i));
+    bool const_load = false;
+    if (op.ins.op == isa::Opcode::dma_copy)
+      for (const Operand& o : operands(op))
+        if (o.read && o.ap->space == isa::MemSpace::hbm && o.ref >= 0 &&
+            k.tensors[o.ref].role == isa::TensorRole::constant)
+          const_load = true;
+    for (const Operand& o : operands(op)) {
+      if (!o.write || o.ap->space == isa::MemSpace::hbm) continue;
+      const int p = k.tiles[o.ref].pool;
+      written[p] = 1;
+      if (!const_load) only_const[p] = 0;
+    }
+  }
+  auto filled = [&](size_t p) {
+    return k.pools[p].space == isa::MemSpace::sbuf && written[p] && only_const[p] &&
+           first[p] >= 0 && k.ops[first[p]].node >= 0;
+  };
+  // Node starts, all and of the nodes that load constants themselves.
+  std::vector<int> starts, loaders;
+  for (const auto& [n, i] : node_start) starts.push_back(i);
+  for (size_t p = 0; p < np; ++p)
+    if (filled(p)) loaders.push_back(node_start.at(k.ops[first[p]].node));
+  std::sort(starts.begin(), starts.end());
+  std::sort(loaders.begin(), loaders.end());
+  // The latest start before `s` in `v`, or -1.
+  auto before = [](const std::vector<int>& v, int s) {
+    auto it = std::lower_bound(v.begin(), v.end(), s);
+    return it == v.begin() ? -1 : *std::prev(it);
+  };
+  // One loading node ahead: a node's constants may stream in from the start of the
+  // previous node that loads constants (a matmul's weights under the previous
+  // matmul and whatever runs between them: a norm, attention), at least from the
+  // start of the node just before.
+  std::vector<std::pair<int, int>> cand;  // (pool's first op, pool)
+  std::vector<int> target(np, -1);
+  for (size_t p = 0; p < np; ++p) {
+    if (!filled(p)) continue;
+    const int s = node_start.at(k.ops[first[p]].node);
+    const int prev = before(starts, s), load = before(loaders, s);
+    const int t = load >= 0 && prev >= 0 ? std::min(load, prev) : prev;
+    if (t < 0 || t >= first[p]) continue;
+    target[p] = t;
+    cand.push_back({first[p], static_cast<int>(p)});
+  }
+  if (cand.empty()) return 0;
+  std::sort(cand.begin(), cand.end());
+  auto with = [&](size_t count) {
+    std::vector<int> f = first;
+    for (size_t j = 0; j < count; ++j) f[cand[j].second] = target[cand[j].second];
+    return f;
+  };
+  const uint64_t cap = ctx.target.sbuf_partition_bytes;
+  auto fits = [&](size_t count) {
+    return place(k, ctx, isa::MemSpace::sbuf, with(count), last, nullptr) <= cap;
+  };
+  // The largest prefix of the candidates that fits (bisection: placement is quadratic
+  // in the pools, and large kernels have thousands).
+  size_t lo = 0, hi = cand.size();
+  if (!fits(hi)) {
+    while (lo < hi) {
+      const size_t mid = (lo + hi + 1) / 2;
+      if (fits(mid)) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    hi = lo;
+  }
+  first = with(hi);
+  return static_cast<int>(hi);
+}
+
 void run(Kernel& k, PassContext& ctx) {
   std::vector<int> first, last;
   pool_lifetimes(k, first, last);
+  const int prefetch = extend_constant_pools(k, ctx, first, last);
+  if (prefetch) ctx.stats["alloc_memory.prefetch_pools"] = prefetch;
   place(k, ctx, isa::MemSpace::sbuf, first, last, &k.pools);
   place(k, ctx, isa::MemSpace::psum, first, last, &k.pools);
   for (Tile& tl : k.tiles) {
