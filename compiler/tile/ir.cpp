@@ -88,8 +88,8 @@ std::string_view slot_key(const isa::Instruction& in, Slot s) {
   }
 }
 
-std::vector<Operand> operands(const Op& op) {
-  std::vector<Operand> out;
+Operands operands(const Op& op) {
+  Operands out;
   for (int s = 0; s < kNumSlots; ++s) {
     const isa::AccessPattern* ap = slot_ap(op.ins, static_cast<Slot>(s));
     if (!ap) continue;
