@@ -4,8 +4,9 @@
 #include <array>
 #include <climits>
 #include <cstdint>
-#include <map>
 #include <memory>
+#include <tuple>
+#include <unordered_map>
 
 namespace trnsim::tile {
 
@@ -225,6 +226,16 @@ std::vector<Access> accesses(const Kernel& k, const Op& op, DepMode mode) {
 
 // Buckets: (kind, object or space, partition group, byte bucket) and its scope.
 using Key = std::tuple<int, int, int, int64_t>;
+// Buckets are only looked up, never walked in order: a hash table.
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = static_cast<uint64_t>(std::get<0>(k)) * 0x9e3779b97f4a7c15ull;
+    h ^= static_cast<uint64_t>(static_cast<uint32_t>(std::get<1>(k))) + (h << 6) + (h >> 2);
+    h ^= static_cast<uint64_t>(static_cast<uint32_t>(std::get<2>(k))) + (h << 6) + (h >> 2);
+    h ^= static_cast<uint64_t>(std::get<3>(k)) + (h << 6) + (h >> 2);
+    return static_cast<size_t>(h * 0xff51afd7ed558ccdull);
+  }
+};
 constexpr uint32_t kGroup = 32;  // partitions per bucket
 
 // HBM buckets: bands of `band` bytes of one tensor. A tensor stored as thousands of
@@ -295,7 +306,7 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
   DepGraph g;
   g.preds.resize(n);
   g.succs.resize(n);
-  std::map<Key, Bucket> buckets;
+  std::unordered_map<Key, Bucket, KeyHash> buckets;
   std::vector<int64_t> hbm_band;
   for (const Tensor& t : k.tensors) hbm_band.push_back(hbm_band_bytes(t));
   std::vector<int> seen(n, -1);
