@@ -370,13 +370,17 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
                              s.dtype == o.ap->dtype && s.elems() == o.ap->elems();
       if (from_tile) stream(s, tel);
       const int tile = from_tile ? op.ref[kSrc0] : -1;
+      // Run by run (the stream order of for_each_elem), the tile's element e for the
+      // written element e.
       size_t e = 0;
-      for_each_elem(*o.ap, [&](uint32_t, int64_t byte) {
-        Owner& w = own[static_cast<size_t>(byte) >> sh];
-        w.op = pos;
-        w.tile = tile;
-        if (from_tile) w.part = tel[e].part, w.byte = static_cast<uint32_t>(tel[e].byte);
-        ++e;
+      for_each_hbm_run(*o.ap, [&](int64_t byte, uint32_t count, int64_t step) {
+        for (uint32_t d = 0; d < count; ++d) {
+          Owner& w = own[static_cast<size_t>(byte + d * step) >> sh];
+          w.op = pos;
+          w.tile = tile;
+          if (from_tile) w.part = tel[e].part, w.byte = static_cast<uint32_t>(tel[e].byte);
+          ++e;
+        }
       });
       if (from_tile && k.tensors[o.ref].role == isa::TensorRole::scratch) a.is_store[i] = true;
     }
