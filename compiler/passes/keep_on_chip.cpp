@@ -324,7 +324,22 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
       src.reserve(o.ap->elems());
       std::set<int> stores;
       int prev = -1;
-      // Run by run: a contiguous run's owners are copied at once.
+      // Whether every element comes from a tile unchanged since its store (wanted for
+      // a load into SBUF), found in the same pass: runs of elements share their store
+      // and tile, so each pair is tested once.
+      bool ok = true;
+      int last_tile = -2, last_op = -2;
+      auto scan = [&](const Owner* w, size_t count) {
+        for (size_t e = 0; e < count; ++e) {
+          const Owner& s = w[e];
+          if (s.op >= 0 && s.op != prev) stores.insert(prev = s.op);
+          if (!ok || (s.tile == last_tile && s.op == last_op)) continue;
+          last_tile = s.tile, last_op = s.op;
+          if (s.tile < 0 || written_between(s.tile, s.op, pos)) ok = false;
+        }
+      };
+      // Run by run: a contiguous run's owners are copied at once, and scanned while
+      // they are in cache.
       for_each_hbm_run(*o.ap, [&](int64_t byte, uint32_t count, int64_t step) {
         const size_t at = src.size();
         if (step == (int64_t{1} << sh)) {
@@ -334,8 +349,7 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
           for (uint32_t d = 0; d < count; ++d)
             src.push_back(own[static_cast<size_t>(byte + d * step) >> sh]);
         }
-        for (size_t e = at; e < src.size(); ++e)
-          if (src[e].op >= 0 && src[e].op != prev) stores.insert(prev = src[e].op);
+        scan(src.data() + at, src.size() - at);
       });
       a.readers.push_back({pos, {stores.begin(), stores.end()}});
       // A load into an SBUF tile: a candidate when every element comes from tiles
@@ -343,17 +357,6 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
       if (op.ins.op != isa::Opcode::dma_copy || op.ins.dst.space != isa::MemSpace::sbuf ||
           op.ins.dst.elems() != src.size() || stores.empty())
         continue;
-      // Runs of elements share their store and tile: each pair is tested once.
-      bool ok = true;
-      int last_tile = -2, last_op = -2;
-      for (const Owner& s : src) {
-        if (s.tile == last_tile && s.op == last_op) continue;
-        last_tile = s.tile, last_op = s.op;
-        if (s.tile < 0 || written_between(s.tile, s.op, pos)) {
-          ok = false;
-          break;
-        }
-      }
       Candidate c;
       c.load = pos;
       c.first_store = *stores.begin();
@@ -367,13 +370,17 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
                              s.dtype == o.ap->dtype && s.elems() == o.ap->elems();
       if (from_tile) stream(s, tel);
       const int tile = from_tile ? op.ref[kSrc0] : -1;
+      // Run by run (the stream order of for_each_elem), the tile's element e for the
+      // written element e.
       size_t e = 0;
-      for_each_elem(*o.ap, [&](uint32_t, int64_t byte) {
-        Owner& w = own[static_cast<size_t>(byte) >> sh];
-        w.op = pos;
-        w.tile = tile;
-        if (from_tile) w.part = tel[e].part, w.byte = static_cast<uint32_t>(tel[e].byte);
-        ++e;
+      for_each_hbm_run(*o.ap, [&](int64_t byte, uint32_t count, int64_t step) {
+        for (uint32_t d = 0; d < count; ++d) {
+          Owner& w = own[static_cast<size_t>(byte + d * step) >> sh];
+          w.op = pos;
+          w.tile = tile;
+          if (from_tile) w.part = tel[e].part, w.byte = static_cast<uint32_t>(tel[e].byte);
+          ++e;
+        }
       });
       if (from_tile && k.tensors[o.ref].role == isa::TensorRole::scratch) a.is_store[i] = true;
     }
@@ -385,6 +392,39 @@ Analysis analyse(const Kernel& k, const compiler::Target& t) {
     return x.load - x.first_store < y.load - y.first_store;
   });
   return a;
+}
+
+// What forwarding the first `n` candidates means, shared by apply() and the trials:
+// the loads forwarded, the ops whose stores are still read from HBM, and `k`'s pools
+// and tiles (k0's, with each kept tile moved to a pool of its own, one buffer).
+struct Plan {
+  std::map<int, const Candidate*> fwd;  // load op index -> candidate
+  std::vector<bool> needed;             // by op index: a store some reader still needs
+};
+
+Plan plan(const Kernel& k0, const Analysis& a, size_t n, Kernel& k) {
+  Plan r;
+  for (size_t i = 0; i < n; ++i) r.fwd[a.cands[i].load] = &a.cands[i];
+  r.needed.assign(k0.ops.size(), false);
+  for (const auto& [op, stores] : a.readers)
+    if (!r.fwd.count(op))
+      for (int s : stores) r.needed[s] = true;
+  std::set<int> kept;
+  for (const auto& [op, c] : r.fwd)
+    for (const Piece& p : c->pieces) kept.insert(p.tile);
+  k.pools = k0.pools;
+  k.tiles = k0.tiles;
+  for (int t : kept) {
+    Tile& tl = k.tiles[t];
+    Pool p;
+    p.name = tl.name + ".kept";
+    p.space = k.pools[tl.pool].space;
+    p.bufs = 1;
+    tl.pool = static_cast<int>(k.pools.size());
+    tl.slot = 0;
+    k.pools.push_back(p);
+  }
+  return r;
 }
 
 struct Applied {
@@ -402,27 +442,9 @@ Applied apply(const Kernel& k0, const Analysis& a, size_t n, bool trial) {
   k.semaphores = k0.semaphores;
   k.op_origin = k0.op_origin;
   if (!trial) k.tensors = k0.tensors;
-  k.pools = k0.pools;
-  k.tiles = k0.tiles;
-  std::map<int, const Candidate*> fwd;  // load op index -> candidate
-  for (size_t i = 0; i < n; ++i) fwd[a.cands[i].load] = &a.cands[i];
-  std::vector<bool> needed(k0.ops.size(), false);
-  for (const auto& [op, stores] : a.readers)
-    if (!fwd.count(op))
-      for (int s : stores) needed[s] = true;
-  std::set<int> kept;
-  for (const auto& [op, c] : fwd)
-    for (const Piece& p : c->pieces) kept.insert(p.tile);
-  for (int t : kept) {  // a pool of its own, one buffer
-    Tile& tl = k.tiles[t];
-    Pool p;
-    p.name = tl.name + ".kept";
-    p.space = k.pools[tl.pool].space;
-    p.bufs = 1;
-    tl.pool = static_cast<int>(k.pools.size());
-    tl.slot = 0;
-    k.pools.push_back(p);
-  }
+  const Plan pl = plan(k0, a, n, k);
+  const auto& fwd = pl.fwd;
+  const auto& needed = pl.needed;
   int next_id = k0.next_op_id();
   std::vector<Op> ops;
   ops.reserve(k0.ops.size());
@@ -471,24 +493,9 @@ Applied apply(const Kernel& k0, const Analysis& a, size_t n, bool trial) {
 uint64_t trial_sbuf_bytes(const Kernel& k0, const Analysis& a, size_t n,
                           const compiler::Target& t) {
   Kernel k;
-  k.pools = k0.pools;
-  k.tiles = k0.tiles;
-  std::map<int, const Candidate*> fwd;  // as in apply()
-  for (size_t i = 0; i < n; ++i) fwd[a.cands[i].load] = &a.cands[i];
-  std::vector<bool> needed(k0.ops.size(), false);
-  for (const auto& [op, stores] : a.readers)
-    if (!fwd.count(op))
-      for (int s : stores) needed[s] = true;
-  std::set<int> kept;
-  for (const auto& [op, c] : fwd)
-    for (const Piece& p : c->pieces) kept.insert(p.tile);
-  for (int tl : kept) {
-    Pool p;
-    p.space = k.pools[k.tiles[tl].pool].space;
-    k.tiles[tl].pool = static_cast<int>(k.pools.size());
-    k.tiles[tl].slot = 0;
-    k.pools.push_back(p);
-  }
+  const Plan pl = plan(k0, a, n, k);
+  const auto& fwd = pl.fwd;
+  const auto& needed = pl.needed;
   std::vector<int> first(k.pools.size(), -1), last(k.pools.size(), -1);
   int pos = 0;
   auto touch = [&](int tile) {

@@ -1,14 +1,36 @@
 #include "compiler/tile/deps.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdint>
-#include <map>
 #include <memory>
+#include <tuple>
+#include <unordered_map>
 
 namespace trnsim::tile {
 
 namespace {
+
+// The index ranges of a Region: in place up to rank 4 (10 ranges over all levels, what
+// nearly every access needs), else on the heap; building the graph makes one Region
+// per operand of every op.
+class Boxes {
+ public:
+  using Range = std::pair<int64_t, int64_t>;
+  void resize(size_t n) {
+    n_ = n;
+    if (n > kInline) heap_.resize(n);
+  }
+  Range* data() { return n_ > kInline ? heap_.data() : inline_.data(); }
+  const Range* data() const { return n_ > kInline ? heap_.data() : inline_.data(); }
+
+ private:
+  static constexpr size_t kInline = 10;
+  size_t n_ = 0;
+  std::array<Range, kInline> inline_{};
+  std::vector<Range> heap_;
+};
 
 // What one operand touches.
 struct Region {
@@ -24,7 +46,7 @@ struct Region {
   // (bit j of has_box). One array for all levels, level j's `rank - j` ranges at
   // box_at(j): an access is one allocation, not one per level.
   uint32_t rank = 0, levels = 0, has_box = 0;
-  std::vector<std::pair<int64_t, int64_t>> box;
+  Boxes box;
   size_t box_at(uint32_t level) const { return level * rank - level * (level - 1) / 2; }
 };
 
@@ -189,15 +211,31 @@ struct Access {
   bool read, write;
 };
 
-std::vector<Access> accesses(const Kernel& k, const Op& op, DepMode mode) {
-  std::vector<Access> out;
+// The accesses of `op`, into `out` (cleared first: build_deps reuses one vector).
+void accesses(const Kernel& k, const Op& op, DepMode mode, std::vector<Access>& out) {
+  out.clear();
   for (const Operand& o : operands(op))
     out.push_back({std::make_shared<const Region>(region(k, o, mode)), o.read, o.write});
+}
+
+std::vector<Access> accesses(const Kernel& k, const Op& op, DepMode mode) {
+  std::vector<Access> out;
+  accesses(k, op, mode, out);
   return out;
 }
 
 // Buckets: (kind, object or space, partition group, byte bucket) and its scope.
 using Key = std::tuple<int, int, int, int64_t>;
+// Buckets are only looked up, never walked in order: a hash table.
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = static_cast<uint64_t>(std::get<0>(k)) * 0x9e3779b97f4a7c15ull;
+    h ^= static_cast<uint64_t>(static_cast<uint32_t>(std::get<1>(k))) + (h << 6) + (h >> 2);
+    h ^= static_cast<uint64_t>(static_cast<uint32_t>(std::get<2>(k))) + (h << 6) + (h >> 2);
+    h ^= static_cast<uint64_t>(std::get<3>(k)) + (h << 6) + (h >> 2);
+    return static_cast<size_t>(h * 0xff51afd7ed558ccdull);
+  }
+};
 constexpr uint32_t kGroup = 32;  // partitions per bucket
 
 // HBM buckets: bands of `band` bytes of one tensor. A tensor stored as thousands of
@@ -268,7 +306,7 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
   DepGraph g;
   g.preds.resize(n);
   g.succs.resize(n);
-  std::map<Key, Bucket> buckets;
+  std::unordered_map<Key, Bucket, KeyHash> buckets;
   std::vector<int64_t> hbm_band;
   for (const Tensor& t : k.tensors) hbm_band.push_back(hbm_band_bytes(t));
   std::vector<int> seen(n, -1);
@@ -276,8 +314,9 @@ DepGraph build_deps(const Kernel& k, DepMode mode) {
   // key, in order; null: no bucket yet).
   std::vector<std::vector<std::pair<Key, Scope>>> ks;
   std::vector<Bucket*> found;
+  std::vector<Access> acc;
   for (int j = 0; j < n; ++j) {
-    const auto acc = accesses(k, k.ops[j], mode);
+    accesses(k, k.ops[j], mode, acc);
     auto add = [&](int i) {
       if (i == j || seen[i] == j) return;
       seen[i] = j;
@@ -367,7 +406,7 @@ uint64_t fingerprint(const Kernel& k, DepMode mode) {
   }
   f.add(k.ops.size());
   for (const Op& op : k.ops) {
-    const std::vector<Operand> ops = operands(op);
+    const Operands ops = operands(op);
     f.add(ops.size());
     for (const Operand& o : ops) {
       f.add(static_cast<uint64_t>(o.ref) << 2 | uint64_t{o.read} << 1 | uint64_t{o.write});

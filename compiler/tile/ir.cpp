@@ -88,16 +88,22 @@ std::string_view slot_key(const isa::Instruction& in, Slot s) {
   }
 }
 
-std::vector<Operand> operands(const Op& op) {
-  std::vector<Operand> out;
-  for (int s = 0; s < kNumSlots; ++s) {
-    const isa::AccessPattern* ap = slot_ap(op.ins, static_cast<Slot>(s));
-    if (!ap) continue;
-    const bool write = s == kDst || s == kAccum;
-    const bool read =
-        !write || (s == kDst && op.ins.op == isa::Opcode::matmul && op.ins.accumulate);
-    out.push_back({static_cast<Slot>(s), ap, op.ref[s], read, write});
+Operands operands(const Op& op) {
+  // slot_ap() for each slot in order, with the opcode's info looked up once.
+  Operands out;
+  const isa::Instruction& in = op.ins;
+  const auto& info = isa::opcode_info(in.op);
+  // The destination is read too when a matmul accumulates into it.
+  if (info.has_dst)
+    out.push_back(
+        {kDst, &in.dst, op.ref[kDst], in.op == isa::Opcode::matmul && in.accumulate, true});
+  for (int i = 0; i < info.nsrc && i < 3; ++i) {
+    const Slot s = static_cast<Slot>(kSrc0 + i);
+    out.push_back({s, &in.src[i], op.ref[s], true, false});
   }
+  if (in.arg0.is_ap) out.push_back({kArg0, &in.arg0.ap, op.ref[kArg0], true, false});
+  if (in.arg1.is_ap) out.push_back({kArg1, &in.arg1.ap, op.ref[kArg1], true, false});
+  if (in.has_accum) out.push_back({kAccum, &in.accum, op.ref[kAccum], false, true});
   return out;
 }
 

@@ -120,8 +120,23 @@ struct Operand {
   int ref;  // tile (sbuf/psum) or tensor (hbm) index
   bool read, write;
 };
+// At most one operand per slot, held in place: operands() runs for every op in every
+// pass, and a heap allocation per call cost more than the work on its result.
+class Operands {
+ public:
+  const Operand* begin() const { return v_.data(); }
+  const Operand* end() const { return v_.data() + n_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const Operand& operator[](size_t i) const { return v_[i]; }
+  void push_back(const Operand& o) { v_[n_++] = o; }
+
+ private:
+  std::array<Operand, kNumSlots> v_{};
+  size_t n_ = 0;
+};
 // Every access-pattern operand of `op` (dst, sources, per-partition scalars, accum).
-std::vector<Operand> operands(const Op& op);
+Operands operands(const Op& op);
 isa::AccessPattern* slot_ap(isa::Instruction& in, Slot s);  // nullptr if the slot is unused
 const isa::AccessPattern* slot_ap(const isa::Instruction& in, Slot s);
 std::string_view slot_key(const isa::Instruction& in, Slot s);  // "dst", "stationary", "bias", ...
