@@ -266,7 +266,13 @@ class Loader {
       }
       set(k, it->second, cfg, 0);
     }
-    for (const auto& k : schema::choice_keys()) set_choice(k, k.key, cfg.core);
+    for (const auto& k : schema::choice_keys()) {
+      if (k.set_platform) {
+        set_platform_choice(k, cfg);
+        continue;
+      }
+      set_choice(k, k.key, cfg.core);
+    }
     tensor_rtl(cfg);
     core_types(cfg);
     layout(cfg);
@@ -308,6 +314,18 @@ class Loader {
       k.set(core, schema::parse_choice(k, s.text));
     } catch (const std::range_error& e) {
       errors_.push_back(s.about(key) + ": " + e.what());
+    }
+  }
+
+  void set_platform_choice(const schema::ChoiceKeyDef& k, platform_config& cfg) {
+    const auto it = values_.find(k.key);
+    if (it == values_.end()) return;  // choices[0]
+    const Setting& s = it->second;
+    try {
+      if (!s.error.empty()) throw std::range_error(s.error);
+      k.set_platform(cfg, schema::parse_choice(k, s.text));
+    } catch (const std::range_error& e) {
+      errors_.push_back(s.about(k.key) + ": " + e.what());
     }
   }
 
@@ -753,7 +771,7 @@ std::string describe(const platform_config& cfg) {
   for (const auto& k : schema::keys())
     out += k.key + " = " + schema::get_value(k, cfg) + "  # " + k.description + "\n";
   for (const auto& k : schema::choice_keys())
-    if (const uint32_t v = k.get(cfg.core); v != 0)
+    if (const uint32_t v = k.get_platform ? k.get_platform(cfg) : k.get(cfg.core); v != 0)
       out += k.key + " = " + k.choices[v] + "  # " + k.description + "\n";
   if (cfg.core.tensor_rtl)
     out += std::string(schema::kTensorRtlSection) + " = " + cosim::to_flow(*cfg.core.tensor_rtl) +

@@ -212,6 +212,20 @@ const std::vector<ChoiceKeyDef>& choice_keys() {
        Readers::sim,
        [](const core_config& c) { return static_cast<uint32_t>(c.tensor_numerics); },
        [](core_config& c, uint32_t v) { c.tensor_numerics = static_cast<TensorNumerics>(v); }},
+      {"network.model",
+       {"analytic", "tlm"},
+       "what times the collectives of an SPMD run (trnsim run --ranks/--tp): analytic (the "
+       "fair-sharing model, models/network/collective_engine.h) or tlm (the same transfers "
+       "through SystemC/TLM link blocks, each serving a transfer whole in its earliest idle "
+       "stretch, so collectives that overlap in time queue on shared links; "
+       "models/network/network_tlm.h)",
+       Readers::sim,
+       [](const core_config&) { return uint32_t{0}; },
+       [](core_config&, uint32_t) {},
+       [](const platform_config& c) { return static_cast<uint32_t>(c.network.model); },
+       [](platform_config& c, uint32_t v) {
+         c.network.model = static_cast<models::NetworkModel>(v);
+       }},
   };
   return k;
 }

@@ -62,6 +62,9 @@ struct ChoiceKeyDef {
   Readers readers;
   uint32_t (*get)(const core_config&);  // index into choices
   void (*set)(core_config&, uint32_t);
+  // A key of the whole platform (not per core type): these instead of get/set.
+  uint32_t (*get_platform)(const platform_config&) = nullptr;
+  void (*set_platform)(platform_config&, uint32_t) = nullptr;
 };
 const std::vector<ChoiceKeyDef>& choice_keys();
 const ChoiceKeyDef* find_choice_key(std::string_view key);

@@ -7,8 +7,9 @@
 #include <memory>
 #include <set>
 
+#include "models/common/sim_time.h"
 #include "models/network/collective_engine.h"
-#include "models/network/ring_tlm.h"
+#include "models/network/network_tlm.h"
 #include "platform/config.h"
 #include "platform/units.h"
 #include "runtime/tensor.h"
@@ -18,7 +19,10 @@ namespace trnsim::runtime {
 namespace net = models::network;
 
 const char* kCollbenchHelp =
-    "usage: trnsim collbench all_reduce|all_gather|reduce_scatter [options]\n"
+    "usage: trnsim collbench all_reduce|all_gather|reduce_scatter|all_to_all|permute\n"
+    "       [options]; all_to_all: rank i sends block j of its buffer to rank j;\n"
+    "       permute: rank i sends its whole buffer to rank i + 1 (mod ranks); both\n"
+    "       move data without arithmetic, all transfers at once (timing only)\n"
     "  -c, --config C     platform config (default trn2); its network: section\n"
     "  --set KEY=VALUE    override a config key (e.g. network.nodes=2)\n"
     "  --ranks N          ranks (default: one per chip of a node)\n"
@@ -34,9 +38,10 @@ const char* kCollbenchHelp =
     "  --links            print the busiest links of the largest size\n"
     "  --trace FILE.json  with one size: a Perfetto/Chrome trace, one track per link\n"
     "                     (and DMA, intra-chip path, node port), a slice per transfer\n"
-    "  --tlm              run the ring on SystemC/TLM link blocks (models/network/\n"
-    "                     ring_tlm.h) instead of the analytic model: one rank per\n"
-    "                     chip on one node; not with --trace or --links\n";
+    "  --tlm              time the same transfers on SystemC/TLM link blocks\n"
+    "                     (models/network/network_tlm.h: first come first served on\n"
+    "                     each link) instead of the analytic model; not with --trace\n"
+    "                     or --links\n";
 
 double collbench_input(uint32_t rank, uint64_t i) {
   return static_cast<double>(static_cast<int64_t>((rank * 131ull + i * 71ull) % 1021) - 510) / 64.0;
@@ -183,13 +188,23 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
     }
   }
   if (coll_name.empty())
-    throw CollbenchUsage("collbench: which collective? (all_reduce, all_gather, reduce_scatter)");
-  net::Collective coll;
+    throw CollbenchUsage(
+        "collbench: which collective? (all_reduce, all_gather, reduce_scatter, all_to_all, "
+        "permute)");
+  net::Collective coll = net::Collective::all_reduce;
+  // all_to_all and permute: point-to-point transfers (run_direct), timing only.
+  const bool direct = coll_name == "all_to_all" || coll_name == "permute";
   try {
-    coll = net::parse_collective(coll_name);
+    if (!direct) coll = net::parse_collective(coll_name);
   } catch (const std::invalid_argument& e) {
-    throw CollbenchUsage(std::string("collbench: ") + e.what());
+    throw CollbenchUsage(std::string("collbench: ") + e.what() + " (or all_to_all, permute)");
   }
+  if (direct && (check || !out_path.empty()))
+    throw CollbenchUsage("collbench: " + coll_name +
+                         " moves data without arithmetic: no --check or --out (timing only)");
+  if (direct && !algo.empty())
+    throw CollbenchUsage("collbench: " + coll_name +
+                         " sends directly (every transfer at once): no --algo");
   if (!out_path.empty() && lo != hi)
     throw CollbenchUsage("collbench: --out needs one size (--sizes A)");
   if (!trace_path.empty() && lo != hi)
@@ -209,7 +224,6 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
 
   // The algorithm: as asked, else torus where it fits.
   net::Algorithm alg = net::Algorithm::ring;
-  net::tlm_ring_params ring_params;
   {
     std::unique_ptr<net::Topology> probe_ptr;
     try {
@@ -226,18 +240,9 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
       }
     }
     const bool whole = net::torus_fits(probe);
-    if (algo.empty()) alg = tlm ? net::Algorithm::ring : net::choose_algorithm(probe);
-    if (tlm && alg != net::Algorithm::ring)
-      throw CollbenchUsage("collbench: --tlm runs the ring algorithm only");
+    if (algo.empty()) alg = direct ? net::Algorithm::direct : net::choose_algorithm(probe);
     if (tlm && (links || !trace_path.empty()))
       throw CollbenchUsage("collbench: --tlm has no --links or --trace");
-    if (tlm) {
-      try {
-        ring_params = net::tlm_ring_of(tp);
-      } catch (const std::invalid_argument& e) {
-        throw CollbenchUsage(std::string("collbench: --tlm: ") + e.what());
-      }
-    }
     if (alg == net::Algorithm::torus && !whole)  // before any output
       throw CollbenchUsage("collbench: the torus algorithm needs whole nodes: " +
                            std::to_string(probe.chips_used()) + " chips used, nodes have " +
@@ -247,12 +252,21 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
         << (probe.nodes_used() == 1 ? " node" : " nodes") << "), algorithm "
         << net::algorithm_name(alg) << (tlm ? " (TLM links)" : "") << ", " << tname << "\n";
   }
-  // SystemC elaborates once: one TLM ring runs every size in turn.
-  std::unique_ptr<net::tlm_ring> ring;
-  if (tlm) ring = std::make_unique<net::tlm_ring>("collbench_ring", ring_params);
+  // SystemC elaborates once: one TLM network runs every size in turn, each from the
+  // previous one's end (so none queues behind another).
+  std::unique_ptr<net::tlm_network> tlm_net;
+  sc_core::sc_time tlm_at = sc_core::SC_ZERO_TIME;
+  if (tlm) {
+    tlm_net = std::make_unique<net::tlm_network>("collbench_network", tp);
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaborate: bind the sockets
+  }
   const uint32_t n = tp.ranks;
-  const double bus_factor =
-      coll == net::Collective::all_reduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+  std::vector<uint32_t> members(n);
+  for (uint32_t r = 0; r < n; ++r) members[r] = r;
+  const double bus_factor = coll_name == "permute" ? 1.0
+                            : coll == net::Collective::all_reduce && !direct
+                                ? 2.0 * (n - 1) / n
+                                : static_cast<double>(n - 1) / n;
   out << "#" << pad("size(B)", 13) << pad("count(elems)", 14) << pad("type", 6)
       << pad("time(us)", 12) << pad("algbw(GB/s)", 13) << pad("busbw(GB/s)", 13)
       << (check ? pad("check", 8) : "") << "\n";
@@ -279,10 +293,22 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
     std::vector<std::vector<float>> input = check ? data : std::vector<std::vector<float>>{};
     net::collective_result res;
     try {
-      if (ring)
-        res.time_s = ring->run({coll, count, dt, data.empty() ? nullptr : &data});
-      else
+      std::vector<net::direct_send> sends;
+      if (coll_name == "permute")
+        for (uint32_t r = 0; r < n; ++r) sends.push_back({r, (r + 1) % n, bytes});
+      if (coll_name == "all_to_all")
+        for (uint32_t r = 0; r < n; ++r)
+          for (uint32_t q = 0; q < n; ++q) sends.push_back({r, q, count / n * esize});
+      if (tlm_net) {
+        net::collective_plan plan = direct ? net::plan_direct(topo, sends)
+                                           : net::plan_collective(topo, coll, alg, count, dt);
+        res = tlm_net->run(plan, members, tlm_at, dt, data.empty() ? nullptr : &data);
+        tlm_at += models::seconds_to_time(res.time_s) + sc_core::sc_time(1, sc_core::SC_US);
+      } else if (direct) {
+        res = eng.run_direct(sends);
+      } else {
         res = eng.run(coll, alg, count, dt, data.empty() ? nullptr : &data);
+      }
     } catch (const std::invalid_argument& e) {
       throw CollbenchUsage(std::string("collbench: ") + e.what());
     }

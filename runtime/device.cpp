@@ -118,6 +118,9 @@ struct Device::Impl {
   uint64_t resident_top = 0;  // HBM below is held by resident images
   std::vector<Launch> pending;
   std::unique_ptr<models::network::collective_unit> coll;  // the last SPMD run's
+  // network.model: tlm: the links every SPMD run's collectives cross (built before
+  // elaboration ends: every core of every chip of every node is a rank).
+  std::unique_ptr<models::network::tlm_network> tlm_net;
 
   void build_stats(const RunReport& rep, const std::vector<uint32_t>& cores,
                    const std::array<uint64_t, isa::kNumDTypes>& flops);
@@ -173,6 +176,23 @@ Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
     impl_->sched = std::make_unique<models::scheduler>();
     impl_->ctx.sched = impl_->sched.get();
     models::scheduler::install(impl_->sched.get());
+  }
+  if (cfg.network.model == models::NetworkModel::tlm) {
+    models::network::topology_params tp;
+    tp.net = cfg.network;
+    tp.cores_per_chip = impl_->opts.chip_cores ? impl_->opts.chip_cores : cfg.cores;
+    tp.dma_bps = models::network::collective_dma_rate(cfg.network, cfg.core.dma.engines,
+                                                      cfg.core.dma.bandwidth_bps,
+                                                      cfg.core.dma.core_bandwidth_bps);
+    tp.per_chip = tp.cores_per_chip;
+    const uint64_t ranks = uint64_t{tp.cores_per_chip} * cfg.network.chips * cfg.network.nodes;
+    if (ranks > 65536)
+      throw RunError(
+          "network.model: tlm builds a link block per core of every chip of every "
+          "node: " +
+          std::to_string(ranks) + " cores exceed 65536 (lower network.nodes)");
+    tp.ranks = static_cast<uint32_t>(ranks);
+    impl_->tlm_net = std::make_unique<models::network::tlm_network>("network", tp);
   }
   // Finish elaboration and let every sequencer reach its wait for a launch.
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
@@ -460,6 +480,7 @@ void Device::Impl::bind_ranks(const std::vector<Launch>& launches,
          {}});
   coll = std::make_unique<models::network::collective_unit>(tp, std::move(b), ctx);
   coll->record_transfers(!opts.trace_path.empty());
+  if (tlm_net) coll->use_tlm(tlm_net.get());
   if (opts.fold_ranks > simulated) coll->fold(uint32_t(simulated));
   ctx.collectives = coll.get();
 }

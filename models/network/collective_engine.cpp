@@ -14,17 +14,7 @@ namespace {
 constexpr const char* kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter"};
 constexpr const char* kAlgorithms[] = {"ring", "torus", "direct"};
 
-// One chunk transfer between two ranks.
-struct Xfer {
-  uint32_t src = 0, dst = 0;
-  int dir = 1;
-  bool reduce = false;
-  std::vector<uint32_t> pieces;
-  uint64_t bytes = 0;
-  std::vector<uint32_t> next;  // transfers that wait for this one
-  uint32_t waiting = 0;        // transfers this one still waits for
-  double ready = 0, end = 0;
-};
+using Xfer = planned_transfer;
 
 // One dimension of an algorithm: its rings (rank lists in ring order) and each
 // rank's digit (its position along the dimension; a block has its rank's digit).
@@ -259,13 +249,7 @@ collective_result execute(Topology& topo, std::vector<transfer_record>* records,
       res.sends[x.src] += 1;
       res.received[x.dst] += x.bytes;
       if (x.reduce) res.reduced[x.dst] += x.bytes;
-      if (data) {
-        const std::vector<float>& s = (*data)[x.src];
-        std::vector<float>& d = (*data)[x.dst];
-        for (uint32_t p : x.pieces)
-          for (uint64_t e = piece_begin[p]; e < piece_begin[p + 1]; ++e)
-            d[e] = x.reduce ? isa::round_to(dt, d[e] + s[e]) : s[e];
-      }
+      if (data) apply_transfer(x, piece_begin, dt, *data);
       for (uint32_t n : x.next) {
         xs[n].ready = std::max(xs[n].ready, x.end);
         if (--xs[n].waiting == 0) ready.push({xs[n].ready, n});
@@ -342,16 +326,20 @@ Algorithm choose_algorithm(const Topology& t) {
   return torus_fits(t) ? Algorithm::torus : Algorithm::ring;
 }
 
-collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t count, isa::DType dt,
-                                        std::vector<std::vector<float>>* data) {
+void apply_transfer(const planned_transfer& x, const std::vector<uint64_t>& piece_begin,
+                    isa::DType dt, std::vector<std::vector<float>>& data) {
+  const std::vector<float>& s = data[x.src];
+  std::vector<float>& d = data[x.dst];
+  for (uint32_t p : x.pieces)
+    for (uint64_t e = piece_begin[p]; e < piece_begin[p + 1]; ++e)
+      d[e] = x.reduce ? isa::round_to(dt, d[e] + s[e]) : s[e];
+}
+
+collective_plan plan_collective(const Topology& topo_, Collective c, Algorithm a, uint64_t count,
+                                isa::DType dt) {
   if (dt != isa::DType::fp32 && dt != isa::DType::bf16)
     throw std::invalid_argument("collectives support fp32 and bf16");
   const uint32_t R = topo_.ranks();
-  if (data) {
-    if (data->size() != R) throw std::invalid_argument("one buffer per rank expected");
-    for (const auto& b : *data)
-      if (b.size() != count) throw std::invalid_argument("every buffer must hold count values");
-  }
   std::vector<Dim> dims;
   uint32_t halves = 1;
   if (a == Algorithm::ring) {
@@ -390,23 +378,40 @@ collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t coun
   if (c != Collective::reduce_scatter)
     for (size_t d = dims.size(); d-- > 0;) bld.phase(dims[d], held[d], false);
 
-  return execute(topo_, records_, bld.xfers, piece_begin, dt, data, R);
+  return {std::move(bld.xfers), std::move(piece_begin)};
 }
 
-collective_result CollectiveEngine::run_direct(const std::vector<direct_send>& sends) {
-  std::vector<Xfer> xs;
+collective_result CollectiveEngine::run(Collective c, Algorithm a, uint64_t count, isa::DType dt,
+                                        std::vector<std::vector<float>>* data) {
+  const uint32_t R = topo_.ranks();
+  if (data) {
+    if (data->size() != R) throw std::invalid_argument("one buffer per rank expected");
+    for (const auto& b : *data)
+      if (b.size() != count) throw std::invalid_argument("every buffer must hold count values");
+  }
+  collective_plan p = plan_collective(topo_, c, a, count, dt);
+  return execute(topo_, records_, p.xfers, p.piece_begin, dt, data, R);
+}
+
+collective_plan plan_direct(const Topology& t, const std::vector<direct_send>& sends) {
+  collective_plan p;
   for (const direct_send& d : sends) {
-    if (d.src >= topo_.ranks() || d.dst >= topo_.ranks())
+    if (d.src >= t.ranks() || d.dst >= t.ranks())
       throw std::invalid_argument("a transfer names a rank beyond the topology's");
     if (d.src == d.dst || d.bytes == 0) continue;
     Xfer x;
     x.src = d.src;
     x.dst = d.dst;
     x.bytes = d.bytes;
-    xs.push_back(std::move(x));
+    p.xfers.push_back(std::move(x));
   }
-  const std::vector<uint64_t> none{0};
-  return execute(topo_, records_, xs, none, isa::DType::fp32, nullptr, topo_.ranks());
+  p.piece_begin = {0};
+  return p;
+}
+
+collective_result CollectiveEngine::run_direct(const std::vector<direct_send>& sends) {
+  collective_plan p = plan_direct(topo_, sends);
+  return execute(topo_, records_, p.xfers, p.piece_begin, isa::DType::fp32, nullptr, topo_.ranks());
 }
 
 }  // namespace trnsim::models::network

@@ -77,6 +77,33 @@ struct direct_send {
   uint64_t bytes = 0;
 };
 
+// One chunk transfer of a collective's schedule: `pieces` of the buffer (each a
+// range of piece_begin) from src to dst, added to dst's (reduce) or copied; `next`
+// lists the transfers that wait for it, `waiting` how many it waits for. ready/end
+// are filled in as it runs.
+struct planned_transfer {
+  uint32_t src = 0, dst = 0;
+  int dir = 1;
+  bool reduce = false;
+  std::vector<uint32_t> pieces;
+  uint64_t bytes = 0;
+  std::vector<uint32_t> next;
+  uint32_t waiting = 0;
+  double ready = 0, end = 0;
+};
+struct collective_plan {
+  std::vector<planned_transfer> xfers;
+  std::vector<uint64_t> piece_begin;
+};
+// The schedule CollectiveEngine::run() times (same checks and throws), and
+// run_direct()'s; for other timing models (network_tlm.h).
+collective_plan plan_collective(const Topology& t, Collective c, Algorithm a, uint64_t count,
+                                isa::DType dt);
+collective_plan plan_direct(const Topology& t, const std::vector<direct_send>& sends);
+// Carries out `x`'s data movement on `data` (one buffer per rank), as run() does.
+void apply_transfer(const planned_transfer& x, const std::vector<uint64_t>& piece_begin,
+                    isa::DType dt, std::vector<std::vector<float>>& data);
+
 class CollectiveEngine {
  public:
   explicit CollectiveEngine(Topology& topo) : topo_(topo) {}

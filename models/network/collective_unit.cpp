@@ -211,14 +211,19 @@ void collective_unit::finish(const std::vector<arrival>& all) {
   model_run* run = nullptr;
   try {
     auto it = times_.find(key);
-    if (!data.empty() && !direct) {
-      model_run m = run_model(in, c, g, count, dt, &data);
+    // A fresh run replaces the cached timing but keeps its run count.
+    auto store = [&](model_run m) {
       if (it != times_.end()) {
         m.sum.runs = it->second.sum.runs;
         it->second = std::move(m);
       } else {
         it = times_.emplace(std::move(key), std::move(m)).first;
       }
+    };
+    if (tlm_) {
+      store(run_tlm(in, c, g, count, dt, data.empty() || direct ? nullptr : &data));
+    } else if (!data.empty() && !direct) {
+      store(run_model(in, c, g, count, dt, &data));
     } else if (it == times_.end()) {
       it = times_.emplace(std::move(key), run_model(in, c, g, count, dt, nullptr)).first;
     }
@@ -352,6 +357,52 @@ collective_unit::model_run collective_unit::run_model(const isa::Instruction& in
     for (const Link* l : r.route)
       m.spans.push_back({name_of(*l), g[r.src], g[r.dst], r.bytes, seconds_to_time(r.start),
                          seconds_to_time(r.drain)});
+  return m;
+}
+
+collective_unit::model_run collective_unit::run_tlm(const isa::Instruction& in, Collective c,
+                                                    const std::vector<uint32_t>& g, uint64_t count,
+                                                    isa::DType dt,
+                                                    std::vector<std::vector<float>>* data) {
+  // The schedule is the analytic model's for the group's placement; its transfers
+  // take the launch's routes (the group's real chips) on the shared links.
+  Topology topo(group_params(base_, g));
+  model_run m;
+  collective_plan plan;
+  if (in.op == isa::Opcode::all_to_all || in.op == isa::Opcode::permute) {
+    const uint64_t G = g.size(), es = isa::dtype_size(dt);
+    std::vector<direct_send> sends;
+    for (uint32_t p = 0; p < G; ++p) {
+      if (in.op == isa::Opcode::permute) {
+        const auto q =
+            static_cast<uint32_t>(std::lower_bound(g.begin(), g.end(), in.peers[p]) - g.begin());
+        sends.push_back({p, q, count * es});
+      } else {
+        for (uint32_t q = 0; q < G; ++q) sends.push_back({p, q, count / G * es});
+      }
+    }
+    m.sum.algorithm = Algorithm::direct;
+    plan = plan_direct(topo, sends);
+  } else {
+    m.sum.algorithm = choose_algorithm(topo);
+    plan = plan_collective(topo, c, m.sum.algorithm, count, dt);
+  }
+  std::vector<link_tlm_stats> before(tlm_->size());
+  for (size_t k = 0; k < tlm_->size(); ++k) before[k] = tlm_->link(k).stats();
+  m.res = tlm_->run(plan, g, models::now(), dt, data);
+  m.sum.group = g;
+  m.sum.count = count;
+  m.sum.dtype = dt;
+  m.sum.network_ns = m.res.time_s * 1e9;
+  for (size_t k = 0; k < tlm_->size(); ++k) {
+    const link_tlm_stats a = tlm_->link(k).stats();
+    if (a.transfers == before[k].transfers) continue;
+    // Queued time stands for contention: the link made a transfer wait.
+    m.links.push_back({tlm_->link_name(k), a.bytes - before[k].bytes,
+                       a.transfers - before[k].transfers,
+                       (a.busy - before[k].busy).to_seconds() * 1e9,
+                       (a.queued - before[k].queued).to_seconds() * 1e9});
+  }
   return m;
 }
 

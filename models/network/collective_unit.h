@@ -46,6 +46,7 @@
 #include "models/memory/dma_engine.h"
 #include "models/memory/hbm.h"
 #include "models/network/collective_engine.h"
+#include "models/network/network_tlm.h"
 #include "models/network/topology.h"
 
 namespace trnsim::models::network {
@@ -127,6 +128,11 @@ class collective_unit : public collective_port {
   // no program; rank r arrives wherever rank r % simulated arrives, in its group.
   void fold(uint32_t simulated);
 
+  // network.model: tlm: time every collective on `net` (network_tlm.h), whose rank r
+  // is launch rank r, from the instant its group is complete; no model times are
+  // reused (the links' state differs) and no transfers are recorded. Null: analytic.
+  void use_tlm(tlm_network* net) { tlm_ = net; }
+
   // Keep every transfer for traces (off: only the summaries and windows).
   void record_transfers(bool on) { record_ = on; }
   std::vector<collective_summary> summaries() const;
@@ -146,6 +152,9 @@ class collective_unit : public collective_port {
   };
   model_run run_model(const isa::Instruction& in, Collective c, const std::vector<uint32_t>& g,
                       uint64_t count, isa::DType dt, std::vector<std::vector<float>>* data) const;
+  // The same on the TLM network, from now.
+  model_run run_tlm(const isa::Instruction& in, Collective c, const std::vector<uint32_t>& g,
+                    uint64_t count, isa::DType dt, std::vector<std::vector<float>>* data);
   struct arrival {
     uint32_t rank;
     const isa::Instruction* in;
@@ -171,6 +180,7 @@ class collective_unit : public collective_port {
   std::vector<collective_window> windows_;
   std::vector<transfer_span> spans_;
   uint32_t simulated_ = 0;  // fold(): the ranks that run (0: all)
+  tlm_network* tlm_ = nullptr;
 };
 
 }  // namespace trnsim::models::network

@@ -26,8 +26,43 @@ link_tlm::link_tlm(const sc_core::sc_module_name& name, link_params p)
 }
 
 link_tlm_stats link_tlm::stats() const {
-  link_tlm_stats s = stats_;
-  s.busy = res_.busy();
+  return stats_;
+}
+
+void link_tlm::forget_before(const sc_core::sc_time& t) {
+  while (!busy_.empty() && busy_.begin()->second <= t) busy_.erase(busy_.begin());
+}
+
+sc_core::sc_time link_tlm::place(const sc_core::sc_time& head, const sc_core::sc_time& d) {
+  sc_core::sc_time s = head;
+  auto it = busy_.upper_bound(s);
+  if (it != busy_.begin()) {
+    const auto p = std::prev(it);
+    if (p->second > s) s = p->second;
+  }
+  // Past every reservation that would overlap [s, s + d).
+  while (it != busy_.end() && it->first < checked_time(s + d)) {
+    if (it->second > s) s = it->second;
+    ++it;
+  }
+  if (d == sc_core::SC_ZERO_TIME) return s;
+  const sc_core::sc_time e = checked_time(s + d);
+  // Merge with the neighbours it touches, so back-to-back transfers stay one entry.
+  sc_core::sc_time lo = s, hi = e;
+  auto next = busy_.lower_bound(s);
+  if (next != busy_.begin()) {
+    const auto p = std::prev(next);
+    if (p->second == s) {
+      lo = p->first;
+      busy_.erase(p);
+    }
+  }
+  next = busy_.find(e);
+  if (next != busy_.end()) {
+    hi = next->second;
+    busy_.erase(next);
+  }
+  busy_[lo] = hi;
   return s;
 }
 
@@ -37,11 +72,13 @@ void link_tlm::b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& delay)
   const uint64_t bytes = t.get_data_length();
   link_transfer_ext* ext = nullptr;
   t.get_extension(ext);
-  // First come first served: the transfer starts when the link is free, and cannot
-  // finish before the stage feeding it has (cut-through).
-  const sc_core::sc_time start = res_.next_free() > head ? res_.next_free() : head;
-  sc_core::sc_time end = res_.reserve(head, bytes);
+  // The earliest idle stretch from its head on; it cannot finish before the stage
+  // feeding it has (cut-through).
+  const sc_core::sc_time dur = res_.duration(bytes);
+  const sc_core::sc_time start = place(head, dur);
+  sc_core::sc_time end = checked_time(start + dur);
   if (ext && ext->tail > end) end = ext->tail;
+  stats_.busy += dur;
   stats_.bytes += bytes;
   stats_.transfers += 1;
   stats_.queued += start - head;

@@ -15,17 +15,20 @@
 // Modelled: serialization at params.bandwidth_bps, params.latency_s from a byte
 // leaving to it arriving, cut-through between stages (a route moves at its slowest
 // stage, as the analytic model's transfers do), contention between transfers that
-// overlap on the link (first come first served on a busy-until bandwidth resource:
-// two transfers offered at once finish at B/bw and 2B/bw, which drains both at the
-// time max-min fair sharing does), and per-link bytes, transfers, busy and queued
-// time. Not modelled: packets, flow control and credits, fair interleaving of
-// overlapping transfers (the later one waits instead of sharing), link errors,
-// priorities, and the time of the response path.
+// overlap on the link (each is served whole in the earliest idle stretch of the
+// link, from its head on, long enough for it: two transfers offered at once finish
+// at B/bw and 2B/bw, which drains both at the time max-min fair sharing does; a
+// transfer offered later for an earlier, still idle stretch takes that stretch, so
+// loosely timed callers need not offer transfers in time order), and per-link
+// bytes, transfers, busy and queued time. Not modelled: packets, flow control and
+// credits, fair interleaving of overlapping transfers (the later one waits instead
+// of sharing), link errors, priorities, and the time of the response path.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <systemc>
 #include <tlm>
@@ -64,13 +67,20 @@ class link_tlm : public sc_core::sc_module {
 
   const link_params& params() const { return p_; }
   link_tlm_stats stats() const;
+  // Drops the link's reservations that end by `t` (no transfer offered from then on
+  // can use them): keeps a long run's bookkeeping small.
+  void forget_before(const sc_core::sc_time& t);
 
  private:
   void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& delay);
 
+  // The earliest start >= head of an idle stretch of length d; reserves it.
+  sc_core::sc_time place(const sc_core::sc_time& head, const sc_core::sc_time& d);
+
   link_params p_;
   sc_core::sc_time latency_;
-  bandwidth_resource res_;
+  bandwidth_resource res_;                             // the rate (durations)
+  std::map<sc_core::sc_time, sc_core::sc_time> busy_;  // reservations: start -> end
   link_tlm_stats stats_;
 };
 

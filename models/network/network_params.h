@@ -56,8 +56,14 @@
 
 namespace trnsim::models {
 
+// What times the collectives of `trnsim run` (the `network.model` choice key,
+// platform/config_schema.cpp): the analytic fair-sharing model
+// (collective_engine.h) or the SystemC/TLM link blocks (network_tlm.h).
+enum class NetworkModel : uint32_t { analytic, tlm };
+
 struct network_params {
   TRNSIM_NETWORK_PARAMS(TRNSIM_PARAM_FIELD)
+  NetworkModel model = NetworkModel::analytic;  // a choice key, not a row: no unit
 };
 
 }  // namespace trnsim::models

@@ -1,0 +1,156 @@
+#include "models/network/network_tlm.h"
+
+#include <cctype>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <utility>
+
+#include "models/common/sim_time.h"
+
+namespace trnsim::models::network {
+
+tlm_fabric::tlm_fabric(const sc_core::sc_module_name& name)
+    : sc_module(name), in("in"), out("out") {
+  in.register_b_transport(this, &tlm_fabric::b_transport);
+}
+
+void tlm_fabric::b_transport(int, tlm::tlm_generic_payload& t, sc_core::sc_time& delay) {
+  route_ext* r = nullptr;
+  t.get_extension(r);
+  if (!r) {
+    t.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+    return;
+  }
+  if (r->next == r->hops.size()) {  // delivered
+    t.set_response_status(tlm::TLM_OK_RESPONSE);
+    return;
+  }
+  const uint32_t k = r->hops[r->next++];
+  if (k >= out.size()) {
+    t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  out[static_cast<int>(k)]->b_transport(t, delay);
+}
+
+namespace {
+// SystemC names hold no '.', '+' or '-': "node0.chip1.linkx+" -> "node0_chip1_linkx_p".
+std::string module_name(const std::string& s) {
+  std::string m;
+  for (char c : s) {
+    if (c == '+')
+      m += "_p";
+    else if (c == '-')
+      m += "_m";
+    else
+      m += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  }
+  return m;
+}
+}  // namespace
+
+tlm_network::tlm_network(const sc_core::sc_module_name& name, const topology_params& p)
+    : sc_module(name), topo_(p), fabric_("fabric"), drv_("drv") {
+  for (const Link& l : topo_.links()) {
+    index_[&l] = static_cast<uint32_t>(links_.size());
+    links_.push_back(std::make_unique<link_tlm>(module_name(l.name()).c_str(), l.params()));
+  }
+  for (auto& l : links_) {
+    fabric_.out.bind(l->in);
+    l->out.bind(fabric_.in);
+  }
+  drv_.bind(fabric_.in);
+}
+
+collective_result tlm_network::run(collective_plan& plan, const std::vector<uint32_t>& members,
+                                   sc_core::sc_time start, isa::DType dt,
+                                   std::vector<std::vector<float>>* data) {
+  const auto R = static_cast<uint32_t>(members.size());
+  for (uint32_t m : members)
+    if (m >= topo_.ranks())
+      throw std::invalid_argument("rank " + std::to_string(m) + " is beyond the TLM network's " +
+                                  std::to_string(topo_.ranks()) + " ranks");
+  std::vector<planned_transfer>& xs = plan.xfers;
+  for (const planned_transfer& x : xs)
+    if (x.src >= R || x.dst >= R)
+      throw std::invalid_argument("a transfer names a position beyond the group's");
+  // Absolute times as annotated delays from SystemC's time (which the chip's own
+  // scheduler leaves behind: models::now() may be later).
+  const sc_core::sc_time base = sc_core::sc_time_stamp();
+  if (start < base) start = base;
+  for (auto& l : links_) l->forget_before(start);
+  std::vector<sc_core::sc_time> ready(xs.size(), start);
+  using Entry = std::pair<sc_core::sc_time, uint32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> q;
+  for (uint32_t i = 0; i < xs.size(); ++i)
+    if (xs[i].waiting == 0) q.push({start, i});
+  collective_result res;
+  res.sent.assign(R, 0);
+  res.received.assign(R, 0);
+  res.reduced.assign(R, 0);
+  res.sends.assign(R, 0);
+  sc_core::sc_time last = start;
+  size_t done = 0;
+  tlm::tlm_generic_payload t;
+  link_transfer_ext ext;
+  route_ext route;
+  while (!q.empty()) {
+    const auto [at, id] = q.top();
+    q.pop();
+    planned_transfer& x = xs[id];
+    if (x.bytes > std::numeric_limits<unsigned int>::max())
+      throw std::invalid_argument("a transfer of " + std::to_string(x.bytes) +
+                                  " bytes exceeds what one TLM payload carries (4 GiB)");
+    route.hops.clear();
+    route.next = 0;
+    for (Link* l : topo_.route(members[x.src], members[x.dst], x.dir))
+      route.hops.push_back(index_.at(l));
+    ext.tail = at;
+    ext.reduce = x.reduce;
+    t.set_command(tlm::TLM_WRITE_COMMAND);
+    t.set_address(0);
+    t.set_data_ptr(nullptr);
+    t.set_data_length(static_cast<unsigned int>(x.bytes));
+    t.set_streaming_width(static_cast<unsigned int>(x.bytes));
+    t.set_byte_enable_ptr(nullptr);
+    t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    t.set_extension(&ext);
+    t.set_extension(&route);
+    sc_core::sc_time d = at - base;
+    try {
+      drv_->b_transport(t, d);
+    } catch (...) {  // the payload must not free these stack extensions
+      t.clear_extension(&ext);
+      t.clear_extension(&route);
+      throw;
+    }
+    t.clear_extension(&ext);
+    t.clear_extension(&route);
+    if (!t.is_response_ok())
+      throw std::runtime_error(
+          "TLM network: a transfer from rank " + std::to_string(members[x.src]) + " to rank " +
+          std::to_string(members[x.dst]) + " was answered with " + t.get_response_string());
+    const sc_core::sc_time arrival = base + d;
+    if (arrival > last) last = arrival;
+    x.ready = (at - start).to_seconds();
+    x.end = (arrival - start).to_seconds();
+    res.transfers += 1;
+    res.link_bytes += x.bytes;
+    res.sent[x.src] += x.bytes;
+    res.sends[x.src] += 1;
+    res.received[x.dst] += x.bytes;
+    if (x.reduce) res.reduced[x.dst] += x.bytes;
+    if (data) apply_transfer(x, plan.piece_begin, dt, *data);
+    for (uint32_t n : x.next) {
+      if (arrival > ready[n]) ready[n] = arrival;
+      if (--xs[n].waiting == 0) q.push({ready[n], n});
+    }
+    ++done;
+  }
+  if (done != xs.size()) throw std::logic_error("collective schedule has a cycle");
+  res.time_s = (last - start).to_seconds();
+  return res;
+}
+
+}  // namespace trnsim::models::network
