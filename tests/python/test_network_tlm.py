@@ -1,6 +1,6 @@
 """Tests of `network.model: tlm` (models/network/network_tlm.h): `trnsim run`
 collectives timed on the SystemC/TLM link blocks. Results against the numpy ring
-reference of test_spmd.py (written from the spec), times against the analytic model
+reference in _collective_ref.py (written from the spec), times against the analytic model
 where no resource serves two transfers at once, determinism, and a bad value.
 Run: TRNSIM_BIN=build/runtime/trnsim python3 tests/python/test_network_tlm.py
 Exit 77 (skipped) when numpy or the binary are missing.
@@ -10,12 +10,13 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from skip_unless import require
-from test_spmd import BIN, program, rank_times, ring_reduce, rounder, run
+from _helpers import needs_binary, rank_times, run
 
-require(("numpy",), BIN)
+needs_binary(("numpy",))
 
 import numpy as np  # noqa: E402
+from _collective_ref import ring_all_reduce, rounder  # noqa: E402
+from test_spmd import program  # noqa: E402
 
 TLM = ("network.model=tlm",)
 
@@ -52,7 +53,7 @@ class NetworkModel(unittest.TestCase):
             for dtype in ("fp32", "bf16"):
                 with self.subTest(ranks=ranks, dtype=dtype):
                     xs, ys, _ = run_all_reduce(dtype, ranks, 1000, TLM)
-                    want = ring_reduce(xs, rounder(dtype))
+                    want = ring_all_reduce(xs, rounder(dtype))
                     for r in range(ranks):
                         np.testing.assert_array_equal(ys[r], want)
 
