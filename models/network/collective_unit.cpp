@@ -307,6 +307,24 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     if (all[k].w) all[k].w->collective_ready(dur[k]);
 }
 
+// all_to_all: block q of each rank to rank q; permute: the buffer to its peer.
+static std::vector<direct_send> direct_sends(const isa::Instruction& in,
+                                             const std::vector<uint32_t>& g, uint64_t count,
+                                             isa::DType dt) {
+  const uint64_t G = g.size(), es = isa::dtype_size(dt);
+  std::vector<direct_send> sends;
+  for (uint32_t p = 0; p < G; ++p) {
+    if (in.op == isa::Opcode::permute) {
+      const auto q =
+          static_cast<uint32_t>(std::lower_bound(g.begin(), g.end(), in.peers[p]) - g.begin());
+      sends.push_back({p, q, count * es});
+    } else {
+      for (uint32_t q = 0; q < G; ++q) sends.push_back({p, q, count / G * es});
+    }
+  }
+  return sends;
+}
+
 collective_unit::model_run collective_unit::run_model(const isa::Instruction& in, Collective c,
                                                       const std::vector<uint32_t>& g,
                                                       uint64_t count, isa::DType dt,
@@ -317,20 +335,8 @@ collective_unit::model_run collective_unit::run_model(const isa::Instruction& in
   if (record_) eng.record_to(&recs);
   model_run m;
   if (in.op == isa::Opcode::all_to_all || in.op == isa::Opcode::permute) {
-    // all_to_all: block q of each rank to rank q; permute: the buffer to its peer.
-    const uint64_t G = g.size(), es = isa::dtype_size(dt);
-    std::vector<direct_send> sends;
-    for (uint32_t p = 0; p < G; ++p) {
-      if (in.op == isa::Opcode::permute) {
-        const auto q =
-            static_cast<uint32_t>(std::lower_bound(g.begin(), g.end(), in.peers[p]) - g.begin());
-        sends.push_back({p, q, count * es});
-      } else {
-        for (uint32_t q = 0; q < G; ++q) sends.push_back({p, q, count / G * es});
-      }
-    }
     m.sum.algorithm = Algorithm::direct;
-    m.res = eng.run_direct(sends);
+    m.res = eng.run_direct(direct_sends(in, g, count, dt));
   } else {
     m.sum.algorithm = choose_algorithm(topo);
     m.res = eng.run(c, m.sum.algorithm, count, dt, data);
@@ -370,19 +376,8 @@ collective_unit::model_run collective_unit::run_tlm(const isa::Instruction& in, 
   model_run m;
   collective_plan plan;
   if (in.op == isa::Opcode::all_to_all || in.op == isa::Opcode::permute) {
-    const uint64_t G = g.size(), es = isa::dtype_size(dt);
-    std::vector<direct_send> sends;
-    for (uint32_t p = 0; p < G; ++p) {
-      if (in.op == isa::Opcode::permute) {
-        const auto q =
-            static_cast<uint32_t>(std::lower_bound(g.begin(), g.end(), in.peers[p]) - g.begin());
-        sends.push_back({p, q, count * es});
-      } else {
-        for (uint32_t q = 0; q < G; ++q) sends.push_back({p, q, count / G * es});
-      }
-    }
     m.sum.algorithm = Algorithm::direct;
-    plan = plan_direct(topo, sends);
+    plan = plan_direct(topo, direct_sends(in, g, count, dt));
   } else {
     m.sum.algorithm = choose_algorithm(topo);
     plan = plan_collective(topo, c, m.sum.algorithm, count, dt);

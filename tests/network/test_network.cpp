@@ -15,23 +15,13 @@
 #include "models/network/link.h"
 #include "models/network/topology.h"
 #include "platform/config.h"
+#include "tests/network/topology_fixture.h"
 
 namespace {
 
 using namespace trnsim;
 using namespace trnsim::models::network;
-
-topology_params params(uint32_t ranks, uint32_t per_chip,
-                       const std::vector<std::string>& sets = {}) {
-  const platform::platform_config cfg = platform::load_config("tiny", sets);
-  topology_params p;
-  p.net = cfg.network;
-  p.cores_per_chip = cfg.cores;
-  p.dma_bps = cfg.core.dma.engines * cfg.core.dma.bandwidth_bps;
-  p.ranks = ranks;
-  p.per_chip = per_chip;
-  return p;
-}
+using trnsim::test::tiny_topology;
 
 double run_time(Collective c, Algorithm a, uint64_t count, const topology_params& p) {
   Topology t(p);
@@ -74,12 +64,12 @@ TEST(NetworkTopology, PlacesRanksAndRoutesDimensionOrder) {
 }
 
 TEST(NetworkTopology, RanksThatDoNotFitAreErrors) {
-  EXPECT_THROW(Topology(params(6, 3)), std::invalid_argument);   // tiny has 2 cores
-  EXPECT_THROW(Topology(params(3, 2)), std::invalid_argument);   // not a multiple
-  EXPECT_THROW(Topology(params(5, 1)), std::invalid_argument);   // 4 chips, 1 node
-  EXPECT_NO_THROW(Topology(params(8, 1, {"network.nodes=2"})));  // 2 nodes of 4 chips
+  EXPECT_THROW(Topology(tiny_topology(6, 3)), std::invalid_argument);   // tiny has 2 cores
+  EXPECT_THROW(Topology(tiny_topology(3, 2)), std::invalid_argument);   // not a multiple
+  EXPECT_THROW(Topology(tiny_topology(5, 1)), std::invalid_argument);   // 4 chips, 1 node
+  EXPECT_NO_THROW(Topology(tiny_topology(8, 1, {"network.nodes=2"})));  // 2 nodes of 4 chips
   // The torus algorithm needs whole nodes: 3 chips of a 4-chip node.
-  Topology t(params(3, 1));
+  Topology t(tiny_topology(3, 1));
   CollectiveEngine e(t);
   EXPECT_THROW(e.run(Collective::all_reduce, Algorithm::torus, 64, isa::DType::fp32, nullptr),
                std::invalid_argument);
@@ -89,13 +79,13 @@ TEST(NetworkCollective, RingAllReduceIsClosedForm) {
   // 4 ranks, one per chip, 4096 fp32 = 16384 B: chunks of 16384 / 4 = 4096 B.
   // Ring all-reduce = 2(n-1) = 6 steps x (latency + chunk / bw)
   //                 = 6 x (100 ns + 4096 B / 10 B/ns) = 6 x 509.6 ns = 3057.6 ns.
-  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::ring, 4096, params(4, 1)), 3057.6e-9,
-              1e-12);
+  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::ring, 4096, tiny_topology(4, 1)),
+              3057.6e-9, 1e-12);
   // reduce_scatter and all_gather: n-1 = 3 steps each, 1528.8 ns.
-  EXPECT_NEAR(run_time(Collective::reduce_scatter, Algorithm::ring, 4096, params(4, 1)), 1528.8e-9,
-              1e-12);
-  EXPECT_NEAR(run_time(Collective::all_gather, Algorithm::ring, 4096, params(4, 1)), 1528.8e-9,
-              1e-12);
+  EXPECT_NEAR(run_time(Collective::reduce_scatter, Algorithm::ring, 4096, tiny_topology(4, 1)),
+              1528.8e-9, 1e-12);
+  EXPECT_NEAR(run_time(Collective::all_gather, Algorithm::ring, 4096, tiny_topology(4, 1)),
+              1528.8e-9, 1e-12);
 }
 
 TEST(NetworkCollective, TorusRunsBothWaysOnHalfChunks) {
@@ -103,15 +93,15 @@ TEST(NetworkCollective, TorusRunsBothWaysOnHalfChunks) {
   // 2048 B, on their own links; the two share the sending core's DMA (160 B/ns, 80
   // each), which the 10 B/ns links keep below: 6 steps x (100 ns + 2048 B / 10 B/ns)
   // = 6 x 304.8 ns = 1828.8 ns.
-  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::torus, 4096, params(4, 1)), 1828.8e-9,
-              1e-12);
+  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::torus, 4096, tiny_topology(4, 1)),
+              1828.8e-9, 1e-12);
 }
 
 TEST(NetworkCollective, UsesTheCoreDmaRate) {
   // One DMA engine at 5 B/ns is slower than the link (10 B/ns): each step is
   // 100 ns + 4096 B / 5 B/ns = 919.2 ns; 6 steps = 5515.2 ns.
   EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::ring, 4096,
-                       params(4, 1, {"core.dma.engines=1", "core.dma.bandwidth=5GB/s"})),
+                       tiny_topology(4, 1, {"core.dma.engines=1", "core.dma.bandwidth=5GB/s"})),
               5515.2e-9, 1e-12);
 }
 
@@ -120,13 +110,13 @@ TEST(NetworkCollective, IntraChipTransfersShareTheChipPath) {
   // once over the chip's one path (20 B/ns, 50 ns), 10 B/ns each: a step is
   // 50 ns + 8192 B / 10 B/ns = 869.2 ns; reduce_scatter + all_gather = 2 steps =
   // 1738.4 ns. Alone on the path a chunk would take 50 + 8192 / 20 = 459.6 ns.
-  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::ring, 4096, params(2, 2)), 1738.4e-9,
-              1e-12);
+  EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::ring, 4096, tiny_topology(2, 2)),
+              1738.4e-9, 1e-12);
   // One rank's DMA sends both directions of the torus algorithm: with 1 engine of
   // 5 B/ns they share it (2.5 B/ns each, below the path's 10): 2 ranks, halves of
   // 4096 B: 2 steps x (50 ns + 4096 B / 2.5 B/ns) = 2 x 1688.4 = 3376.8 ns.
   EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::torus, 4096,
-                       params(2, 2, {"core.dma.engines=1", "core.dma.bandwidth=5GB/s"})),
+                       tiny_topology(2, 2, {"core.dma.engines=1", "core.dma.bandwidth=5GB/s"})),
               3376.8e-9, 1e-12);
 }
 
@@ -134,7 +124,7 @@ TEST(NetworkCollective, NodesTalkOverTheirPorts) {
   // 2 nodes of 1 chip each, 1 rank per node, 16384 B: chunks of 8192 B over the
   // node ports (5 B/ns, 1 us), each direction its own port: 2 steps x
   // (1000 ns + 8192 / 5 ns) = 2 x 2638.4 = 5276.8 ns.
-  const auto p = params(
+  const auto p = tiny_topology(
       2, 1,
       {"network.nodes=2", "network.chips=1", "network.torus_x=1", "network.links_per_chip=0"});
   EXPECT_NEAR(run_time(Collective::all_reduce, Algorithm::ring, 4096, p), 5276.8e-9, 1e-12);
@@ -168,7 +158,7 @@ TEST(NetworkCollective, RingAllReduceNumericsFollowTheRingOrder) {
       for (uint64_t i = 0; i < count; ++i)
         data[r][i] = isa::round_to(dt, 1.0f / float(3 + r + 7 * i) + float(r) * 1.7f);
     const auto want = ring_reference(data, dt);
-    Topology t(params(n, 1));
+    Topology t(tiny_topology(n, 1));
     CollectiveEngine e(t);
     e.run(Collective::all_reduce, Algorithm::ring, count, dt, &data);
     for (uint32_t r = 0; r < n; ++r)
@@ -185,10 +175,10 @@ TEST(NetworkCollective, ReduceScatterAndAllGatherOwnTheirBlocks) {
       rs[r][i] = float(r + 1);        // sums are exact: 1 + ... + 8 = 36
       ag[r][i] = float(r * 100 + i);  // block r of rank r is its own
     }
-  Topology t1(params(n, 2));
+  Topology t1(tiny_topology(n, 2));
   CollectiveEngine(t1).run(Collective::reduce_scatter, Algorithm::torus, count, isa::DType::fp32,
                            &rs);
-  Topology t2(params(n, 2));
+  Topology t2(tiny_topology(n, 2));
   CollectiveEngine(t2).run(Collective::all_gather, Algorithm::torus, count, isa::DType::fp32, &ag);
   for (uint32_t r = 0; r < n; ++r)
     for (uint64_t i = 0; i < count; ++i) {
@@ -209,7 +199,7 @@ namespace {
 // 1024 x 4 B = 4096 B each way over the 20 B/ns chip path (10 B/ns each) + 50 ns:
 // 2 x (409.6 + 50) = 919.2 ns, the same as ranks {0, 1}.
 TEST(NetworkCollectiveGroup, AllReducesBuffersOfTheGivenRanks) {
-  topology_params base = params(1, 1);
+  topology_params base = tiny_topology(1, 1);
   std::vector<std::vector<float>> data{std::vector<float>(2048, 1.5f),
                                        std::vector<float>(2048, -0.25f)};
   const collective_result r =
@@ -238,15 +228,15 @@ namespace {
 // The algorithm a placement takes (collbench and the collective instructions):
 // torus on one chip or on whole nodes (tiny: 4 chips a node), else ring.
 TEST(NetworkCollective, ChoosesTorusWhereItFits) {
-  EXPECT_EQ(choose_algorithm(Topology(params(2, 2))), Algorithm::torus);  // one chip
-  EXPECT_EQ(choose_algorithm(Topology(params(4, 1))), Algorithm::torus);  // the node
-  EXPECT_EQ(choose_algorithm(Topology(params(2, 1))), Algorithm::ring);   // half of it
-  EXPECT_EQ(choose_algorithm(Topology(params(6, 1, {"network.nodes=2"}))), Algorithm::ring);
-  EXPECT_EQ(group_algorithm(params(1, 1), {0, 1, 2, 3, 4, 5, 6, 7}), Algorithm::torus);
-  EXPECT_EQ(group_algorithm(params(1, 1), {2, 3, 4, 5}), Algorithm::ring);  // 2 chips
+  EXPECT_EQ(choose_algorithm(Topology(tiny_topology(2, 2))), Algorithm::torus);  // one chip
+  EXPECT_EQ(choose_algorithm(Topology(tiny_topology(4, 1))), Algorithm::torus);  // the node
+  EXPECT_EQ(choose_algorithm(Topology(tiny_topology(2, 1))), Algorithm::ring);   // half of it
+  EXPECT_EQ(choose_algorithm(Topology(tiny_topology(6, 1, {"network.nodes=2"}))), Algorithm::ring);
+  EXPECT_EQ(group_algorithm(tiny_topology(1, 1), {0, 1, 2, 3, 4, 5, 6, 7}), Algorithm::torus);
+  EXPECT_EQ(group_algorithm(tiny_topology(1, 1), {2, 3, 4, 5}), Algorithm::ring);  // 2 chips
   // The instruction path's time for 8 ranks (2 a chip, the whole node) is the torus
   // algorithm's, faster than the ring's there.
-  const topology_params base = params(1, 1);
+  const topology_params base = tiny_topology(1, 1);
   const std::vector<uint32_t> all{0, 1, 2, 3, 4, 5, 6, 7};
   const double torus = run_group(Collective::all_reduce, Algorithm::torus, base, all, 8192,
                                  isa::DType::fp32, nullptr)
@@ -261,7 +251,7 @@ TEST(NetworkCollective, ChoosesTorusWhereItFits) {
 // (c -> c+1, c -> c+2 first hop, c-1 -> c+1 second hop), 10/3 B/ns each: 307.2 ns,
 // then two hops of latency for the longest: 507.2 ns. Each rank sent 3 x 1024 B.
 TEST(NetworkCollective, DirectSendsShareTheirLinks) {
-  Topology t(params(4, 1));
+  Topology t(tiny_topology(4, 1));
   CollectiveEngine e(t);
   std::vector<direct_send> sends;
   for (uint32_t p = 0; p < 4; ++p)

@@ -16,31 +16,14 @@
 #include "models/network/ring_tlm.h"
 #include "models/network/topology.h"
 #include "platform/config.h"
+#include "tests/network/topology_fixture.h"
 
 namespace {
 
 using namespace trnsim;
 using namespace trnsim::models::network;
-
-topology_params tiny(uint32_t ranks) {
-  const platform::platform_config cfg = platform::load_config("tiny");
-  topology_params p;
-  p.net = cfg.network;
-  p.cores_per_chip = cfg.cores;
-  p.dma_bps = cfg.core.dma.engines * cfg.core.dma.bandwidth_bps;
-  p.ranks = ranks;
-  p.per_chip = 1;
-  return p;
-}
-
-// Non-dyadic inputs, so a different order of additions would change the bits.
-std::vector<std::vector<float>> inputs(uint32_t ranks, uint64_t count) {
-  std::vector<std::vector<float>> d(ranks, std::vector<float>(count));
-  for (uint32_t r = 0; r < ranks; ++r)
-    for (uint64_t i = 0; i < count; ++i)
-      d[r][i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + 1.3 * r) * (1 + r));
-  return d;
-}
+using trnsim::test::order_sensitive_inputs;
+using trnsim::test::tiny_topology;
 
 // The ring's sum of element i of block b, written from the algorithm's description:
 // fp32 additions starting at the rank after the owner, in ring order, owner last.
@@ -101,7 +84,7 @@ TEST(NetworkTlm, TwoTransfersOnOneLinkDoubleTheDrainTime) {
   // arrives 100 ns after its last byte left: 500 ns and 900 ns.
   EXPECT_THROW(link_tlm("bad", {0, 0}), std::invalid_argument);
   EXPECT_THROW(link_tlm("neg", {1e9, -1}), std::invalid_argument);
-  const topology_params p = tiny(2);
+  const topology_params p = tiny_topology(2, 1);
   link_tlm l("l", {p.net.link_bandwidth_bps, p.net.link_latency_s});
   offerer o("o", 4000, 2);
   sink s("s");
@@ -126,14 +109,14 @@ TEST(NetworkTlm, RingMatchesAnalyticTimesAndNumerics) {
   // 4 ranks, 4096 fp32 values: blocks of 1024 values = 4096 B. A step is 4096 B at
   // the link's 10 B/ns (the DMA's 160 B/ns is faster) = 409.6 ns, + 100 ns latency
   // = 509.6 ns. all_reduce is 2 x 3 steps = 3057.6 ns; the others 3 steps = 1528.8 ns.
-  const topology_params p = tiny(4);
+  const topology_params p = tiny_topology(4, 1);
   tlm_ring ring("ring", tlm_ring_of(p));
   const uint64_t count = 4096;
   const double want[3] = {3057.6e-9, 1528.8e-9, 1528.8e-9};
   for (Collective c :
        {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter}) {
     SCOPED_TRACE(collective_name(c));
-    const std::vector<std::vector<float>> x = inputs(4, count);
+    const std::vector<std::vector<float>> x = order_sensitive_inputs(4, count);
     std::vector<std::vector<float>> tlm = x, analytic = x;
     const double t = ring.run({c, count, isa::DType::fp32, &tlm});
     Topology topo(p);
@@ -192,7 +175,7 @@ struct user_hop : sc_core::sc_module {
 };
 
 TEST(NetworkTlm, UserTargetInPlaceOfALinkSeesTheTransfers) {
-  const topology_params p = tiny(4);
+  const topology_params p = tiny_topology(4, 1);
   tlm_ring ring("ring", tlm_ring_of(p), {2});
   // Hop 2 delivers 1 us after the DMA stage has moved the block (4096 B at 160 B/ns
   // = 25.6 ns): 1025.6 ns, the other hops 509.6 ns. A step waits for the previous
@@ -203,7 +186,7 @@ TEST(NetworkTlm, UserTargetInPlaceOfALinkSeesTheTransfers) {
   hop.out.bind(ring.hop_sink(2));
   EXPECT_EQ(ring.link(2), nullptr);
   const uint64_t count = 4096;
-  const std::vector<std::vector<float>> x = inputs(4, count);
+  const std::vector<std::vector<float>> x = order_sensitive_inputs(4, count);
   std::vector<std::vector<float>> d = x;
   EXPECT_NEAR(ring.run({Collective::all_reduce, count, isa::DType::fp32, &d}), 4089.6e-9, 1e-12);
   ASSERT_EQ(hop.bytes.size(), 6u);
@@ -228,7 +211,7 @@ struct failing_hop : sc_core::sc_module {
 };
 
 TEST(NetworkTlm, AHopAnsweringAnErrorIsReportedNotAHang) {
-  tlm_ring ring("ring", tlm_ring_of(tiny(4)), {1});
+  tlm_ring ring("ring", tlm_ring_of(tiny_topology(4, 1)), {1});
   failing_hop hop("hop");
   ring.hop_source(1).bind(hop.in);
   hop.out.bind(ring.hop_sink(1));
@@ -244,12 +227,12 @@ TEST(NetworkTlm, AHopAnsweringAnErrorIsReportedNotAHang) {
 }
 
 TEST(NetworkTlm, RingRejectsWhatItDoesNotModel) {
-  topology_params p = tiny(4);
+  topology_params p = tiny_topology(4, 1);
   p.per_chip = 2;
   p.cores_per_chip = 2;
   EXPECT_THROW(tlm_ring_of(p), std::invalid_argument);
-  EXPECT_THROW(tlm_ring_of(tiny(8)), std::invalid_argument);  // more ranks than chips
-  tlm_ring ring("ring", tlm_ring_of(tiny(2)));
+  EXPECT_THROW(tlm_ring_of(tiny_topology(8, 1)), std::invalid_argument);  // more ranks than chips
+  tlm_ring ring("ring", tlm_ring_of(tiny_topology(2, 1)));
   std::vector<std::vector<float>> wrong(2, std::vector<float>(3));
   EXPECT_THROW(ring.run({Collective::all_reduce, 4, isa::DType::fp32, &wrong}),
                std::invalid_argument);

@@ -18,30 +18,14 @@
 #include "models/network/network_tlm.h"
 #include "models/network/topology.h"
 #include "platform/config.h"
+#include "tests/network/topology_fixture.h"
 
 namespace {
 
 using namespace trnsim;
 using namespace trnsim::models::network;
-
-topology_params tiny(uint32_t ranks, uint32_t per_chip, std::vector<std::string> sets = {}) {
-  const platform::platform_config cfg = platform::load_config("tiny", sets);
-  topology_params p;
-  p.net = cfg.network;
-  p.cores_per_chip = cfg.cores;
-  p.dma_bps = cfg.core.dma.engines * cfg.core.dma.bandwidth_bps;
-  p.ranks = ranks;
-  p.per_chip = per_chip;
-  return p;
-}
-
-std::vector<std::vector<float>> inputs(uint32_t ranks, uint64_t count) {
-  std::vector<std::vector<float>> d(ranks, std::vector<float>(count));
-  for (uint32_t r = 0; r < ranks; ++r)
-    for (uint64_t i = 0; i < count; ++i)
-      d[r][i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + 1.3 * r) * (1 + r));
-  return d;
-}
+using trnsim::test::order_sensitive_inputs;
+using trnsim::test::tiny_topology;
 
 std::vector<uint32_t> iota(uint32_t n) {
   std::vector<uint32_t> v(n);
@@ -58,7 +42,7 @@ struct both {
 both compare(tlm_network& net, const topology_params& p, Collective c, Algorithm a, uint64_t count,
              sc_core::sc_time at) {
   both b;
-  b.tlm_data = b.analytic_data = inputs(p.ranks, count);
+  b.tlm_data = b.analytic_data = order_sensitive_inputs(p.ranks, count);
   Topology topo(p);
   collective_plan plan = plan_collective(topo, c, a, count, isa::DType::fp32);
   b.tlm = net.run(plan, iota(p.ranks), at, isa::DType::fp32, &b.tlm_data).time_s;
@@ -68,7 +52,7 @@ both compare(tlm_network& net, const topology_params& p, Collective c, Algorithm
 }
 
 TEST(NetworkTlmPaths, ChipToChipRingAndOneChipAgreeWithAnalytic) {
-  const topology_params ring_p = tiny(4, 1), chip_p = tiny(2, 2);
+  const topology_params ring_p = tiny_topology(4, 1), chip_p = tiny_topology(2, 2);
   tlm_network ring_net("ring_net", ring_p), chip_net("chip_net", chip_p);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   // Ring, one rank a chip, 4096 fp32: blocks of 4096 B, one link a hop. A step is
@@ -99,9 +83,10 @@ TEST(NetworkTlmPaths, InterNodeAgreesWithAnalytic) {
   // all_reduce of 4096 fp32: blocks of 8192 B, halves of 4096 B; a phase sends both
   // halves, 8192 B, through the port at 5 B/ns, in turn (TLM) or side by side
   // (analytic), + 1 us latency; 2 phases: 2 x (8192 / 5 + 1000) = 5276.8 ns.
-  const topology_params p = tiny(2, 1,
-                                 {"network.nodes=2", "network.chips=1", "network.torus_x=1",
-                                  "network.torus_y=1", "network.links_per_chip=0"});
+  const topology_params p =
+      tiny_topology(2, 1,
+                    {"network.nodes=2", "network.chips=1", "network.torus_x=1", "network.torus_y=1",
+                     "network.links_per_chip=0"});
   tlm_network net("net", p);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   Topology topo(p);
@@ -116,7 +101,7 @@ TEST(NetworkTlmPaths, TorusAndRingOverNodesRunWithTheAnalyticNumerics) {
   // 2 nodes of 4 chips, one rank a chip: the torus goes along x (4 chips, both
   // ways), then across the nodes (their network ports); the ring crosses the node
   // ports twice a step.
-  const topology_params p = tiny(8, 1, {"network.nodes=2"});
+  const topology_params p = tiny_topology(8, 1, {"network.nodes=2"});
   tlm_network torus_net("torus_net", p), ring_net("ring_net", p);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   Topology topo(p);
@@ -140,7 +125,7 @@ TEST(NetworkTlmPaths, TorusAndRingOverNodesRunWithTheAnalyticNumerics) {
 }
 
 TEST(NetworkTlmPaths, TwoCollectivesOnSharedLinksQueue) {
-  const topology_params p = tiny(4, 1);
+  const topology_params p = tiny_topology(4, 1);
   tlm_network net("net", p);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   Topology topo(p);
@@ -170,7 +155,7 @@ TEST(NetworkTlmPaths, TwoCollectivesOnSharedLinksQueue) {
 }
 
 TEST(NetworkTlmPaths, AllToAllAndPermuteAgreeWithRunDirect) {
-  const topology_params p = tiny(4, 1);
+  const topology_params p = tiny_topology(4, 1);
   tlm_network net("net", p);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   Topology topo(p);
@@ -199,7 +184,7 @@ TEST(NetworkTlmPaths, AllToAllAndPermuteAgreeWithRunDirect) {
 }
 
 TEST(NetworkTlmPaths, RejectsAMemberBeyondTheNetwork) {
-  const topology_params p = tiny(2, 1);
+  const topology_params p = tiny_topology(2, 1);
   tlm_network net("net", p);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   Topology topo(p);
