@@ -44,6 +44,19 @@ def run(args, check=True):
     return p
 
 
+def compile_printing_after(module, inputs, pass_name):
+    """Exports `module` with trnsim.torch's export path and compiles it with
+    `--print-after PASS`; returns the finished `trnsim compile` (its output holds the
+    graph after that pass)."""
+    import trnsim.torch as tt
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.onnx")
+        tt._export(tt._exportable(module, len(inputs)), inputs, path,
+                   [f"input_{i}" for i in range(len(inputs))], ["output"])
+        return run(["compile", path, "-o", os.path.join(d, "m.tbin"), "--print-after",
+                    pass_name])
+
 def step_ns(out):
     """The SPMD report's step time [ns]."""
     return float(re.search(r"step: ([0-9.]+) ns", out).group(1))

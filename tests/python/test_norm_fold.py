@@ -6,33 +6,21 @@ numpy from the definitions and eager PyTorch (fp32 1e-4, bf16 3e-2 of the larges
 output). Exits 77 when numpy or torch is missing (fails under CI=true).
 """
 
-import os
 import re
-import subprocess
 import sys
-import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
+from _helpers import ROOT, compile_printing_after, expect_matches_eager, needs
 
-from skip_unless import missing_modules, require  # noqa: E402
+sys.path.insert(0, ROOT)  # examples.models
 
-NEEDED = ("numpy", "torch")
-if __name__ == "__main__":
-    require(NEEDED)
-
-MISSING = missing_modules(NEEDED)
+# Run as a script: exit 77, or 1 under CI=true, when one is missing.
+MISSING = needs(("numpy", "torch"), __name__)
 if not MISSING:
     import numpy as np
     import torch
     import trnsim.torch as tt
     from examples.models import gpt2_stack
-
-TRNSIM = os.environ.get("TRNSIM_BIN", os.path.join(ROOT, "build", "runtime", "trnsim"))
 
 
 class NormTwoLinears(torch.nn.Module if not MISSING else object):
@@ -69,14 +57,7 @@ def numpy_reference(m, x):
 
 def norms_after_fuse_patterns(module, inputs):
     """The trn.LayerNorm lines of the graph after fuse_patterns."""
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "m.onnx")
-        tt._export(tt._exportable(module, len(inputs)), inputs, path,
-                   [f"input_{i}" for i in range(len(inputs))], ["output"])
-        r = subprocess.run([TRNSIM, "compile", path, "-o", os.path.join(d, "m.tbin"),
-                            "--print-after", "fuse_patterns"], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise AssertionError(r.stdout + r.stderr)
+    r = compile_printing_after(module, inputs, "fuse_patterns")
     return re.findall(r"trn\.LayerNorm\([^)]*\)", r.stdout)
 
 
@@ -104,15 +85,7 @@ class Fold(unittest.TestCase):
                 self.assertLess(err, tol)
 
     def test_gpt2_matches_eager(self):
-        module, inputs = gpt2_stack(layers=2, seq=24, d=64, heads=4, ff=128)
-        with torch.no_grad():
-            want = module(*inputs)
-        for p, tol in (("fp32", 1e-4), ("bf16", 3e-2)):
-            with self.subTest(precision=p):
-                out, rep = tt.run(module, inputs, precision=p, fallback=False)
-                self.assertEqual(rep.fallback_ops, [])
-                err = float((out - want).abs().max() / want.abs().max())
-                self.assertLess(err, tol)
+        expect_matches_eager(self, *gpt2_stack(layers=2, seq=24, d=64, heads=4, ff=128))
 
 
 if __name__ == "__main__":

@@ -7,14 +7,11 @@ test_bench_models.py). Exits 77 when numpy, torch or torchvision is missing (fai
 under CI=true).
 """
 
-import os
 import re
-import subprocess
 import sys
-import tempfile
 import unittest
 
-from _helpers import ROOT, expect_matches_eager, needs
+from _helpers import ROOT, compile_printing_after, expect_matches_eager, needs
 
 sys.path.insert(0, ROOT)  # examples.models
 
@@ -23,10 +20,7 @@ MISSING = needs(("numpy", "torch", "torchvision"), __name__)
 if not MISSING:
     import torch
     import torchvision
-    import trnsim.torch as tt
     from examples.models import gpt2_stack
-
-TRNSIM = os.environ.get("TRNSIM_BIN", os.path.join(ROOT, "build", "runtime", "trnsim"))
 
 
 def small_vit():
@@ -40,14 +34,7 @@ def small_vit():
 
 def ops_after_fuse_patterns(module, inputs):
     """{op: count} of the graph after fuse_patterns, from `trnsim compile --print-after`."""
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "m.onnx")
-        tt._export(tt._exportable(module, len(inputs)), inputs, path,
-                   [f"input_{i}" for i in range(len(inputs))], ["output"])
-        r = subprocess.run([TRNSIM, "compile", path, "-o", os.path.join(d, "m.tbin"),
-                            "--print-after", "fuse_patterns"], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise AssertionError(r.stdout + r.stderr)
+    r = compile_printing_after(module, inputs, "fuse_patterns")
     ops = {}
     for m in re.finditer(r"= ([A-Za-z.]+)\(", r.stdout + r.stderr):
         ops[m.group(1)] = ops.get(m.group(1), 0) + 1
