@@ -121,6 +121,7 @@ struct Device::Impl {
   // network.model: tlm: the links every SPMD run's collectives cross (built before
   // elaboration ends: every core of every chip of every node is a rank).
   std::unique_ptr<models::network::tlm_network> tlm_net;
+  std::unique_ptr<models::network::chip_collectives> tlm_engines;  // one per chip, on tlm_net
 
   void build_stats(const RunReport& rep, const std::vector<uint32_t>& cores,
                    const std::array<uint64_t, isa::kNumDTypes>& flops);
@@ -193,6 +194,8 @@ Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
           std::to_string(ranks) + " cores exceed 65536 (lower network.nodes)");
     tp.ranks = static_cast<uint32_t>(ranks);
     impl_->tlm_net = std::make_unique<models::network::tlm_network>("network", tp);
+    impl_->tlm_engines =
+        std::make_unique<models::network::chip_collectives>(*impl_->tlm_net, impl_->sched.get());
   }
   // Finish elaboration and let every sequencer reach its wait for a launch.
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
@@ -445,6 +448,7 @@ void Device::Impl::plan_page_release(const std::vector<Launch>& launches,
 // engine bound to it; ranks must be 0..R-1, once each, on every launch or none.
 void Device::Impl::bind_ranks(const std::vector<Launch>& launches,
                               const std::vector<uint64_t>& bases) {
+  if (tlm_engines) tlm_engines->clear();
   coll.reset();
   ctx.collectives = nullptr;
   size_t ranked = 0;
@@ -480,7 +484,7 @@ void Device::Impl::bind_ranks(const std::vector<Launch>& launches,
          {}});
   coll = std::make_unique<models::network::collective_unit>(tp, std::move(b), ctx);
   coll->record_transfers(!opts.trace_path.empty());
-  if (tlm_net) coll->use_tlm(tlm_net.get());
+  if (tlm_engines) coll->use_tlm(tlm_engines.get());
   if (opts.fold_ranks > simulated) coll->fold(uint32_t(simulated));
   ctx.collectives = coll.get();
 }

@@ -293,6 +293,12 @@ sc_core::sc_time dma_engine::transfer(isa::AccessPattern src, isa::AccessPattern
   return std::max({own_time(moved, desc), rd, wr, shared_end - now()});
 }
 
+sc_core::sc_time dma_engine::hold_start() const {
+  sc_core::sc_time start = std::max(now(), held_until_);
+  if (phase_ == phase::transfer) start = std::max(start, cur_end_);
+  return start;
+}
+
 sc_core::sc_time dma_engine::hold(uint64_t bytes, uint64_t descriptors) {
   const sc_core::sc_time t = now();
   sc_core::sc_time start = std::max(t, held_until_);

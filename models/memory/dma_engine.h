@@ -111,6 +111,8 @@ class dma_engine : public sc_core::sc_module {
   // bytes also queue on the core's shared rate like a share starting now. Returns
   // when both are done.
   sc_core::sc_time hold(uint64_t bytes, uint64_t descriptors);
+  // When a hold() offered now would start on this engine.
+  sc_core::sc_time hold_start() const;
   // Bytes and engine time of the holds since reset_stats().
   uint64_t held_bytes() const { return held_bytes_; }
   double held_ns() const { return held_busy_.to_seconds() * 1e9; }

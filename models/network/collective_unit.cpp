@@ -157,6 +157,10 @@ void collective_unit::arrive(uint32_t rank, const isa::Instruction& in, collecti
   finish(all);
 }
 
+static std::vector<direct_send> direct_sends(const isa::Instruction& in,
+                                             const std::vector<uint32_t>& g, uint64_t count,
+                                             isa::DType dt);
+
 void collective_unit::finish(const std::vector<arrival>& all) {
   const isa::Instruction& in = *all.front().in;
   const std::vector<uint32_t>& g = in.group;
@@ -203,6 +207,10 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     }
     data.swap(out);
   }
+  if (tlm_) {
+    start_tlm(all, c, count, dt, std::move(data), direct);
+    return;
+  }
   // The timing's key (permute's peers matter too), built once and looked up once:
   // a long program repeats the same few collectives thousands of times.
   auto key = std::make_tuple(static_cast<int>(in.op), g, count, static_cast<int>(dt));
@@ -220,9 +228,7 @@ void collective_unit::finish(const std::vector<arrival>& all) {
         it = times_.emplace(std::move(key), std::move(m)).first;
       }
     };
-    if (tlm_) {
-      store(run_tlm(in, c, g, count, dt, data.empty() || direct ? nullptr : &data));
-    } else if (!data.empty() && !direct) {
+    if (!data.empty() && !direct) {
       store(run_model(in, c, g, count, dt, &data));
     } else if (it == times_.end()) {
       it = times_.emplace(std::move(key), run_model(in, c, g, count, dt, nullptr)).first;
@@ -366,39 +372,156 @@ collective_unit::model_run collective_unit::run_model(const isa::Instruction& in
   return m;
 }
 
-collective_unit::model_run collective_unit::run_tlm(const isa::Instruction& in, Collective c,
-                                                    const std::vector<uint32_t>& g, uint64_t count,
-                                                    isa::DType dt,
-                                                    std::vector<std::vector<float>>* data) {
-  // The schedule is the analytic model's for the group's placement; its transfers
-  // take the launch's routes (the group's real chips) on the shared links.
-  Topology topo(group_params(base_, g));
-  model_run m;
-  collective_plan plan;
-  if (in.op == isa::Opcode::all_to_all || in.op == isa::Opcode::permute) {
-    m.sum.algorithm = Algorithm::direct;
-    plan = plan_direct(topo, direct_sends(in, g, count, dt));
-  } else {
-    m.sum.algorithm = choose_algorithm(topo);
-    plan = plan_collective(topo, c, m.sum.algorithm, count, dt);
+void collective_unit::start_tlm(const std::vector<arrival>& all, Collective c, uint64_t count,
+                                isa::DType dt, std::vector<std::vector<float>> data, bool direct) {
+  const isa::Instruction& in = *all.front().in;
+  const std::vector<uint32_t>& g = in.group;
+  const bool barrier = in.op == isa::Opcode::barrier;
+  auto run = std::make_shared<tlm_collective>();
+  auto key = std::make_tuple(static_cast<int>(in.op), g, count, static_cast<int>(dt));
+  if (in.op == isa::Opcode::permute)
+    std::get<1>(key).insert(std::get<1>(key).end(), in.peers.begin(), in.peers.end());
+  collective_summary sum;
+  // What the ranks' completions need: their arrivals and, for all_to_all and
+  // permute (whose data moved above), the results.
+  struct state {
+    std::vector<arrival> all;
+    std::vector<std::vector<float>> direct_data;
+  };
+  auto st = std::make_shared<state>();
+  st->all = all;
+  try {
+    // The schedule is the analytic model's for the group's placement; its
+    // transfers take the launch's routes (the group's real chips) on the links.
+    Topology topo(group_params(base_, g));
+    if (direct) {
+      sum.algorithm = Algorithm::direct;
+      run->plan = plan_direct(topo, direct_sends(in, g, count, dt));
+      st->direct_data = std::move(data);
+    } else {
+      sum.algorithm = choose_algorithm(topo);
+      run->plan = plan_collective(topo, c, sum.algorithm, count, dt);
+      run->data = std::move(data);
+    }
+  } catch (const std::exception& e) {
+    std::vector<uint32_t> who;
+    for (const auto& a : all) who.push_back(a.rank);
+    fault(who, in, e.what());
+    return;
   }
-  std::vector<link_tlm_stats> before(tlm_->size());
-  for (size_t k = 0; k < tlm_->size(); ++k) before[k] = tlm_->link(k).stats();
-  m.res = tlm_->run(plan, g, models::now(), dt, data);
-  m.sum.group = g;
-  m.sum.count = count;
-  m.sum.dtype = dt;
-  m.sum.network_ns = m.res.time_s * 1e9;
-  for (size_t k = 0; k < tlm_->size(); ++k) {
-    const link_tlm_stats a = tlm_->link(k).stats();
-    if (a.transfers == before[k].transfers) continue;
-    // Queued time stands for contention: the link made a transfer wait.
-    m.links.push_back({tlm_->link_name(k), a.bytes - before[k].bytes,
-                       a.transfers - before[k].transfers,
-                       (a.busy - before[k].busy).to_seconds() * 1e9,
-                       (a.queued - before[k].queued).to_seconds() * 1e9});
+  sum.op = in.op;
+  sum.group = g;
+  sum.count = count;
+  sum.dtype = dt;
+  run->members = g;
+  run->dt = dt;
+  run->dma = barrier ? nullptr : &dma_;
+  run->record = record_;
+  tlm_collective* r = run.get();  // the engines own it while it runs
+  run->rank_done = [this, r, st, barrier](uint32_t p) {
+    const isa::Instruction& in = *st->all.front().in;
+    const std::vector<uint32_t>& g = in.group;
+    const sc_core::sc_time now = models::now();
+    const std::vector<std::vector<float>>& data =
+        st->direct_data.empty() ? r->data : st->direct_data;
+    for (const arrival& a : st->all) {
+      if (a.rank != g[p]) continue;
+      if (!data.empty()) {
+        const uint64_t from = in.op == isa::Opcode::reduce_scatter ? p * a.in->dst.elems() : 0;
+        write(g[p], a.in->dst, data[p], from);
+      }
+      windows_.push_back({a.rank, in.op, r->start, now});
+      rank_comm_stats& s = stats_[a.rank];
+      s.collectives += 1;
+      s.collective_ns += (now - r->start).to_seconds() * 1e9;
+      // Time this rank's transfers waited for its DMA engines (compute DMA or the
+      // collective's own other transfers on them).
+      s.contention_ns += r->dma_wait[p].to_seconds() * 1e9;
+      s.rendezvous_ns += (r->start - a.at).to_seconds() * 1e9;
+      s.bytes += r->res.sent[p];
+      s.hbm_bytes += barrier ? 0 : r->res.sent[p] + r->res.received[p] + r->res.reduced[p];
+      if (a.w) a.w->collective_ready(sc_core::SC_ZERO_TIME);
+    }
+  };
+  run->all_done = [this, r, key, sum]() mutable {
+    model_run& m = times_[key];
+    const uint64_t runs = m.sum.runs;
+    m.sum = sum;
+    m.sum.runs = runs + 1;
+    m.sum.network_ns = r->res.time_s * 1e9;
+    m.res = r->res;
+    for (const auto& [k, l] : r->links) {
+      link_summary& t = link_totals_[tlm_->network().link_name(k)];
+      if (t.name.empty()) t.name = tlm_->network().link_name(k);
+      t.bytes += l.bytes;
+      t.transfers += l.transfers;
+      t.busy_ns += l.busy.to_seconds() * 1e9;
+      t.contended_ns += l.queued.to_seconds() * 1e9;
+    }
+    for (const tlm_span& sp : r->spans) {
+      std::string link = sp.link >= 0 ? tlm_->network().link_name(static_cast<size_t>(sp.link))
+                         : sp.link == tlm_span::kCoreDma
+                             ? "rank" + std::to_string(sp.src) + ".dma"
+                             : "chip" + std::to_string(sp.chip) + ".collective_engine";
+      spans_.push_back({std::move(link), sp.src, sp.dst, sp.bytes, sp.start, sp.drain});
+    }
+  };
+  const isa::Instruction* inp = &in;
+  run->failed = [this, st, inp](const std::string& why) {
+    std::vector<uint32_t> who;
+    for (const auto& a : st->all) who.push_back(a.rank);
+    fault(who, *inp, why);
+  };
+  try {
+    tlm_->start(run);
+  } catch (const std::exception& e) {
+    std::vector<uint32_t> who;
+    for (const auto& a : all) who.push_back(a.rank);
+    fault(who, in, e.what());
   }
-  return m;
+}
+
+std::optional<rank_dma::stage> collective_unit::core_dma::send(uint32_t src, uint32_t dst,
+                                                               uint64_t bytes, bool reduce) {
+  const rank_binding& b = u->ranks_[src];
+  if (b.dma.empty()) return std::nullopt;
+  const sc_core::sc_time now = models::now();
+  const size_t n =
+      std::min<size_t>(b.dma.size(), std::max<uint32_t>(1, u->base_.net.collective_dma_engines));
+  stage st{now, now, now};
+  bool first = true;
+  for (size_t e = 0; e < n; ++e) {
+    // Piece e carries bytes [bytes e / n, bytes (e + 1) / n), on the engine of the
+    // last n that frees first (the lowest on ties).
+    const uint64_t lo = bytes * e / n, hi = bytes * (e + 1) / n;
+    if (hi == lo) continue;
+    models::dma_engine* best = nullptr;
+    sc_core::sc_time at;
+    for (size_t k = b.dma.size() - n; k < b.dma.size(); ++k) {
+      const sc_core::sc_time t = b.dma[k]->hold_start();
+      if (!best || t < at) {
+        best = b.dma[k];
+        at = t;
+      }
+    }
+    const sc_core::sc_time end = best->hold(hi - lo, 1);
+    if (first || at < st.head) st.head = at;
+    if (end > st.tail) st.tail = end;
+    first = false;
+  }
+  if (b.hbm) st.tail = std::max(st.tail, b.hbm->reserve_spread(bytes, false));
+  const rank_binding& d = u->ranks_[dst];
+  if (d.hbm) {
+    st.hbm_done = d.hbm->reserve_spread(bytes, true);
+    if (reduce) st.hbm_done = std::max(st.hbm_done, d.hbm->reserve_spread(bytes, false));
+  }
+  link_summary& l = u->link_totals_["rank" + std::to_string(src) + ".dma"];
+  if (l.name.empty()) l.name = "rank" + std::to_string(src) + ".dma";
+  l.bytes += bytes;
+  l.transfers += 1;
+  l.busy_ns += (st.tail - st.head).to_seconds() * 1e9;
+  l.contended_ns += (st.head - now).to_seconds() * 1e9;
+  return st;
 }
 
 std::vector<collective_summary> collective_unit::summaries() const {

@@ -19,11 +19,11 @@
 // (CollectiveEngine::run_direct): all_to_all sends block q to position q, permute
 // the whole buffer to the rank its `peers` entry names.
 //
-// Sharing with compute (the DMA engines serve both; docs/hardware.md, Collectives):
-// when the group is complete, each rank's part of the collective is put on its
-// core's DMA engines and the chip's HBM as one block of work at that instant, first
-// come first served with the compute DMA around it. The bytes the rank sends are
-// split evenly over the last network.collective_dma_engines engines of its core
+// Sharing with compute (the DMA engines serve both; docs/hardware.md, Collectives),
+// network.model: analytic (for tlm, per transfer: use_tlm()): when the group is complete, each
+// rank's part of the collective is put on its core's DMA engines and the chip's HBM as one block of
+// work at that instant, first come first served with the compute DMA around it. The bytes the rank
+// sends are split evenly over the last network.collective_dma_engines engines of its core
 // (dma_engine::hold: each engine finishes its current transfer, then carries its
 // part at its bandwidth, one descriptor per transfer sent, and starts nothing else
 // until then; the core's shared rate takes the same bytes), and HBM serves the
@@ -36,6 +36,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -46,6 +48,7 @@
 #include "models/memory/dma_engine.h"
 #include "models/memory/hbm.h"
 #include "models/network/collective_engine.h"
+#include "models/network/collective_engine_tlm.h"
 #include "models/network/network_tlm.h"
 #include "models/network/topology.h"
 
@@ -128,10 +131,17 @@ class collective_unit : public collective_port {
   // no program; rank r arrives wherever rank r % simulated arrives, in its group.
   void fold(uint32_t simulated);
 
-  // network.model: tlm: time every collective on `net` (network_tlm.h), whose rank r
-  // is launch rank r, from the instant its group is complete; no model times are
-  // reused (the links' state differs) and no transfers are recorded. Null: analytic.
-  void use_tlm(tlm_network* net) { tlm_ = net; }
+  // network.model: tlm: run every collective on the chips' collective engines
+  // (collective_engine_tlm.h) over their network, whose rank r is launch rank r,
+  // from the instant its group is complete. Each transfer leaves through the
+  // sending rank's core DMA (split evenly over the last
+  // network.collective_dma_engines engines, each piece on the one that frees
+  // first, lowest on ties; dma_engine::hold) and its chip's HBM (reserve_spread),
+  // and is written (and for a reduce, its operand read) at the receiver's HBM; a
+  // rank without DMA engines (a folded one) uses the network's link for its DMA.
+  // Each rank completes when its last send and receive have arrived. Null: the
+  // analytic model and the block booking above.
+  void use_tlm(chip_collectives* c) { tlm_ = c; }
 
   // Keep every transfer for traces (off: only the summaries and windows).
   void record_transfers(bool on) { record_ = on; }
@@ -152,9 +162,6 @@ class collective_unit : public collective_port {
   };
   model_run run_model(const isa::Instruction& in, Collective c, const std::vector<uint32_t>& g,
                       uint64_t count, isa::DType dt, std::vector<std::vector<float>>* data) const;
-  // The same on the TLM network, from now.
-  model_run run_tlm(const isa::Instruction& in, Collective c, const std::vector<uint32_t>& g,
-                    uint64_t count, isa::DType dt, std::vector<std::vector<float>>* data);
   struct arrival {
     uint32_t rank;
     const isa::Instruction* in;
@@ -164,6 +171,15 @@ class collective_unit : public collective_port {
   void fault(const std::vector<uint32_t>& ranks, const isa::Instruction& in,
              const std::string& why);
   void finish(const std::vector<arrival>& all);
+  // The TLM path of finish(): starts the collective on the chips' engines.
+  void start_tlm(const std::vector<arrival>& all, Collective c, uint64_t count, isa::DType dt,
+                 std::vector<std::vector<float>> data, bool direct);
+  // A rank's DMA stage on its core's engines and HBM (use_tlm()).
+  struct core_dma : rank_dma {
+    collective_unit* u;
+    explicit core_dma(collective_unit* x) : u(x) {}
+    std::optional<stage> send(uint32_t src, uint32_t dst, uint64_t bytes, bool reduce) override;
+  };
   std::vector<float> read(uint32_t rank, const isa::AccessPattern& ap) const;
   void write(uint32_t rank, const isa::AccessPattern& ap, const std::vector<float>& v,
              uint64_t from) const;
@@ -180,7 +196,8 @@ class collective_unit : public collective_port {
   std::vector<collective_window> windows_;
   std::vector<transfer_span> spans_;
   uint32_t simulated_ = 0;  // fold(): the ranks that run (0: all)
-  tlm_network* tlm_ = nullptr;
+  chip_collectives* tlm_ = nullptr;
+  core_dma dma_{this};
 };
 
 }  // namespace trnsim::models::network

@@ -82,6 +82,7 @@ void link_tlm::b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& delay)
   stats_.bytes += bytes;
   stats_.transfers += 1;
   stats_.queued += start - head;
+  if (ext && ext->record) ext->record->push_back({this, start, end});
   if (ext) ext->tail = checked_time(end + latency_);
   // The first byte reaches the far end a latency after it left.
   sc_core::sc_time d = checked_time(start + latency_) - now;

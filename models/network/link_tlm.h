@@ -32,18 +32,28 @@
 #include <string>
 #include <systemc>
 #include <tlm>
+#include <vector>
 
 #include "models/common/bandwidth.h"
 #include "models/network/link.h"
 
 namespace trnsim::models::network {
 
+// One link's share of a transfer (link_transfer_ext::record): its bytes flowed on
+// `link` from `start` to `drain` (absolute).
+struct link_span {
+  const class link_tlm* link = nullptr;
+  sc_core::sc_time start, drain;
+};
+
 // What a transfer carries besides its bytes: when its last byte left the previous
 // stage plus that stage's latency (absolute time), and what the receiver does with
-// the data (a reduce step adds it to its own buffer; else it copies).
+// the data (a reduce step adds it to its own buffer; else it copies). `record`
+// (when set): each link it crosses appends its span, in route order.
 struct link_transfer_ext : tlm::tlm_extension<link_transfer_ext> {
   sc_core::sc_time tail = sc_core::SC_ZERO_TIME;
   bool reduce = false;
+  std::vector<link_span>* record = nullptr;
   tlm::tlm_extension_base* clone() const override { return new link_transfer_ext(*this); }
   void copy_from(const tlm::tlm_extension_base& e) override {
     *this = static_cast<const link_transfer_ext&>(e);

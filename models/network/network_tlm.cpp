@@ -63,6 +63,53 @@ tlm_network::tlm_network(const sc_core::sc_module_name& name, const topology_par
   drv_.bind(fabric_.in);
 }
 
+std::vector<uint32_t> tlm_network::route(uint32_t src, uint32_t dst, int dir) {
+  std::vector<uint32_t> hops;
+  for (Link* l : topo_.route(src, dst, dir)) hops.push_back(index_.at(l));
+  return hops;
+}
+
+sc_core::sc_time tlm_network::transfer(const std::vector<uint32_t>& hops, size_t from,
+                                       uint64_t bytes, bool reduce, sc_core::sc_time head,
+                                       sc_core::sc_time tail, std::vector<link_span>* record) {
+  if (bytes > std::numeric_limits<unsigned int>::max())
+    throw std::invalid_argument("a transfer of " + std::to_string(bytes) +
+                                " bytes exceeds what one TLM payload carries (4 GiB)");
+  // Absolute times as annotated delays from SystemC's time (which the chip's own
+  // scheduler leaves behind: models::now() may be later).
+  const sc_core::sc_time base = sc_core::sc_time_stamp();
+  if (head < base) head = base;
+  tlm::tlm_generic_payload t;
+  link_transfer_ext ext;
+  route_ext route;
+  route.hops.assign(hops.begin() + static_cast<std::ptrdiff_t>(from), hops.end());
+  ext.tail = tail;
+  ext.reduce = reduce;
+  ext.record = record;
+  t.set_command(tlm::TLM_WRITE_COMMAND);
+  t.set_address(0);
+  t.set_data_ptr(nullptr);
+  t.set_data_length(static_cast<unsigned int>(bytes));
+  t.set_streaming_width(static_cast<unsigned int>(bytes));
+  t.set_byte_enable_ptr(nullptr);
+  t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  t.set_extension(&ext);
+  t.set_extension(&route);
+  sc_core::sc_time d = head - base;
+  try {
+    drv_->b_transport(t, d);
+  } catch (...) {  // the payload must not free these stack extensions
+    t.clear_extension(&ext);
+    t.clear_extension(&route);
+    throw;
+  }
+  t.clear_extension(&ext);
+  t.clear_extension(&route);
+  if (!t.is_response_ok()) throw std::runtime_error(t.get_response_string());
+  const sc_core::sc_time arrival = base + d;
+  return arrival > tail ? arrival : tail;
+}
+
 collective_result tlm_network::run(collective_plan& plan, const std::vector<uint32_t>& members,
                                    sc_core::sc_time start, isa::DType dt,
                                    std::vector<std::vector<float>>* data) {
@@ -75,10 +122,7 @@ collective_result tlm_network::run(collective_plan& plan, const std::vector<uint
   for (const planned_transfer& x : xs)
     if (x.src >= R || x.dst >= R)
       throw std::invalid_argument("a transfer names a position beyond the group's");
-  // Absolute times as annotated delays from SystemC's time (which the chip's own
-  // scheduler leaves behind: models::now() may be later).
-  const sc_core::sc_time base = sc_core::sc_time_stamp();
-  if (start < base) start = base;
+  if (start < sc_core::sc_time_stamp()) start = sc_core::sc_time_stamp();
   for (auto& l : links_) l->forget_before(start);
   std::vector<sc_core::sc_time> ready(xs.size(), start);
   using Entry = std::pair<sc_core::sc_time, uint32_t>;
@@ -92,46 +136,19 @@ collective_result tlm_network::run(collective_plan& plan, const std::vector<uint
   res.sends.assign(R, 0);
   sc_core::sc_time last = start;
   size_t done = 0;
-  tlm::tlm_generic_payload t;
-  link_transfer_ext ext;
-  route_ext route;
   while (!q.empty()) {
     const auto [at, id] = q.top();
     q.pop();
     planned_transfer& x = xs[id];
-    if (x.bytes > std::numeric_limits<unsigned int>::max())
-      throw std::invalid_argument("a transfer of " + std::to_string(x.bytes) +
-                                  " bytes exceeds what one TLM payload carries (4 GiB)");
-    route.hops.clear();
-    route.next = 0;
-    for (Link* l : topo_.route(members[x.src], members[x.dst], x.dir))
-      route.hops.push_back(index_.at(l));
-    ext.tail = at;
-    ext.reduce = x.reduce;
-    t.set_command(tlm::TLM_WRITE_COMMAND);
-    t.set_address(0);
-    t.set_data_ptr(nullptr);
-    t.set_data_length(static_cast<unsigned int>(x.bytes));
-    t.set_streaming_width(static_cast<unsigned int>(x.bytes));
-    t.set_byte_enable_ptr(nullptr);
-    t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    t.set_extension(&ext);
-    t.set_extension(&route);
-    sc_core::sc_time d = at - base;
+    sc_core::sc_time arrival;
     try {
-      drv_->b_transport(t, d);
-    } catch (...) {  // the payload must not free these stack extensions
-      t.clear_extension(&ext);
-      t.clear_extension(&route);
-      throw;
+      arrival =
+          transfer(route(members[x.src], members[x.dst], x.dir), 0, x.bytes, x.reduce, at, at);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error("TLM network: a transfer from rank " +
+                               std::to_string(members[x.src]) + " to rank " +
+                               std::to_string(members[x.dst]) + " was answered with " + e.what());
     }
-    t.clear_extension(&ext);
-    t.clear_extension(&route);
-    if (!t.is_response_ok())
-      throw std::runtime_error(
-          "TLM network: a transfer from rank " + std::to_string(members[x.src]) + " to rank " +
-          std::to_string(members[x.dst]) + " was answered with " + t.get_response_string());
-    const sc_core::sc_time arrival = base + d;
     if (arrival > last) last = arrival;
     x.ready = (at - start).to_seconds();
     x.end = (arrival - start).to_seconds();

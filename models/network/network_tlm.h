@@ -6,6 +6,10 @@
 // ring, the dimension-wise torus, the point-to-point exchanges) runs on it as TLM
 // writes, so every algorithm and path the analytic model has runs here too.
 //
+// The chips' collective engines (collective_engine_tlm.h: trnsim run and collbench)
+// send each transfer with transfer(); run() is a driver of its own for tests and
+// for callers without engines.
+//
 // Timing: loosely timed. run() issues the schedule's transfers in order of the time
 // they may start (what they wait for has arrived; ties by schedule order), each as
 // one b_transport with the start as its annotated delay; each link serves it whole
@@ -79,9 +83,22 @@ class tlm_network : public sc_core::sc_module {
                         sc_core::sc_time start, isa::DType dt,
                         std::vector<std::vector<float>>* data);
 
+  // The links (indices into link()) a transfer from network rank `src` to `dst`
+  // crosses, the sender's DMA first; `dir` as Topology::route's.
+  std::vector<uint32_t> route(uint32_t src, uint32_t dst, int dir);
+  // One transfer of `bytes` over links hops[from..]: its first byte at the first of
+  // them at `head`, the stage feeding it done at `tail` (absolute times, not before
+  // sc_time_stamp()). Returns when its last byte arrived (absolute). Throws
+  // std::invalid_argument past 4 GiB and std::runtime_error when a link answers
+  // with an error. `record` (may be null): the links' spans, in route order.
+  sc_core::sc_time transfer(const std::vector<uint32_t>& hops, size_t from, uint64_t bytes,
+                            bool reduce, sc_core::sc_time head, sc_core::sc_time tail,
+                            std::vector<link_span>* record = nullptr);
+
   const Topology& topology() const { return topo_; }
   size_t size() const { return links_.size(); }
   const link_tlm& link(size_t k) const { return *links_[k]; }
+  link_tlm& link(size_t k) { return *links_[k]; }
   // The Topology's name of link k ("node0.chip1.linkx+", "rank3.dma").
   const std::string& link_name(size_t k) const { return topo_.links()[k].name(); }
 

@@ -6,6 +6,7 @@ Run: TRNSIM_BIN=build/runtime/trnsim python3 tests/python/test_network_tlm.py
 Exit 77 (skipped) when numpy or the binary are missing.
 """
 
+import re
 import tempfile
 import unittest
 from pathlib import Path
@@ -81,6 +82,43 @@ class NetworkModel(unittest.TestCase):
         self.assertEqual(rank_times(outs[0]), rank_times(outs[1]))
         self.assertTrue(rank_times(outs[0]))
 
+    def test_trace_has_transfer_spans_and_engine_tracks(self):
+        # chip.cores=1: ranks 0 and 1 on chips 0 and 1, each way its own link. Each
+        # rank sends one 4096 B block a phase (2048 fp32 over 2 ranks, 2 phases):
+        # every link carries 2 transfers of 4096 / 10 = 409.6 ns, and each chip's
+        # collective engine runs 2, each from its start to its arrival 409.6 + 100
+        # = 509.6 ns later. The links' report lines count the same.
+        import json
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, "p.tasm").write_text(program("all_reduce", "fp32", 2048, 2048, 2))
+            trace = Path(d, "t.json")
+            p = run(["run", str(Path(d, "p.tasm")), "-c", "tiny", "--ranks", "2",
+                     "--random-inputs", "--no-functional", "--trace", str(trace), "--set",
+                     "chip.cores=1"] + [a for s in TLM for a in ("--set", s)])
+            events = json.loads(trace.read_text())["traceEvents"]
+        procs = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+        net = [k for k, v in procs.items() if v == "network"][0]
+        tracks = {e["tid"]: e["args"]["name"] for e in events
+                  if e.get("name") == "thread_name" and e["pid"] == net}
+        spans = {}
+        for e in events:
+            if e.get("ph") == "X" and e["pid"] == net:
+                spans.setdefault(tracks[e["tid"]], []).append(e["dur"])
+        engines = sorted(n for n in spans if n.endswith("collective_engine"))
+        self.assertEqual(engines, ["chip0.collective_engine", "chip1.collective_engine"], spans)
+        links = [n for n in spans if "link" in n]
+        self.assertEqual(len(links), 2, spans)
+        for n in links:
+            self.assertEqual(len(spans[n]), 2, spans)
+            for dur in spans[n]:
+                self.assertAlmostEqual(dur, 0.4096, places=6)  # us
+        for n in engines:
+            self.assertEqual(len(spans[n]), 2, spans)
+            for dur in spans[n]:
+                self.assertAlmostEqual(dur, 0.5096, places=6)
+        for n in links:
+            self.assertRegex(p.stdout, re.escape(n) + r"\s+8192 bytes\s+2 transfers")
+
     def test_bad_value_names_the_key(self):
         with tempfile.TemporaryDirectory() as d:
             Path(d, "p.tasm").write_text(program("all_reduce", "fp32", 64, 64, 2))
@@ -90,6 +128,63 @@ class NetworkModel(unittest.TestCase):
         self.assertIn("network.model", p.stderr)
         self.assertIn("analytic or tlm", p.stderr)
         self.assertIn("exact", p.stderr)
+
+
+class TensorParallelTlm(unittest.TestCase):
+    """`trnsim run --tp 2/4` of a PyTorch MLP with the collectives on the chips'
+    collective engines (network.model=tlm), whose transfers share the cores' DMA
+    engines with compute DMA one by one: outputs bit-identical to the analytic
+    run's, close to eager PyTorch, the same cycles every run."""
+
+    @classmethod
+    def setUpClass(cls):
+        needs_binary(("numpy", "torch", "onnx"))
+        import torch
+
+        torch.manual_seed(1)
+        model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.GELU(),
+                                    torch.nn.Linear(256, 128)).eval()
+        cls.dir = tempfile.TemporaryDirectory()
+        d = Path(cls.dir.name)
+        x = torch.randn(32, 128)
+        torch.onnx.export(model, (x,), str(d / "mlp.onnx"), opset_version=17,
+                          input_names=["x"], output_names=["y"])
+        np.save(d / "x.npy", x.numpy())
+        with torch.no_grad():
+            cls.eager = model(x).numpy()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def tp_run(self, n, sets, tag):
+        d = Path(self.dir.name)
+        args = ["run", str(d / "mlp.onnx"), "-c", "tiny", "--tp", str(n), "--input",
+                "x=" + str(d / "x.npy"), "--output-dir", str(d / tag)]
+        for s in sets:
+            args += ["--set", s]
+        p = run(args)
+        return p.stdout, [np.load(d / tag / ("rank%d" % r) / "y.npy") for r in range(n)]
+
+    def test_tp_outputs_and_times(self):
+        for n in (2, 4):
+            with self.subTest(tp=n):
+                a_out, a_ys = self.tp_run(n, (), "a%d" % n)
+                t_out, t_ys = self.tp_run(n, TLM, "t%d" % n)
+                t2_out, _ = self.tp_run(n, TLM, "u%d" % n)
+                for ya, yt in zip(a_ys, t_ys):
+                    np.testing.assert_array_equal(yt, ya)
+                    # bf16 matmul operands: the tolerance of test_spmd's --tp test.
+                    np.testing.assert_allclose(yt, self.eager, rtol=3e-2, atol=3e-2)
+                ta, tt = rank_times(a_out), rank_times(t_out)
+                self.assertEqual(sorted(tt), list(range(n)), t_out)
+                self.assertEqual(tt, rank_times(t2_out))
+                for r in range(n):
+                    # The collective's transfers meet on the chip's one intra-chip
+                    # path: TLM serves them in turn, analytic side by side, so
+                    # single transfers end earlier or later; the path's work is the
+                    # same, so the collective time stays within a quarter of it.
+                    self.assertLess(abs(tt[r] - ta[r]), 0.25 * ta[r], (a_out, t_out))
 
 
 if __name__ == "__main__":
