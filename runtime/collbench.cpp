@@ -9,6 +9,7 @@
 
 #include "models/common/sim_time.h"
 #include "models/network/collective_engine.h"
+#include "models/network/collective_engine_tlm.h"
 #include "models/network/network_tlm.h"
 #include "platform/config.h"
 #include "platform/units.h"
@@ -38,10 +39,11 @@ const char* kCollbenchHelp =
     "  --links            print the busiest links of the largest size\n"
     "  --trace FILE.json  with one size: a Perfetto/Chrome trace, one track per link\n"
     "                     (and DMA, intra-chip path, node port), a slice per transfer\n"
-    "  --tlm              time the same transfers on SystemC/TLM link blocks\n"
-    "                     (models/network/network_tlm.h: first come first served on\n"
-    "                     each link) instead of the analytic model; not with --trace\n"
-    "                     or --links\n";
+    "  --tlm              time the same transfers on SystemC/TLM link blocks, run by\n"
+    "                     each chip's collective engine (models/network/\n"
+    "                     collective_engine_tlm.h: first come first served on each\n"
+    "                     link, a rank's DMA a link too) instead of the analytic model;\n"
+    "                     not with --trace or --links\n";
 
 double collbench_input(uint32_t rank, uint64_t i) {
   return static_cast<double>(static_cast<int64_t>((rank * 131ull + i * 71ull) % 1021) - 510) / 64.0;
@@ -254,10 +256,14 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
   }
   // SystemC elaborates once: one TLM network runs every size in turn, each from the
   // previous one's end (so none queues behind another).
+  // The chips' collective engines run it as under `trnsim run`, on SystemC threads;
+  // with no cores here, each rank's DMA is its link of the network.
   std::unique_ptr<net::tlm_network> tlm_net;
+  std::unique_ptr<net::chip_collectives> tlm_engines;
   sc_core::sc_time tlm_at = sc_core::SC_ZERO_TIME;
   if (tlm) {
     tlm_net = std::make_unique<net::tlm_network>("collbench_network", tp);
+    tlm_engines = std::make_unique<net::chip_collectives>(*tlm_net, nullptr);
     sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaborate: bind the sockets
   }
   const uint32_t n = tp.ranks;
@@ -302,8 +308,22 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
       if (tlm_net) {
         net::collective_plan plan = direct ? net::plan_direct(topo, sends)
                                            : net::plan_collective(topo, coll, alg, count, dt);
-        res = tlm_net->run(plan, members, tlm_at, dt, data.empty() ? nullptr : &data);
-        tlm_at += models::seconds_to_time(res.time_s) + sc_core::sc_time(1, sc_core::SC_US);
+        auto c = std::make_shared<net::tlm_collective>();
+        c->plan = std::move(plan);
+        c->members = members;
+        c->dt = dt;
+        c->data = std::move(data);
+        std::string failed;
+        c->failed = [&failed](const std::string& why) { failed = why; };
+        if (tlm_at > sc_core::sc_time_stamp()) sc_core::sc_start(tlm_at - sc_core::sc_time_stamp());
+        tlm_engines->start(c);
+        sc_core::sc_start();  // until every transfer arrived
+        if (!failed.empty()) throw std::runtime_error(failed);
+        if (c->done != c->plan.xfers.size())
+          throw std::logic_error("collbench: a TLM collective did not complete");
+        res = c->res;
+        data = std::move(c->data);
+        tlm_at = sc_core::sc_time_stamp() + sc_core::sc_time(1, sc_core::SC_US);
       } else if (direct) {
         res = eng.run_direct(sends);
       } else {
