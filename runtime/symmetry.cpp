@@ -77,16 +77,24 @@ SymmetryPlan plan_symmetry(const std::vector<const isa::Program*>& progs, uint32
       plan.why_not = d;
       return plan;
     }
-  // A representative's group must hold its members' representatives.
+  // A representative's group must hold its members' representatives. A partial
+  // permute (a rank that sends nothing: pipeline stages) loads its ranks' DMA and
+  // HBM unequally, so one rank cannot stand for another.
   for (uint32_t q = 0; q < C; ++q)
     for (const isa::Queue& qu : progs[q]->queues)
-      for (size_t i = 0; i < qu.instrs.size(); ++i)
+      for (size_t i = 0; i < qu.instrs.size(); ++i) {
+        const std::vector<uint32_t>& peers = qu.instrs[i].peers;
+        if (std::find(peers.begin(), peers.end(), isa::kNoPeer) != peers.end()) {
+          plan.why_not = at(q, qu, i) + ": a partial permute, whose ranks do not all send";
+          return plan;
+        }
         for (uint32_t m : qu.instrs[i].group)
           if (!std::binary_search(qu.instrs[i].group.begin(), qu.instrs[i].group.end(), m % C)) {
             plan.why_not = at(q, qu, i) + ": its group holds rank " + std::to_string(m) +
                            " but not rank " + std::to_string(m % C) + " that stands for it";
             return plan;
           }
+      }
   plan.simulated = C;
   return plan;
 }

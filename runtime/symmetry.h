@@ -14,7 +14,8 @@
 // instruction i, rank r's instruction i equal to rank r % C's but for its collective
 // group, whose size and ranks per chip (what the collective's time depends on) are
 // the same; and each representative's groups must hold the representatives of their
-// members (so a group completes from the representatives' arrivals alone). Functional
+// members (so a group completes from the representatives' arrivals alone); and no
+// partial permute (peers with `-`: its ranks' DMA and HBM loads differ). Functional
 // runs simulate every rank; --check-races and --trace see the simulated ranks only.
 // docs/scale-out.md has the plan beyond one process.
 #pragma once

@@ -144,7 +144,9 @@ class Cursor : public Lexer {
     return f;
   }
 
-  std::vector<i128> int_list(i128 lo, i128 hi, std::string_view what, size_t max_len) {
+  // `dash`: an entry may be a lone '-' (not a sign: no digit follows), read as *dash.
+  std::vector<i128> int_list(i128 lo, i128 hi, std::string_view what, size_t max_len,
+                             const i128* dash = nullptr) {
     skip_blanks();
     const size_t b = offset();
     expect('[', "to open the list");
@@ -152,7 +154,11 @@ class Cursor : public Lexer {
     skip_blanks();
     if (!accept(']')) {
       do {
-        v.push_back(integer(lo, hi, what));
+        skip_blanks();
+        const bool lone =
+            dash && peek() == '-' && (peek(1) == ',' || peek(1) == ']' || is_blank(peek(1)));
+        if (lone) seek(offset() + 1);
+        v.push_back(lone ? *dash : integer(lo, hi, what));
         skip_blanks();
       } while (accept(','));
       expect(']', "to close the list");
@@ -743,7 +749,7 @@ class Assembler {
       case Key::group: {
         c.skip_blanks();
         const size_t b = c.offset();
-        for (auto r : c.int_list(0, kU32, "rank", kMaxGroup)) {
+        for (auto r : c.int_list(0, kU32 - 1, "rank", kMaxGroup)) {
           const auto rank = static_cast<uint32_t>(r);
           if (!in.group.empty() && rank <= in.group.back())
             c.fail_at(b, "group ranks must be ascending and distinct (" + i128_str(r) + " after " +
@@ -755,7 +761,9 @@ class Assembler {
       }
       case Key::peers: {
         c.skip_blanks();
-        for (auto r : c.int_list(0, kU32, "rank", kMaxGroup))
+        // `-`: this group position sends nothing (kNoPeer, above every rank).
+        const i128 none = kNoPeer;
+        for (auto r : c.int_list(0, kU32 - 1, "rank", kMaxGroup, &none))
           in.peers.push_back(static_cast<uint32_t>(r));
         break;
       }
@@ -905,7 +913,8 @@ std::string disassemble(const Instruction& in, const Program* p) {
     case Opcode::permute: {
       const auto list = [](const std::vector<uint32_t>& r) {
         std::string v = "[";
-        for (size_t i = 0; i < r.size(); ++i) v += (i ? "," : "") + std::to_string(r[i]);
+        for (size_t i = 0; i < r.size(); ++i)
+          v += (i ? "," : "") + (r[i] == kNoPeer ? std::string("-") : std::to_string(r[i]));
         return v + "]";
       };
       key("group", list(in.group));

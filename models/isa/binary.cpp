@@ -33,7 +33,8 @@
 //   i32 pstep, 4 x i32 steps, f32 fill,
 //   u32 nwaits x (u16 sem, u32 value), u32 nsignals x (u16 sem, u32 inc, u8 when),
 //   u32 source line; collectives (all_reduce .. permute) then u32 ngroup x u32 rank;
-//   permute then u32 npeers x u32 rank.
+//   permute then u32 npeers x u32 rank (0xFFFFFFFF, kNoPeer: sends nothing; version 2
+//   on; a group rank is never 0xFFFFFFFF).
 
 namespace trnsim::isa {
 
@@ -323,7 +324,12 @@ class Reader {
     if (is_collective(in.op)) {
       const uint32_t ng = count("group size", 4);
       if (ng > kMaxGroup) fail_at(pos_ - 4, "group size " + std::to_string(ng) + " too large");
-      for (uint32_t i = 0; i < ng; ++i) in.group.push_back(le<uint32_t>("group rank"));
+      for (uint32_t i = 0; i < ng; ++i) {
+        in.group.push_back(le<uint32_t>("group rank"));
+        if (in.group.back() == kNoPeer)
+          fail_at(pos_ - 4,
+                  "group rank " + std::to_string(kNoPeer) + " is the no-peer mark, not a rank");
+      }
       if (in.op == Opcode::permute) {
         const uint32_t np = count("peers size", 4);
         if (np > kMaxGroup) fail_at(pos_ - 4, "peers size " + std::to_string(np) + " too large");

@@ -16,7 +16,8 @@ class ProgramFormatError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-inline constexpr uint32_t kBinaryVersion = 1;
+// 2: permute peers may hold kNoPeer (a rank that sends nothing).
+inline constexpr uint32_t kBinaryVersion = 2;
 std::vector<uint8_t> encode_binary(const Program& p);
 // The same bytes written to `out` as they are encoded (the constants not copied into
 // one buffer first); returns the size.

@@ -45,6 +45,9 @@ enum class Opcode : uint8_t {
   permute,              // sync: the src of the rank whose `peers` entry is this rank
 };
 inline constexpr int kNumOpcodes = 23;
+// A permute `peers` entry for a rank that sends nothing (`-` in assembly); no rank
+// can have this number (the assembler and decoder keep ranks below it).
+inline constexpr uint32_t kNoPeer = 0xFFFFFFFFu;
 // The cross-rank opcodes (all_reduce .. permute): a rendezvous of `group`.
 bool is_collective(Opcode o);
 
@@ -139,8 +142,9 @@ struct Instruction {
   float fill = 0.0f;                      // affine_select: value where the predicate fails
   // Collectives: the ranks taking part, ascending (docs/isa.md, "Collectives").
   std::vector<uint32_t> group;
-  // permute: the rank group position i sends its src to, one per group rank (a
-  // permutation of `group`).
+  // permute: the rank group position i sends its src to, one per group rank, or
+  // kNoPeer where that rank sends nothing (a partial permutation: pipeline stages).
+  // The real entries are distinct ranks of `group`.
   std::vector<uint32_t> peers;
 
   // Every field but `line`; src slots beyond nsrc and `accum` without has_accum carry

@@ -360,6 +360,8 @@ class Checker {
       if (in_.group[i] <= in_.group[i - 1])
         broken("group ranks must be ascending and distinct (" + s(in_.group[i]) + " after " +
                s(in_.group[i - 1]) + ")");
+    if (in_.group.back() == kNoPeer)
+      broken("group rank " + s(kNoPeer) + " is the no-peer mark ('-'), not a rank");
     if (in_.op == Opcode::barrier) return;
     const AccessPattern &d = in_.dst, &sr = in_.src[0];
     for (const auto* x : {&d, &sr})
@@ -388,13 +390,22 @@ class Checker {
     if (in_.op == Opcode::permute) {
       if (in_.peers.size() != g)
         broken("peers lists " + s(in_.peers.size()) + " ranks; permute needs one per group rank (" +
-               s(g) + ")");
-      std::vector<uint32_t> sorted = in_.peers;
-      std::sort(sorted.begin(), sorted.end());
-      if (sorted != in_.group)
-        broken(
-            "peers must be a permutation of the group (each rank sends to one rank of the "
-            "group and receives from one)");
+               s(g) + ", '-' for one that sends nothing)");
+      // A partial permutation: each real entry a group rank, none named twice (a
+      // rank receives from at most one).
+      std::vector<uint32_t> real;
+      for (size_t i = 0; i < g; ++i) {
+        const uint32_t r = in_.peers[i];
+        if (r == kNoPeer) continue;
+        if (!std::binary_search(in_.group.begin(), in_.group.end(), r))
+          broken("peers entry " + s(i) + " is rank " + s(r) + ", not in the group");
+        real.push_back(r);
+      }
+      std::sort(real.begin(), real.end());
+      const auto dup = std::adjacent_find(real.begin(), real.end());
+      if (dup != real.end())
+        broken("peers name rank " + s(*dup) +
+               " twice; a rank receives from at most one (peers must be injective)");
     }
   }
 

@@ -12,7 +12,8 @@ namespace {
 
 std::string list(const std::vector<uint32_t>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? "," : "") + (v[i] == isa::kNoPeer ? std::string("-") : std::to_string(v[i]));
   return s + "]";
 }
 
@@ -191,14 +192,18 @@ void collective_unit::finish(const std::vector<arrival>& all) {
   // all_to_all and permute move data without arithmetic: done here, timed as
   // point-to-point transfers (run_model).
   const bool direct = in.op == isa::Opcode::all_to_all || in.op == isa::Opcode::permute;
+  // A partial permute: the ranks no one sends to keep their dst (not written below).
+  std::vector<bool> receives(G, in.op != isa::Opcode::permute);
   if (direct && !data.empty()) {
     std::vector<std::vector<float>> out(G, std::vector<float>(count, 0.0f));
     const uint64_t blk = count / G;
     for (uint64_t p = 0; p < G; ++p) {
       if (in.op == isa::Opcode::permute) {
+        if (in.peers[p] == isa::kNoPeer) continue;
         const auto q =
             static_cast<size_t>(std::lower_bound(g.begin(), g.end(), in.peers[p]) - g.begin());
         out[q] = data[p];
+        receives[q] = true;
       } else {
         for (uint64_t q = 0; q < G; ++q)
           std::copy_n(data[p].begin() + static_cast<int64_t>(q * blk), blk,
@@ -266,6 +271,7 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     }
   if (!data.empty()) {
     for (uint64_t p = 0; p < G; ++p) {
+      if (!receives[p]) continue;
       const isa::Instruction& mine = *std::find_if(all.begin(), all.end(), [&](const arrival& a) {
                                         return a.rank == g[p];
                                       })->in;
@@ -313,7 +319,8 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     if (all[k].w) all[k].w->collective_ready(dur[k]);
 }
 
-// all_to_all: block q of each rank to rank q; permute: the buffer to its peer.
+// all_to_all: block q of each rank to rank q; permute: the buffer to its peer, none
+// from a rank whose peer is kNoPeer (a partial permutation sends only its real pairs).
 static std::vector<direct_send> direct_sends(const isa::Instruction& in,
                                              const std::vector<uint32_t>& g, uint64_t count,
                                              isa::DType dt) {
@@ -321,6 +328,7 @@ static std::vector<direct_send> direct_sends(const isa::Instruction& in,
   std::vector<direct_send> sends;
   for (uint32_t p = 0; p < G; ++p) {
     if (in.op == isa::Opcode::permute) {
+      if (in.peers[p] == isa::kNoPeer) continue;
       const auto q =
           static_cast<uint32_t>(std::lower_bound(g.begin(), g.end(), in.peers[p]) - g.begin());
       sends.push_back({p, q, count * es});

@@ -282,6 +282,36 @@ TEST(Assembler, CollectivesParseTheirGroup) {
   }
 }
 
+// A partial permute (send/receive): `-` marks a rank that sends nothing, held as
+// kNoPeer and printed back as `-`; a '-' with digits is still a (bad) negative rank.
+TEST(Assembler, PartialPermuteRoundTrips) {
+  const std::string head = ".tensor x [64] fp32 input @0\n.queue sync\n";
+  const std::string line =
+      "permute dst=hbm[1x0, @x, fp32, [1,8]] src=hbm[1x0, @x+32, fp32, [1,8]] group=[0,1,2,3] ";
+  const Program p = assemble(head + line + "peers=[1,2,3,-]\n");
+  EXPECT_EQ(instr(p, Engine::sync, 0).peers, (std::vector<uint32_t>{1, 2, 3, kNoPeer}));
+  const std::string text = disassemble(p);
+  EXPECT_NE(text.find("peers=[1,2,3,-]"), std::string::npos) << text;
+  EXPECT_EQ(assemble(text), p);
+  // Blanks around entries, several '-', a '-' first.
+  EXPECT_EQ(instr(assemble(head + line + "peers=[ - , 0 ,-,2]\n"), Engine::sync, 0).peers,
+            (std::vector<uint32_t>{kNoPeer, 0, kNoPeer, 2}));
+  for (const auto& [peers, why] :
+       {std::pair{"peers=[1,-1,3,0]", "rank -1 out of range"},
+        std::pair{"peers=[1,--,3,0]", "expected a number for rank"},
+        std::pair{"peers=[1,4294967295,3,0]", "rank 4294967295 out of range"}}) {
+    try {
+      assemble(head + line + peers + "\n", "c.tasm");
+      ADD_FAILURE() << peers;
+    } catch (const AsmError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+  // Only peers takes '-': a group cannot name "no rank".
+  EXPECT_THROW(assemble(head + line.substr(0, line.find("group")) + "group=[0,-] peers=[1,0]\n"),
+               AsmError);
+}
+
 TEST(Assembler, DisassemblyIsStable) {
   const std::string t1 = disassemble(assemble(kAllOpsProgram));
   const std::string t2 = disassemble(assemble(t1));

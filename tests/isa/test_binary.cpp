@@ -90,6 +90,31 @@ TEST(Binary, DoubleRowFlagRoundTripsAndIsMatmulOnly) {
   EXPECT_NE(error_of(b).find("bad flags 16"), std::string::npos) << error_of(b);
 }
 
+// kNoPeer (a permute rank that sends nothing) travels as 0xFFFFFFFF, which a group
+// rank never is: the decoder refuses it there, at its byte.
+TEST(Binary, PartialPermuteRoundTrips) {
+  const Program p = assemble(
+      ".tensor x [64] fp32 input @0\n.queue sync\npermute dst=hbm[1x0, @x, fp32, [1,8]] "
+      "src=hbm[1x0, @x+32, fp32, [1,8]] group=[0,1,2,3] peers=[1,2,3,-]\n");
+  const auto b = encode_binary(p);
+  const Program q = decode_binary(b, "pp.tbin");
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(q.queues[0].instrs[0].peers.back(), kNoPeer);
+  // The peers' last 4 bytes end the program: the mark, little-endian.
+  ASSERT_GE(b.size(), 4u);
+  EXPECT_EQ(std::vector<uint8_t>(b.end() - 4, b.end()), std::vector<uint8_t>(4, 0xFF));
+  Program r = p;
+  r.queues[0].instrs[0].group[3] = 4;
+  const size_t at = diff_at(p, r);  // group rank 3's low byte
+  auto bad = b;
+  for (size_t k = 0; k < 4; ++k) bad[at + k] = 0xFF;
+  EXPECT_NE(error_of(bad, "pp.tbin")
+                .find("pp.tbin: byte " + std::to_string(at) +
+                      ": group rank 4294967295 is the no-peer mark, not a rank"),
+            std::string::npos)
+      << error_of(bad, "pp.tbin");
+}
+
 TEST(Binary, HeaderIsMagicThenVersion) {
   const auto b = encode_binary(small());
   ASSERT_GE(b.size(), 8u);
@@ -144,7 +169,8 @@ TEST(Binary, BadMagic) {
 TEST(Binary, BadVersion) {
   auto b = encode_binary(small());
   b[4] = static_cast<uint8_t>(kBinaryVersion + 1);
-  EXPECT_NE(error_of(b).find("byte 4: unsupported version 2"), std::string::npos) << error_of(b);
+  const std::string want = "byte 4: unsupported version " + std::to_string(kBinaryVersion + 1);
+  EXPECT_NE(error_of(b).find(want), std::string::npos) << error_of(b);
 }
 
 TEST(Binary, BadEnumValues) {

@@ -63,14 +63,30 @@ TEST(Validate, CollectiveRules) {
   EXPECT_NE(err("all_to_all dst=" + f16 + " src=" + f8 + " group=[0,1]").find("keeps the count"),
             std::string::npos);
   EXPECT_EQ(err("permute dst=" + f8 + " src=" + f8 + " group=[0,1,2] peers=[1,2,0]"), "");
-  EXPECT_NE(err("permute dst=" + f8 + " src=" + f8 + " group=[0,1,2] peers=[1,1,0]")
-                .find("permutation of the group"),
+  EXPECT_NE(err("permute dst=" + f8 + " src=" + f8 + " group=[0,1,2] peers=[1,1,0]").find("twice"),
             std::string::npos);
   EXPECT_NE(err("permute dst=" + f8 + " src=" + f8 + " group=[0,1,2] peers=[1,3,0]")
-                .find("permutation of the group"),
+                .find("not in the group"),
             std::string::npos);
   EXPECT_NE(err("permute dst=" + f8 + " src=" + f8 + " group=[0,1,2] peers=[1,0]")
                 .find("one per group rank"),
+            std::string::npos);
+  // A partial permute: '-' sends nothing; the real entries stay distinct group ranks.
+  // The messages name the instruction (line 3: after the two header lines).
+  const std::string pm = "permute dst=" + f8 + " src=" + f8 + " group=[0,1,2,3] ";
+  EXPECT_EQ(err(pm + "peers=[1,2,3,-]"), "");
+  EXPECT_EQ(err(pm + "peers=[-,-,-,-]"), "");
+  EXPECT_EQ(err(pm + "peers=[1,1,3,-]"),
+            "queue sync, instruction 0 (line 3, permute): peers name rank 1 twice; a rank receives "
+            "from at most one (peers must be injective)");
+  EXPECT_EQ(
+      err(pm + "peers=[1,2,7,-]"),
+      "queue sync, instruction 0 (line 3, permute): peers entry 2 is rank 7, not in the group");
+  EXPECT_NE(err(pm + "peers=[1,2,-]").find("'-' for one that sends nothing"), std::string::npos);
+  // A binary program could put the mark in a group: not a rank.
+  Program pg = assemble(head + pm + "peers=[1,2,3,-]\n");
+  pg.queues[0].instrs[0].group.back() = kNoPeer;
+  EXPECT_NE(validation_error(pg).find("group rank 4294967295 is the no-peer mark"),
             std::string::npos);
   // A binary program may carry any group: the validator checks the order too.
   Program p = assemble(head + "barrier group=[0,1]\n");

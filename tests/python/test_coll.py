@@ -156,7 +156,7 @@ def exchange_program(op, dtype, n, ranks, peers=None):
     """One all_to_all or permute of n elements per rank from x into y."""
     group = ",".join(str(r) for r in range(ranks))
     es = 4 if dtype == "fp32" else 2
-    extra = " peers=[%s]" % ",".join(str(p) for p in peers) if peers else ""
+    extra = " peers=[%s]" % ",".join("-" if p is None else str(p) for p in peers) if peers else ""
     return (".program %s\n.semaphores 1\n.tensor x [%d] %s input @0\n"
             ".tensor y [%d] %s output @%d\n.queue sync\n"
             "%s dst=hbm[1x0, @y, %s, [1,%d]] src=hbm[1x0, @x, %s, [1,%d]] group=[%s]%s\n"
@@ -231,7 +231,57 @@ class Exchange(unittest.TestCase):
                      "--random-inputs"], check=False)
         self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("permute", p.stderr)
-        self.assertIn("permutation of the group", p.stderr)
+        self.assertIn("peers name rank 1 twice", p.stderr)
+
+
+def pipeline_program(n):
+    """A 4-stage pipeline shift: rank i sends x[:n] to rank i + 1 (peers
+    [1,2,3,-]: the last sends nothing, so rank 0 receives nothing). y is first set
+    from x[n:2n] by a DMA that the permute waits for, so each rank's y holds a known
+    value before the permute."""
+    return (".program pipeline\n.semaphores 1\n.tensor x [%d] fp32 input @0\n"
+            ".tensor y [%d] fp32 output @%d\n.queue dma 0 0\n"
+            "dma_copy dst=hbm[1x0, @y, fp32, [1,%d]] src=hbm[1x0, @x+%d, fp32, [1,%d]] "
+            "signal=s0+1\n.queue sync\n"
+            "permute dst=hbm[1x0, @y, fp32, [1,%d]] src=hbm[1x0, @x, fp32, [1,%d]] "
+            "group=[0,1,2,3] peers=[1,2,3,-] wait=s0>=1\n"
+            % (2 * n, n, -(-2 * n * 4 // 4096) * 4096, n, 4 * n, n, n, n))
+
+
+class PartialPermute(unittest.TestCase):
+    """permute with `-` peers (docs/isa.md, Collectives): send/receive between
+    pipeline stages, against numpy from the spec, and its time."""
+
+    def test_pipeline_shift_matches_numpy(self):
+        n = 100
+        rng = np.random.default_rng(11)
+        xs = rng.uniform(-8, 8, size=(4, 2 * n)).astype(np.float32)
+        ys, out = run_ranks(pipeline_program(n), xs)
+        self.assertIn("algorithm direct", out)
+        # Rank 0 receives nothing: its y keeps what the DMA wrote (its own x[n:]);
+        # rank i > 0 gets rank i - 1's x[:n].
+        want = np.concatenate([xs[:1, n:], xs[:3, :n]])
+        np.testing.assert_array_equal(ys, want)
+
+    def test_times_one_transfer_timing_only(self):
+        # Timing only, 4 ranks one per chip of tiny's ring of 4 (chip.cores=1), links
+        # 10 B/ns, 100 ns a hop. The three real pairs (0->1, 1->2, 2->3) each take
+        # their own + link at once, so the permute lasts one transfer of 1024 fp32:
+        # 4096 B / 10 B/ns + 100 ns = 509.6 ns, on every rank (all complete together).
+        peers = [1, 2, 3, None]
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, "p.tasm").write_text(exchange_program("permute", "fp32", 1024, 4, peers))
+            p = run(["run", str(Path(d, "p.tasm")), "-c", "tiny", "--ranks", "4",
+                     "--no-functional", "--set", "chip.cores=1"])
+        times = rank_times(p.stdout)
+        self.assertEqual(sorted(times), [0, 1, 2, 3], p.stdout)
+        for r, t in times.items():
+            self.assertAlmostEqual(t, 509.6, places=3, msg=p.stdout)
+        # The same permute with data takes the same time.
+        xs = np.zeros((4, 1024), np.float32)
+        _, out = run_ranks(exchange_program("permute", "fp32", 1024, 4, peers), xs,
+                           sets=("chip.cores=1",))
+        self.assertEqual(rank_times(out), times, out)
 
 
 class Profile(unittest.TestCase):

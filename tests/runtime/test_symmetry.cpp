@@ -53,6 +53,22 @@ TEST(Symmetry, AnotherProgramIsNotFolded) {
   EXPECT_NE(s.why_not.find("rank 2"), std::string::npos) << s.why_not;
 }
 
+TEST(Symmetry, PartialPermuteIsNotFolded) {
+  // Pipeline shift over 4 ranks on 2 chips: rank 3 sends nothing, rank 0 receives
+  // nothing, so rank 2 cannot stand in for rank 0 (nor rank 3 for rank 1).
+  const std::string head = ".tensor x [8] fp32 input @0\n.queue sync\n";
+  const std::string ap = " dst=hbm[1x0, @x, fp32, [1,4]] src=hbm[1x0, @x+16, fp32, [1,4]]";
+  const isa::Program part =
+      isa::assemble(head + "permute" + ap + " group=[0,1,2,3] peers=[1,2,3,-]\n");
+  const SymmetryPlan s = plan_symmetry(all(part, 4), 2);
+  EXPECT_FALSE(s.folded());
+  EXPECT_NE(s.why_not.find("partial permute"), std::string::npos) << s.why_not;
+  // The full shift still folds.
+  const isa::Program full =
+      isa::assemble(head + "permute" + ap + " group=[0,1,2,3] peers=[1,2,3,0]\n");
+  EXPECT_TRUE(plan_symmetry(all(full, 4), 2).folded());
+}
+
 TEST(Symmetry, GroupOfOtherPlacementIsNotFolded) {
   // Rank 2's group spans 4 chips where rank 0's spans 2: another collective time.
   const isa::Program a = prog("0,1,2,3"), b = prog("0,2,4,6");
