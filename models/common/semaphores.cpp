@@ -60,12 +60,20 @@ bool semaphores::wake_when_ge(uint16_t id, uint32_t v, scheduler::agent* a) {
 
 void semaphores::increment(uint16_t id, uint32_t inc) {
   use(id);
-  const uint32_t v = values_[id] += inc;
+  uint32_t v;
+  const bool wrapped = __builtin_add_overflow(values_[id], inc, &v);
+  values_[id] = v;
   if (history_on_) {
     if (history_.size() < count_) history_.resize(count_);
     auto& h = history_[id];
-    if (h.size() == kHistory) h.pop_front();
-    h.push_back({v, now()});
+    h.wrapped |= wrapped;
+    if (h.buf.size() < kHistory) {
+      if (h.buf.empty()) h.buf.reserve(kHistory);
+      h.buf.push_back({v, now()});
+    } else {
+      h.buf[h.head] = {v, now()};
+      h.head = h.head + 1 == kHistory ? 0 : h.head + 1;
+    }
   }
   if (trace_) trace_->semaphore(this, id, v, now());
   // Delta notification: waiters resume in the same simulated instant, in a
@@ -87,10 +95,25 @@ void semaphores::increment(uint16_t id, uint32_t inc) {
 }
 
 sc_core::sc_time semaphores::reached_at(uint16_t id, uint32_t v) const {
-  if (v == 0 || id >= history_.size() || history_[id].empty()) return sc_core::SC_ZERO_TIME;
-  for (const stamp& s : history_[id])
-    if (s.value >= v) return s.at;
-  return history_[id].back().at;  // not reached yet: callers ask only once it has
+  if (v == 0 || id >= history_.size() || history_[id].size() == 0) return sc_core::SC_ZERO_TIME;
+  const history& h = history_[id];
+  const size_t n = h.size();
+  // The oldest stamp with value >= v.
+  if (h.wrapped) {
+    for (size_t i = 0; i < n; ++i)
+      if (h.at(i).value >= v) return h.at(i).at;
+  } else {
+    size_t lo = 0, hi = n;  // values ascend: bisect for the first >= v
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      if (h.at(mid).value >= v)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    if (lo < n) return h.at(lo).at;
+  }
+  return h.at(n - 1).at;  // not reached yet: callers ask only once it has
 }
 
 }  // namespace trnsim::models

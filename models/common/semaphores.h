@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <systemc>
@@ -78,8 +77,26 @@ class semaphores : public sc_core::sc_module {
     uint32_t value;  // after the increment
     sc_core::sc_time at;
   };
+  // A semaphore's last kHistory stamps, oldest at `head` once full: a ring, so an
+  // increment never allocates after the first kHistory, and reached_at() finds its
+  // stamp by bisection (values only grow, unless the 32-bit counter wrapped).
+  struct history {
+    std::vector<stamp> buf;
+    uint32_t head = 0;
+    bool wrapped = false;  // a value wrapped past 2^32: stamps out of order
+    size_t size() const { return buf.size(); }
+    const stamp& at(size_t i) const {  // i-th oldest
+      const size_t k = head + i;
+      return buf[k < buf.size() ? k : k - buf.size()];
+    }
+    void clear() {
+      buf.clear();
+      head = 0;
+      wrapped = false;
+    }
+  };
   bool history_on_ = false;
-  std::vector<std::deque<stamp>> history_;
+  std::vector<history> history_;
   trace::recorder* trace_ = nullptr;
 };
 

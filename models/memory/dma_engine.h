@@ -240,7 +240,11 @@ class dma_engine : public sc_core::sc_module {
     sc_core::sc_time shared_free, batch_at, batch_work;
   };
   activity activity_;
-  activity& core_activity() { return peers().front()->activity_; }
+  activity* core_activity_ = nullptr;  // peers()[0]'s, found on first use
+  activity& core_activity() {
+    if (!core_activity_) core_activity_ = &peers().front()->activity_;
+    return *core_activity_;
+  }
   std::vector<uint8_t> src_buf_, dst_buf_;
   ap_payload xfer_;  // reused by every access
   std::vector<float> f32_;

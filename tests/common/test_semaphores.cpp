@@ -165,6 +165,57 @@ TEST(Semaphores, WatchFiresOnceWhenTheValueIsReached) {
   EXPECT_EQ(other_resumed, ns(50));
 }
 
+// keep_history: the last kHistory (64) increment times in a ring; reached_at finds
+// the oldest stamp at or above the value, or the oldest kept one.
+TEST(Semaphores, ReachedAtKeepsTheLastIncrements) {
+  semaphores s("sems", semaphores_params{8});
+  s.keep_history(true);
+  ASSERT_EQ(semaphores::kHistory, 64u);
+  sc_core::sc_spawn(
+      [&] {
+        for (int k = 1; k <= 100; ++k) {  // s1 = k at k ns; s2 = 2k at k ns
+          sc_core::wait(ns(1));
+          s.increment(1, 1);
+          s.increment(2, 2);
+          if (k == 50) s.increment(2, 0);  // a repeated value: the first stamp counts
+        }
+      },
+      "driver");
+  sc_core::sc_start();
+  EXPECT_EQ(s.reached_at(1, 0), sc_core::SC_ZERO_TIME);
+  EXPECT_EQ(s.reached_at(5, 1), sc_core::SC_ZERO_TIME);  // never incremented
+  // s1 keeps 37..100 (the last 64): exact there, the oldest kept (37 ns) before.
+  for (uint32_t v = 37; v <= 100; ++v) EXPECT_EQ(s.reached_at(1, v), ns(v)) << "v " << v;
+  EXPECT_EQ(s.reached_at(1, 1), ns(37));
+  EXPECT_EQ(s.reached_at(1, 36), ns(37));
+  // s2: 101 stamps (the +0 one more); kept: 2k for k = 38..100 and the +0 at 50 ns.
+  EXPECT_EQ(s.reached_at(2, 99), ns(50));   // 100 first at 50 ns (the +0 repeats it)
+  EXPECT_EQ(s.reached_at(2, 101), ns(51));  // 102 at 51 ns
+  EXPECT_EQ(s.reached_at(2, 200), ns(100));
+  EXPECT_EQ(s.reached_at(2, 1), ns(38));
+  s.reset();
+  EXPECT_EQ(s.reached_at(1, 50), sc_core::SC_ZERO_TIME);
+}
+
+// A 32-bit counter that wraps leaves its stamps out of order: reached_at still
+// returns the oldest stamp at or above the value.
+TEST(Semaphores, ReachedAtAfterTheCounterWraps) {
+  semaphores s("sems", semaphores_params{8});
+  s.keep_history(true);
+  sc_core::sc_spawn(
+      [&] {
+        for (uint32_t inc : {10u, 0xFFFFFFF5u, 4u, 1u, 1u}) {  // 10, 2^32-1, 3, 4, 5
+          sc_core::wait(ns(1));
+          s.increment(4, inc);
+        }
+      },
+      "driver");
+  sc_core::sc_start();
+  EXPECT_EQ(s.value(4), 5u);
+  EXPECT_EQ(s.reached_at(4, 8), ns(1));   // 10 at 1 ns
+  EXPECT_EQ(s.reached_at(4, 11), ns(2));  // 2^32-1 at 2 ns
+}
+
 TEST(Semaphores, OutOfRangeIdThrows) {
   semaphores s("sems", semaphores_params{8});
   EXPECT_THROW(s.value(8), std::out_of_range);
