@@ -3,12 +3,16 @@
 namespace trnsim::platform {
 
 chip::chip(const sc_core::sc_module_name& name, const platform_config& cfg,
-           models::sim_context& ctx)
+           models::sim_context& ctx, uint32_t first_core, uint32_t n)
     : sc_module(name), hbm("hbm", cfg.hbm) {
-  for (uint32_t i = 0; i < cfg.cores; ++i) {
-    auto c =
-        std::make_unique<neuron_core>(("core" + std::to_string(i)).c_str(), cfg.core_of(i), ctx);
-    for (auto& d : c->dma) d->hbm_socket.bind(hbm.tgt_socket);
+  if (n == 0) n = cfg.cores;
+  for (uint32_t i = 0; i < n; ++i) {
+    auto c = std::make_unique<neuron_core>(("core" + std::to_string(i)).c_str(),
+                                           cfg.core_of(first_core + i), ctx);
+    for (auto& d : c->dma) {
+      d->hbm_socket.bind(hbm.tgt_socket);
+      d->set_hbm(&hbm);
+    }
     cores.push_back(std::move(c));
   }
 }

@@ -1,5 +1,7 @@
 // A chip: N NeuronCores sharing one HBM; every DMA engine of every core is bound
-// to the HBM target, so their transfers share its bandwidth.
+// to the HBM target, so their transfers share its bandwidth. A multi-chip launch
+// (runtime/spmd.h) elaborates one chip per chip it spans, each with its own HBM of
+// the config's per-chip size, channels and bandwidth.
 #pragma once
 
 #include <memory>
@@ -15,7 +17,10 @@ namespace trnsim::platform {
 
 class chip : public sc_core::sc_module {
  public:
-  chip(const sc_core::sc_module_name& name, const platform_config& cfg, models::sim_context& ctx);
+  // Cores first_core .. first_core + cores - 1 of `cfg` (their core types); cores 0:
+  // all of cfg.cores. Module names are local to the chip: core0 .. core{cores - 1}.
+  chip(const sc_core::sc_module_name& name, const platform_config& cfg, models::sim_context& ctx,
+       uint32_t first_core = 0, uint32_t cores = 0);
 
   models::hbm hbm;
   std::vector<std::unique_ptr<neuron_core>> cores;

@@ -58,8 +58,8 @@ std::string group_text(const std::vector<uint32_t>& g) {
 
 void add_comm_profile(const models::network::collective_unit& unit, trace::recorder* trace,
                       const std::vector<Launch>& launches,
-                      const std::vector<std::unique_ptr<platform::neuron_core>>& cores,
-                      const sc_core::sc_time&, RunReport& rep) {
+                      const std::vector<platform::neuron_core*>& cores, const sc_core::sc_time&,
+                      RunReport& rep) {
   namespace net = models::network;
   for (const net::collective_summary& c : unit.summaries())
     rep.collectives.push_back(

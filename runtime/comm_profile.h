@@ -20,8 +20,8 @@ namespace trnsim::runtime {
 
 void add_comm_profile(const models::network::collective_unit& unit, trace::recorder* trace,
                       const std::vector<Launch>& launches,
-                      const std::vector<std::unique_ptr<platform::neuron_core>>& cores,
-                      const sc_core::sc_time& t0, RunReport& rep);
+                      const std::vector<platform::neuron_core*>& cores, const sc_core::sc_time& t0,
+                      RunReport& rep);
 
 // The report's lines: the collectives with their algorithms, each link's bytes,
 // busy and contended share of the step, and the step's communication share and

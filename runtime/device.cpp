@@ -105,7 +105,12 @@ struct Device::Impl {
   models::sim_context ctx;
   std::unique_ptr<models::scheduler> sched;
   std::unique_ptr<models::access_checker> checker;
-  std::unique_ptr<platform::chip> chip;
+  // The launch's chips (chip.cores each; one unless an SPMD run spans several),
+  // and every chip's cores in order: core i is core i % chip_cores of chip i /
+  // chip_cores, whose HBM holds its programs.
+  std::vector<std::unique_ptr<platform::chip>> chips;
+  std::vector<platform::neuron_core*> cores;
+  uint32_t chip_cores = 0;
   std::unique_ptr<models::worker_pool> pool;  // functional matmuls (threads > 1)
   stats::group root{"trnsim"};
   std::unique_ptr<trace::recorder> trace;  // the last run's, when tracing
@@ -115,7 +120,7 @@ struct Device::Impl {
     bool written = false;  // constants in place
   };
   std::map<std::pair<const isa::Program*, uint32_t>, Image> resident;
-  uint64_t resident_top = 0;  // HBM below is held by resident images
+  std::vector<uint64_t> resident_top;  // per chip: its HBM below is held by resident images
   std::vector<Launch> pending;
   std::unique_ptr<models::network::collective_unit> coll;  // the last SPMD run's
   // network.model: tlm: the links every SPMD run's collectives cross (built before
@@ -123,8 +128,15 @@ struct Device::Impl {
   std::unique_ptr<models::network::tlm_network> tlm_net;
   std::unique_ptr<models::network::chip_collectives> tlm_engines;  // one per chip, on tlm_net
 
-  void build_stats(const RunReport& rep, const std::vector<uint32_t>& cores,
+  void build_stats(const RunReport& rep, const std::vector<uint32_t>& used,
                    const std::array<uint64_t, isa::kNumDTypes>& flops);
+
+  uint32_t chip_index(uint32_t core) const { return core / chip_cores; }
+  models::hbm& hbm_of(uint32_t core) const { return chips[chip_index(core)]->hbm; }
+  // Where core `core` sits, for messages: "core 9 (chip 1, core 1)", or "core 9".
+  std::string where(uint32_t core) const;
+  uint64_t hbm_read_bytes() const;  // summed over the chips
+  uint64_t hbm_write_bytes() const;
 
   // The phases of Device::run, in order.
   bool is_loaded(const isa::Program* p) const;
@@ -157,7 +169,30 @@ Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
         models::access_checker_options{impl_->opts.check_races, impl_->opts.poison});
     impl_->ctx.checker = impl_->checker.get();
   }
-  impl_->chip = std::make_unique<platform::chip>("chip", cfg, impl_->ctx);
+  // One chip of chip_cores cores per chip the configuration's cores fill.
+  const uint32_t cpc = impl_->opts.chip_cores && impl_->opts.chip_cores < cfg.cores
+                           ? impl_->opts.chip_cores
+                           : cfg.cores;
+  if (cfg.cores % cpc != 0)
+    throw RunError(std::to_string(cfg.cores) + " cores do not fill chips of " +
+                   std::to_string(cpc) + " cores (DeviceOptions::chip_cores)");
+  impl_->chip_cores = cpc;
+  const uint32_t nchips = cfg.cores / cpc;
+  for (uint32_t k = 0; k < nchips; ++k) {
+    // One chip keeps the name "chip" (traces and stats paths); several are chip0..
+    const std::string name = nchips == 1 ? "chip" : "chip" + std::to_string(k);
+    impl_->chips.push_back(
+        std::make_unique<platform::chip>(name.c_str(), cfg, impl_->ctx, k * cpc, cpc));
+    for (auto& c : impl_->chips.back()->cores) {
+      impl_->cores.push_back(c.get());
+      // The access checker tells the chips' HBMs apart (each has its own addresses);
+      // its agents name their core as their parent sc_object.
+      if (impl_->checker && nchips > 1)
+        impl_->checker->set_hbm(static_cast<const sc_core::sc_object*>(c.get()),
+                                &impl_->chips.back()->hbm);
+    }
+  }
+  impl_->resident_top.assign(nchips, 0);
   if (impl_->opts.functional) {
     const unsigned n =
         impl_->opts.threads ? impl_->opts.threads : models::worker_pool::default_threads();
@@ -165,14 +200,14 @@ Device::Device(const platform::platform_config& cfg, DeviceOptions opts)
       impl_->pool = std::make_unique<models::worker_pool>(n - 1);
       // A few matmuls per worker in flight: enough to keep them busy while the
       // sequencers run ahead, few enough that their operands stay small.
-      for (auto& c : impl_->chip->cores)
+      for (auto* c : impl_->cores)
         c->tensor.compute_on(impl_->pool.get(), &c->psum, 4 * size_t(n - 1));
     }
   }
   // The chip's own scheduler runs the sequencers unless a module needs SystemC
   // time to advance (a timed RTL block) or the options ask for SystemC threads.
   bool timed_rtl = false;
-  for (const auto& c : impl_->chip->cores) timed_rtl |= c->tensor_rtl && c->tensor_rtl->timed();
+  for (const auto* c : impl_->cores) timed_rtl |= c->tensor_rtl && c->tensor_rtl->timed();
   if (!timed_rtl && !impl_->opts.systemc_threads) {
     impl_->sched = std::make_unique<models::scheduler>();
     impl_->ctx.sched = impl_->sched.get();
@@ -283,37 +318,69 @@ bool Device::Impl::is_loaded(const isa::Program* p) const {
   return false;
 }
 
+std::string Device::Impl::where(uint32_t core) const {
+  if (chips.size() == 1) return "core " + std::to_string(core);
+  return "core " + std::to_string(core) + " (chip " + std::to_string(chip_index(core)) + ", core " +
+         std::to_string(core % chip_cores) + ")";
+}
+
+uint64_t Device::Impl::hbm_read_bytes() const {
+  uint64_t b = 0;
+  for (const auto& c : chips) b += c->hbm.read_bytes();
+  return b;
+}
+
+uint64_t Device::Impl::hbm_write_bytes() const {
+  uint64_t b = 0;
+  for (const auto& c : chips) b += c->hbm.write_bytes();
+  return b;
+}
+
+namespace {
+// "rank 3 on core 3 (chip 1, core 1)" or "core 0": whose program did not fit.
+std::string who(const Launch& l, const std::string& where) {
+  return l.rank >= 0 ? "rank " + std::to_string(l.rank) + " on " + where : where;
+}
+}  // namespace
+
 // Checks the launches (a program, an existing core, one launch per core), validates
-// the programs not loaded, and places every program in HBM: loaded programs keep an
-// image per core; the rest share the HBM above them. `fresh`: constants not written.
+// the programs not loaded, and places every program in its core's chip's HBM:
+// loaded programs keep an image per core; the rest share the HBM above them.
+// `fresh`: constants not written.
 void Device::Impl::place(const std::vector<Launch>& launches, std::vector<uint64_t>& bases,
                          std::vector<bool>& fresh) {
+  const uint64_t size = cfg.hbm.size_bytes;  // each chip's
+  const auto too_big = [&](const Launch& l, const char* what, uint64_t need) {
+    const std::string chip =
+        chips.size() == 1 ? "the device" : "chip " + std::to_string(chip_index(l.core));
+    return RunError(who(l, where(l.core)) + ": " + what + " need " + std::to_string(need) +
+                    " bytes of HBM; " + chip + " has " + std::to_string(size));
+  };
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
-    if (!l.program || !is_loaded(l.program)) continue;
-    auto [it, added] = resident.try_emplace({l.program, l.core}, Impl::Image{resident_top});
+    if (!l.program || !is_loaded(l.program) || l.core >= cores.size()) continue;
+    uint64_t& top = resident_top[chip_index(l.core)];
+    auto [it, added] = resident.try_emplace({l.program, l.core}, Impl::Image{top});
     if (added) {
-      resident_top += align_program(l.program->hbm_bytes());
-      if (resident_top > cfg.hbm.size_bytes)
-        throw RunError("loaded programs need " + std::to_string(resident_top) +
-                       " bytes of HBM; the device has " + std::to_string(cfg.hbm.size_bytes));
+      top += align_program(l.program->hbm_bytes());
+      if (top > size) throw too_big(l, "loaded programs", top);
     }
     bases[i] = it->second.base;
     fresh[i] = !it->second.written;
   }
   std::set<uint32_t> used;
   std::vector<std::pair<const isa::Program*, isa::Limits>> validated;
-  uint64_t next_base = resident_top;
+  std::vector<uint64_t> next_base = resident_top;  // per chip
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
     if (!l.program) throw RunError("launch without a program");
-    if (l.core >= chip->cores.size())
+    if (l.core >= cores.size())
       throw RunError("core " + std::to_string(l.core) + " does not exist: the chip has " +
-                     std::to_string(chip->cores.size()) + " cores");
+                     std::to_string(cores.size()) + " cores");
     if (!used.insert(l.core).second)
       throw RunError("two launches on core " + std::to_string(l.core) + " in one run");
     if (is_loaded(l.program)) continue;  // validated at load, placed above
-    isa::Limits lim = cfg.core_of(l.core).limits(cfg.hbm.size_bytes);
+    isa::Limits lim = cfg.core_of(l.core).limits(size);
     lim.hbm_bytes = l.program->hbm_bytes();
     // SPMD launches share one program: validate it once per core type.
     const bool seen = std::any_of(validated.begin(), validated.end(), [&](const auto& v) {
@@ -325,11 +392,10 @@ void Device::Impl::place(const std::vector<Launch>& launches, std::vector<uint64
       } catch (const isa::ValidationError& e) {
         throw RunError("program '" + l.program->name + "': " + e.what());
       }
-    bases[i] = next_base;
-    next_base += align_program(l.program->hbm_bytes());
-    if (next_base > cfg.hbm.size_bytes)
-      throw RunError("programs need " + std::to_string(next_base) +
-                     " bytes of HBM; the device has " + std::to_string(cfg.hbm.size_bytes));
+    uint64_t& next = next_base[chip_index(l.core)];
+    bases[i] = next;
+    next += align_program(l.program->hbm_bytes());
+    if (next > size) throw too_big(l, "programs", next);
   }
 }
 
@@ -342,20 +408,20 @@ uint64_t Device::Impl::upload(const std::vector<Launch>& launches,
   if (opts.poison && ctx.functional) {
     // Scratch starts as poison: whatever reads it before writing it computes NaN.
     for (const Launch& l : launches) {
-      chip->cores[l.core]->sbuf.fill(opts.poison_byte);
-      chip->cores[l.core]->psum.fill(opts.poison_byte);
+      cores[l.core]->sbuf.fill(opts.poison_byte);
+      cores[l.core]->psum.fill(opts.poison_byte);
     }
     for (size_t i = 0; i < launches.size(); ++i)
       for (const auto& d : launches[i].program->tensors)
         if (d.role == isa::TensorRole::output || d.role == isa::TensorRole::scratch) {
           const std::vector<uint8_t> pattern(d.bytes(), opts.poison_byte);
-          chip->hbm.write(bases[i] + d.hbm_offset, pattern.data(), pattern.size());
+          hbm_of(launches[i].core).write(bases[i] + d.hbm_offset, pattern.data(), pattern.size());
         }
   }
   uint64_t uploaded = 0;
   for (size_t i = 0; i < launches.size(); ++i)
-    uploaded += bind_inputs(*launches[i].program, launches[i], chip->hbm, bases[i], ctx.functional,
-                            fresh[i]);
+    uploaded += bind_inputs(*launches[i].program, launches[i], hbm_of(launches[i].core), bases[i],
+                            ctx.functional, fresh[i]);
   for (const Launch& l : launches)
     if (auto it = resident.find({l.program, l.core}); it != resident.end())
       it->second.written = ctx.functional;
@@ -367,17 +433,17 @@ uint64_t Device::Impl::upload(const std::vector<Launch>& launches,
 void Device::Impl::load_queues(const std::vector<Launch>& launches,
                                const std::vector<uint64_t>& bases) {
   // Stats are per run: every counter starts at 0.
-  chip->reset_stats();
+  for (auto& c : chips) c->reset_stats();
   // The roofline's attribution reads the instructions' intervals off a recorder.
   const bool attribute = attributes(launches);
   const bool overlap = opts.comm_overlap && launches.front().rank >= 0;
   const bool tracing = !opts.trace_path.empty() || !opts.vcd_path.empty() || attribute || overlap;
   trace = tracing ? std::make_unique<trace::recorder>() : nullptr;
   ctx.trace = opts.trace_path.empty() && !attribute && !overlap ? nullptr : trace.get();
-  for (auto& c : chip->cores) c->sems.set_trace(opts.vcd_path.empty() ? nullptr : trace.get());
+  for (auto* c : cores) c->sems.set_trace(opts.vcd_path.empty() ? nullptr : trace.get());
 
   for (size_t i = 0; i < launches.size(); ++i) {
-    auto& core = *chip->cores[launches[i].core];
+    auto& core = *cores[launches[i].core];
     const isa::Program& p = *launches[i].program;
     for (auto e : kCompute) core.engine_for(e).load(nullptr);
     for (auto& d : core.dma) {
@@ -409,39 +475,44 @@ void Device::Impl::load_queues(const std::vector<Launch>& launches,
     for (size_t i = 0; i < launches.size(); ++i)
       for (const auto& d : launches[i].program->tensors)
         if (d.role == isa::TensorRole::input || d.role == isa::TensorRole::constant)
-          checker->host_written(bases[i] + d.hbm_offset, bases[i] + d.hbm_offset + d.bytes());
+          checker->host_written(bases[i] + d.hbm_offset, bases[i] + d.hbm_offset + d.bytes(),
+                                chips.size() > 1 ? &hbm_of(launches[i].core) : nullptr);
   }
   plan_page_release(launches, bases);
 }
 
 // A functional run drops a scratch tensor's HBM pages once no DMA copy will touch
-// them again (the page must lie wholly in scratch, clear of every other tensor).
+// them again (the page must lie wholly in scratch, clear of every other tensor of
+// its chip's HBM). Each chip's HBM plans its own launches' pages.
 void Device::Impl::plan_page_release(const std::vector<Launch>& launches,
                                      const std::vector<uint64_t>& bases) {
-  ctx.release_hbm = nullptr;
+  ctx.release_hbm = false;
   if (!ctx.functional) return;
-  std::vector<std::pair<uint64_t, uint64_t>> scratch, other, freeable;
-  std::vector<std::pair<const std::vector<isa::Instruction>*, uint64_t>> queues;
-  for (size_t i = 0; i < launches.size(); ++i) {
-    for (const auto& d : launches[i].program->tensors) {
-      const uint64_t b = bases[i] + d.hbm_offset, e = b + d.bytes();
-      if (e > b) (d.role == isa::TensorRole::scratch ? scratch : other).emplace_back(b, e);
+  for (size_t k = 0; k < chips.size(); ++k) {
+    std::vector<std::pair<uint64_t, uint64_t>> scratch, other, freeable;
+    std::vector<std::pair<const std::vector<isa::Instruction>*, uint64_t>> queues;
+    for (size_t i = 0; i < launches.size(); ++i) {
+      if (chip_index(launches[i].core) != k) continue;
+      for (const auto& d : launches[i].program->tensors) {
+        const uint64_t b = bases[i] + d.hbm_offset, e = b + d.bytes();
+        if (e > b) (d.role == isa::TensorRole::scratch ? scratch : other).emplace_back(b, e);
+      }
+      for (const auto& q : launches[i].program->queues) queues.emplace_back(&q.instrs, bases[i]);
     }
-    for (const auto& q : launches[i].program->queues) queues.emplace_back(&q.instrs, bases[i]);
-  }
-  std::sort(other.begin(), other.end());
-  for (auto [b, e] : scratch) {
-    // [b, e) minus every other tensor's bytes.
-    for (const auto& [ob, oe] : other) {
-      if (oe <= b || ob >= e) continue;
-      if (ob > b) freeable.emplace_back(b, ob);
-      b = std::max(b, oe);
-      if (b >= e) break;
+    std::sort(other.begin(), other.end());
+    for (auto [b, e] : scratch) {
+      // [b, e) minus every other tensor's bytes.
+      for (const auto& [ob, oe] : other) {
+        if (oe <= b || ob >= e) continue;
+        if (ob > b) freeable.emplace_back(b, ob);
+        b = std::max(b, oe);
+        if (b >= e) break;
+      }
+      if (b < e) freeable.emplace_back(b, e);
     }
-    if (b < e) freeable.emplace_back(b, e);
+    chips[k]->hbm.plan_release(freeable, queues);
   }
-  chip->hbm.plan_release(freeable, queues);
-  ctx.release_hbm = &chip->hbm;
+  ctx.release_hbm = true;
 }
 
 // SPMD launches (ranks set): one collective unit for the run, each rank's sync
@@ -463,11 +534,11 @@ void Device::Impl::bind_ranks(const std::vector<Launch>& launches,
       throw RunError("SPMD run: launch ranks must be 0.." + std::to_string(launches.size() - 1) +
                      ", once each (rank " + std::to_string(r) + ")");
     seen[r] = true;
-    b[r].hbm = &chip->hbm;
+    b[r].hbm = &hbm_of(launches[i].core);
     b[r].hbm_base = bases[i];
     b[r].name = "rank " + std::to_string(r) + " (core" + std::to_string(launches[i].core) + ")";
-    for (auto& d : chip->cores[launches[i].core]->dma) b[r].dma.push_back(d.get());
-    chip->cores[launches[i].core]->sync.set_rank(uint32_t(r), bases[i]);
+    for (auto& d : cores[launches[i].core]->dma) b[r].dma.push_back(d.get());
+    cores[launches[i].core]->sync.set_rank(uint32_t(r), bases[i]);
   }
   models::network::topology_params tp;
   tp.net = cfg.network;
@@ -493,7 +564,7 @@ void Device::Impl::bind_ranks(const std::vector<Launch>& launches,
 // blocked. Returns the host seconds it took.
 double Device::Impl::simulate(const std::vector<Launch>& launches) {
   for (const auto& l : launches) {
-    auto& core = *chip->cores[l.core];
+    auto& core = *cores[l.core];
     for (auto e : kCompute) core.engine_for(e).start();
     for (auto& d : core.dma) d->start();
   }
@@ -514,7 +585,7 @@ void Device::Impl::check_finished(const std::vector<Launch>& launches) const {
   }
   std::string stuck;
   for (const auto& l : launches) {
-    auto& core = *chip->cores[l.core];
+    auto& core = *cores[l.core];
     for (auto e : kCompute) {
       auto& en = core.engine_for(e);
       if (!en.idle()) stuck += "\n  " + std::string(en.name()) + ": " + en.pending();
@@ -534,7 +605,7 @@ void Device::Impl::check_finished(const std::vector<Launch>& launches) const {
 // its matmul FLOPs to `flops`.
 void Device::Impl::collect_launch(const Launch& l, uint64_t base, const sc_core::sc_time& t0,
                                   RunReport& rep, std::array<uint64_t, isa::kNumDTypes>& flops) {
-  auto& core = *chip->cores[l.core];
+  auto& core = *cores[l.core];
   LaunchResult r;
   sc_core::sc_time end = t0;
   for (const auto& q : l.program->queues) {
@@ -568,7 +639,7 @@ void Device::Impl::collect_launch(const Launch& l, uint64_t base, const sc_core:
       t.shape = d.shape;
       t.dtype = d.dtype;
       t.data.resize(d.bytes());
-      chip->hbm.read(base + d.hbm_offset, t.data.data(), t.data.size());
+      hbm_of(l.core).read(base + d.hbm_offset, t.data.data(), t.data.size());
       r.outputs.emplace(d.name, std::move(t));
     }
   }
@@ -589,7 +660,7 @@ void Device::Impl::collect_launch(const Launch& l, uint64_t base, const sc_core:
 
 // The DMA queues launch `l` used, with their instruction counts from the program.
 void Device::Impl::collect_dma_queues(const Launch& l, RunReport& rep) const {
-  auto& core = *chip->cores[l.core];
+  auto& core = *cores[l.core];
   for (size_t e = 0; e < core.dma.size(); ++e)
     for (size_t q = 0; q < core.dma[e]->queue_count(); ++q) {
       const auto qs = core.dma[e]->queue(q);
@@ -607,8 +678,8 @@ void Device::Impl::add_totals(RunReport& rep,
                               const std::array<uint64_t, isa::kNumDTypes>& flops) const {
   const double secs = rep.simulated_ns * 1e-9;
   if (secs > 0)
-    rep.hbm_mbu_pct =
-        pct(double(rep.hbm_read_bytes + rep.hbm_write_bytes) / secs, cfg.hbm.bandwidth_bps);
+    rep.hbm_mbu_pct = pct(double(rep.hbm_read_bytes + rep.hbm_write_bytes) / secs,
+                          cfg.hbm.bandwidth_bps * rep.chips);
   for (int t = 0; t < isa::kNumDTypes; ++t) {
     rep.flops += flops[t];
     if (flops[t] > flops[static_cast<size_t>(rep.mfu_dtype)])
@@ -630,7 +701,7 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   const uint64_t uploaded = I.upload(launches, bases, fresh);
   I.load_queues(launches, bases);
   I.bind_ranks(launches, bases);
-  const uint64_t hbm_r0 = I.chip->hbm.read_bytes(), hbm_w0 = I.chip->hbm.write_bytes();
+  const uint64_t hbm_r0 = I.hbm_read_bytes(), hbm_w0 = I.hbm_write_bytes();
   const sc_core::sc_time t0 = models::now();
   const std::clock_t cpu0 = std::clock();
   const double host_s = I.simulate(launches);
@@ -638,9 +709,9 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   // Products still held by PSUM go in (a later run, or a test, may read it).
   for (const Launch& l : launches) {
     try {
-      I.chip->cores[l.core]->psum.drain();
+      I.cores[l.core]->psum.drain();
     } catch (const std::exception& e) {
-      I.ctx.faults.push_back({I.chip->cores[l.core]->psum.name(), e.what()});
+      I.ctx.faults.push_back({I.cores[l.core]->psum.name(), e.what()});
     }
   }
   I.check_finished(launches);
@@ -657,8 +728,8 @@ RunReport Device::run(const std::vector<Launch>& launches) {
   rep.uploaded_bytes = uploaded;
   rep.host_seconds = host_s;
   rep.host_cpu_seconds = host_cpu_s;
-  rep.hbm_read_bytes = I.chip->hbm.read_bytes() - hbm_r0;
-  rep.hbm_write_bytes = I.chip->hbm.write_bytes() - hbm_w0;
+  rep.hbm_read_bytes = I.hbm_read_bytes() - hbm_r0;
+  rep.hbm_write_bytes = I.hbm_write_bytes() - hbm_w0;
   std::array<uint64_t, isa::kNumDTypes> flops{};
   std::vector<uint32_t> cores;
   for (size_t i = 0; i < launches.size(); ++i) {
@@ -676,8 +747,11 @@ RunReport Device::run(const std::vector<Launch>& launches) {
       lr.comm_hbm_bytes = cs.hbm_bytes;
     }
   }
-  if (I.coll) add_comm_profile(*I.coll, I.trace.get(), launches, I.chip->cores, t0, rep);
+  if (I.coll) add_comm_profile(*I.coll, I.trace.get(), launches, I.cores, t0, rep);
   rep.cores = uint32_t(cores.size());
+  std::set<uint32_t> chips_used;
+  for (uint32_t c : cores) chips_used.insert(I.chip_index(c));
+  rep.chips = uint32_t(chips_used.size());
   I.add_totals(rep, flops);
   I.build_stats(rep, cores, flops);
   if (launches.size() == 1) {
@@ -703,7 +777,7 @@ RunReport Device::run(const std::vector<Launch>& launches) {
 
 // The stats tree of the last run: the run's figures (summed over the cores it
 // used), then the chip's tree with every block's per-run counters.
-void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>& cores,
+void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>& used,
                                const std::array<uint64_t, isa::kNumDTypes>& flops) {
   auto& r = root;
   r.clear();
@@ -752,21 +826,24 @@ void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>
       const auto op = static_cast<isa::Opcode>(i);
       if (!isa::engine_allows(e, op)) continue;
       uint64_t c = 0;
-      for (uint32_t core : cores) c += chip->cores[core]->engine_for(e).opcode_count(op);
+      for (uint32_t core : used) c += cores[core]->engine_for(e).opcode_count(op);
       ops.add_fixed(std::string(isa::opcode_name(op)), "instructions",
                     "instructions of this opcode", double(c), true);
     }
   }
 
-  auto& hg = r.child("hbm", "HBM traffic of the run (every core)");
+  auto& hg = r.child("hbm", "HBM traffic of the run (every core, every chip's HBM)");
   hg.add_fixed("read_bytes", "bytes", "bytes read from HBM", double(rep.hbm_read_bytes), true);
   hg.add_fixed("write_bytes", "bytes", "bytes written to HBM", double(rep.hbm_write_bytes), true);
-  hg.add_fixed("mbu_pct", "%", "(read + write bytes) / simulated time / peak HBM bandwidth",
+  hg.add_fixed("chips", "chips", "chips whose cores the run used, each with its own HBM",
+               double(rep.chips), true);
+  hg.add_fixed("mbu_pct", "%",
+               "(read + write bytes) / simulated time / (one chip's peak HBM bandwidth x chips)",
                rep.hbm_mbu_pct);
 
   uint64_t shares = 0, bytes = 0, copies = 0;
-  for (uint32_t c : cores)
-    for (auto& d : chip->cores[c]->dma) shares += d->shares(), bytes += d->bytes();
+  for (uint32_t c : used)
+    for (auto& d : cores[c]->dma) shares += d->shares(), bytes += d->bytes();
   for (const auto& q : rep.dma_queues) copies += q.copies;
   const EngineStats& ds = rep.engines.back();
   auto& dg = r.child("dma", "DMA engines, summed over the cores the run used");
@@ -859,12 +936,26 @@ void Device::Impl::build_stats(const RunReport& rep, const std::vector<uint32_t>
     }
   }
 
-  auto& cg = r.child("chip", "the simulated chip: every block's counters for the run");
-  chip->register_stats(cg);
-  for (size_t c = 0; c < chip->cores.size(); ++c) {
-    const bool used = std::find(cores.begin(), cores.end(), uint32_t(c)) != cores.end();
-    if (stats::group* g = cg.find_child("core" + std::to_string(c)))
-      g->set_visible([used] { return used; });  // cores the run did not use are left out
+  // One chip: "chip"; several: chip0, chip1, ... (each its HBM and cores, numbered
+  // within the chip); chips and cores the run did not use are left out.
+  for (size_t k = 0; k < chips.size(); ++k) {
+    auto& cg = chips.size() == 1
+                   ? r.child("chip", "the simulated chip: every block's counters for the run")
+                   : r.child("chip" + std::to_string(k),
+                             "chip " + std::to_string(k) + " of the launch (its cores are " +
+                                 std::to_string(k * chip_cores) + ".." +
+                                 std::to_string((k + 1) * chip_cores - 1) +
+                                 "): its HBM's and every block's counters for the run");
+    chips[k]->register_stats(cg);
+    bool chip_used = false;
+    for (uint32_t c = 0; c < chip_cores; ++c) {
+      const uint32_t core = uint32_t(k) * chip_cores + c;
+      const bool in = std::find(used.begin(), used.end(), core) != used.end();
+      chip_used |= in;
+      if (stats::group* g = cg.find_child("core" + std::to_string(c)))
+        g->set_visible([in] { return in; });
+    }
+    if (chips.size() > 1) cg.set_visible([chip_used] { return chip_used; });
   }
 }
 

@@ -1,5 +1,6 @@
-// The runtime's device: one simulated chip built from a platform config. Programs
-// are loaded into its HBM, inputs bound, launched on a core (several launches may
+// The runtime's device: the simulated chips built from a platform config (one chip,
+// or an SPMD launch's chips: DeviceOptions::chip_cores). Programs are loaded into
+// their core's chip's HBM, inputs bound, launched on a core (several launches may
 // run concurrently on different cores), outputs read back with the launch's stats.
 // SystemC elaborates once per process, so a process holds at most one Device.
 #pragma once
@@ -97,10 +98,11 @@ struct RunReport {
   double host_cpu_seconds = 0;
   uint64_t instructions = 0;
   uint32_t cores = 0;                                // cores the run used
+  uint32_t chips = 0;                                // chips those cores are on (each its HBM)
   std::vector<EngineStats> engines;                  // summed over those cores
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;  // this run, all launches
-  double hbm_mbu_pct = 0;                            // HBM bytes / simulated time / peak bandwidth
-  uint64_t flops = 0;                                // matmul FLOPs (2 x K x M x N each)
+  double hbm_mbu_pct = 0;  // HBM bytes / simulated time / (one chip's peak bandwidth x chips)
+  uint64_t flops = 0;      // matmul FLOPs (2 x K x M x N each)
   uint64_t uploaded_bytes =
       0;               // host -> HBM: constants (first launch of a loaded program) + inputs
   double tflops = 0;   // flops / simulated time
@@ -137,8 +139,10 @@ struct DeviceOptions {
   // whose other value is `chip`; anything else is a RunError).
   // A chip with a timed RTL block always does.
   bool systemc_threads = false;
-  // SPMD over several chips: the cores of one real chip (the collective timing's
-  // placement: rank r on chip r / chip_cores). 0: the config's chip.cores.
+  // SPMD over several chips: the cores of one real chip. The device elaborates
+  // chip.cores / chip_cores chips of chip_cores cores, each with its own HBM of the
+  // config's hbm figures (core i on chip i / chip_cores); the collective timing places
+  // rank r on chip r / chip_cores. 0, or at least chip.cores: one chip of them all.
   uint32_t chip_cores = 0;
   // SPMD: record the instructions' intervals (as a trace does) so the report can
   // say how much of each rank's communication overlapped its compute.

@@ -24,11 +24,10 @@ platform::platform_config spmd_config(const platform::platform_config& cfg, uint
     throw RunError("--ranks " + std::to_string(ranks) +
                    " spans several chips; a chip.layout of mixed core types is not supported "
                    "there");
+  // Every chip's cores; hbm stays one chip's: the device gives each chip its own
+  // (DeviceOptions::chip_cores = cfg.cores).
   platform::platform_config c = cfg;
   c.cores = chips * cfg.cores;
-  c.hbm.stacks *= chips;
-  c.hbm.size_bytes *= chips;
-  c.hbm.bandwidth_bps *= chips;
   return c;
 }
 

@@ -3,10 +3,12 @@
 // other ranks' in the run's collective unit (models/network/collective_unit.h),
 // timed over the `network:` section's links for that placement.
 //
-// Ranks beyond one chip: the simulated platform is one chip of R cores whose HBM
-// has the stacks, size and bandwidth of the chips used together (each chip's ranks
-// keep a chip's HBM bandwidth on average; which chip a byte sits on is not
-// modelled). The collectives' timing places the ranks on their real chips.
+// Ranks beyond one chip: the device elaborates every chip the ranks fill, each of
+// chip.cores cores with its own HBM (the config's hbm size, stacks, channels and
+// bandwidth), and places each rank's program in its chip's HBM: ranks contend for
+// their own chip's memory only, and a program that does not fit its chip is an
+// error naming the rank and chip. The collectives' timing places the ranks on
+// their real chips.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +22,10 @@
 
 namespace trnsim::runtime {
 
-// The platform an SPMD run of `ranks` simulates (see above); throws RunError when
-// the ranks need more chips than network.nodes x network.chips.
+// The platform an SPMD run of `ranks` simulates (see above): chip.cores is every
+// chip's cores together, hbm one chip's; run it with DeviceOptions::chip_cores =
+// cfg.cores. Throws RunError when the ranks need more chips than network.nodes x
+// network.chips.
 platform::platform_config spmd_config(const platform::platform_config& cfg, uint32_t ranks);
 
 // One launch per rank of `program`, rank r on core r, with inputs[r].

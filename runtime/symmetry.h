@@ -1,7 +1,8 @@
 // Symmetry classes of an SPMD run (`trnsim run --ranks R`, timing only). When every
 // rank runs the same instruction stream on the same shapes, ranks differ only by
 // where they sit: rank r is core r % C of chip r / C (C = chip.cores), and the C
-// cores of a chip share its HBM. Every chip then behaves alike, so rank r behaves as
+// cores of a chip share its HBM (every chip has its own, platform/chip.h, in the
+// full run as in the folded one). Every chip then behaves alike, so rank r behaves as
 // rank r % C: the run simulates the C ranks of chip 0 (one representative per
 // class) and lets each other rank arrive at a collective when its representative
 // does. The collective model still times each collective over the links of its

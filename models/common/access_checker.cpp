@@ -46,10 +46,10 @@ int access_checker::add_agent(std::string name, const void* core,
   return int(agents_.size() - 1);
 }
 
-void access_checker::host_written(uint64_t lo, uint64_t hi) {
+void access_checker::host_written(uint64_t lo, uint64_t hi, const void* hbm) {
   if (lo >= hi) return;
   if (agents_.empty()) begin_run();
-  shadow& m = mems_[{nullptr, int(isa::MemSpace::hbm)}];
+  shadow& m = mems_[{hbm, int(isa::MemSpace::hbm)}];
   split(m, lo);
   split(m, hi);
   m.erase(m.lower_bound(lo), m.lower_bound(hi));
@@ -115,11 +115,12 @@ bool access_checker::ordered(const epoch& e, int agent) const {
 
 access_checker::shadow& access_checker::memory_of(int agent, const isa::AccessPattern& ap,
                                                   std::string& name) {
+  const agent_state& a = agents_[agent];
   if (ap.space == isa::MemSpace::hbm) {
     name = "hbm";
-    return mems_[{nullptr, int(isa::MemSpace::hbm)}];
+    const auto h = hbm_of_.find(a.core);
+    return mems_[{h == hbm_of_.end() ? nullptr : h->second, int(isa::MemSpace::hbm)}];
   }
-  const agent_state& a = agents_[agent];
   // "chip.core0.vector" / "chip.core0.dma3.q1" -> "chip.core0.sbuf"
   const std::string& n = a.name;
   const size_t dot = n.find(".dma") != std::string::npos ? n.find(".dma") : n.rfind('.');

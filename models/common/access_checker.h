@@ -54,8 +54,12 @@ class access_checker {
   // instruction only after this one completed (DMA queues).
   int add_agent(std::string name, const void* core, const std::vector<isa::Instruction>* instrs,
                 bool pipelined);
-  // Bytes [lo, hi) of HBM written by the host before the run.
-  void host_written(uint64_t lo, uint64_t hi);
+  // Bytes [lo, hi) of HBM written by the host before the run; `hbm` names which
+  // HBM when a platform has several (one per chip: set_hbm), else nullptr.
+  void host_written(uint64_t lo, uint64_t hi, const void* hbm = nullptr);
+  // The agents of `core` access HBM `hbm` (kept across runs). Cores never named
+  // share the HBM nullptr: one chip needs no call.
+  void set_hbm(const void* core, const void* hbm) { hbm_of_[core] = hbm; }
 
   // Instruction `pc` of `agent` found semaphore `sem` of `sems` >= `value`.
   void acquire(int agent, const void* sems, uint16_t sem, uint32_t value);
@@ -141,7 +145,8 @@ class access_checker {
   access_checker_options opts_;
   std::vector<agent_state> agents_;
   std::map<std::pair<const void*, uint16_t>, std::vector<sem_entry>> sems_;
-  std::map<std::pair<const void*, int>, shadow> mems_;  // (core, space); HBM: (nullptr, hbm)
+  std::map<std::pair<const void*, int>, shadow> mems_;  // (core, space); HBM: (its HBM, hbm)
+  std::map<const void*, const void*> hbm_of_;           // core -> its HBM (set_hbm)
   std::vector<std::pair<int64_t, int64_t>> runs_;       // scratch: one row's byte runs
   // (earlier agent, its clock, later agent, its clock) -> finding
   std::map<std::tuple<int, uint32_t, int, uint32_t>, race> races_;

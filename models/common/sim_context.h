@@ -30,9 +30,10 @@ struct sim_context {
   scheduler* sched = nullptr;
   // Set by an SPMD launch: where the sync engines' collective instructions go.
   collective_port* collectives = nullptr;
-  // Set (functional runs): told when each DMA copy has moved its data, so that HBM
-  // can drop the scratch pages no copy will touch again (hbm::plan_release).
-  hbm* release_hbm = nullptr;
+  // Set (functional runs): each DMA engine tells its chip's HBM when a copy has
+  // moved its data, so that it can drop the scratch pages no copy will touch again
+  // (hbm::plan_release).
+  bool release_hbm = false;
   std::vector<sim_fault> faults;
 };
 

@@ -514,7 +514,7 @@ void dma_engine::finish_share(const std::shared_ptr<spread_state>& st) {
   const isa::Instruction& in = (*q.instrs)[q.ndone];
   q.bytes += fast::bytes(in.dst);
   ++q.copies;
-  if (ctx_.release_hbm) ctx_.release_hbm->copy_done(in, o.hbm_base_);
+  if (ctx_.release_hbm && o.hbm_) o.hbm_->copy_done(in, o.hbm_base_);
   o.complete(q, in);
   if (&o != this) o.poke();
 }

@@ -72,6 +72,9 @@ class dma_engine : public sc_core::sc_module {
   // Throws std::out_of_range past queues_per_engine.
   void load(uint16_t q, const std::vector<isa::Instruction>* instrs);
   void set_hbm_base(uint64_t base) { hbm_base_ = base; }
+  // The HBM hbm_socket is bound to (its chip's): told of finished copies when the
+  // run releases scratch pages (sim_context::release_hbm).
+  void set_hbm(hbm* h) { hbm_ = h; }
   // Rounding of the casts to bf16/fp16/fp8 (core.rounding): stochastic ones key their
   // bits by the seed, the issuing engine's name, the queue, the instruction's index
   // and the share's first row, so they do not depend on which engine moves a share.
@@ -208,6 +211,7 @@ class dma_engine : public sc_core::sc_module {
   std::deque<share> shares_;    // work for other engines' queues
   std::vector<dma_engine*> peers_;
   uint64_t hbm_base_ = 0;
+  hbm* hbm_ = nullptr;
   size_t next_ = 0;  // round-robin pointer over the queues and the share slot
   bool running_ = false, failed_ = false;
   phase phase_ = phase::pick;
