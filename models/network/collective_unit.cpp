@@ -213,7 +213,7 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     data.swap(out);
   }
   if (tlm_) {
-    start_tlm(all, c, count, dt, std::move(data), direct);
+    start_tlm(all, c, count, dt, std::move(data), direct, std::move(receives));
     return;
   }
   // The timing's key (permute's peers matter too), built once and looked up once:
@@ -381,7 +381,8 @@ collective_unit::model_run collective_unit::run_model(const isa::Instruction& in
 }
 
 void collective_unit::start_tlm(const std::vector<arrival>& all, Collective c, uint64_t count,
-                                isa::DType dt, std::vector<std::vector<float>> data, bool direct) {
+                                isa::DType dt, std::vector<std::vector<float>> data, bool direct,
+                                std::vector<bool> receives) {
   const isa::Instruction& in = *all.front().in;
   const std::vector<uint32_t>& g = in.group;
   const bool barrier = in.op == isa::Opcode::barrier;
@@ -395,9 +396,11 @@ void collective_unit::start_tlm(const std::vector<arrival>& all, Collective c, u
   struct state {
     std::vector<arrival> all;
     std::vector<std::vector<float>> direct_data;
+    std::vector<bool> receives;  // a partial permute: false where no one sends
   };
   auto st = std::make_shared<state>();
   st->all = all;
+  st->receives = std::move(receives);
   try {
     // The schedule is the analytic model's for the group's placement; its
     // transfers take the launch's routes (the group's real chips) on the links.
@@ -434,7 +437,7 @@ void collective_unit::start_tlm(const std::vector<arrival>& all, Collective c, u
         st->direct_data.empty() ? r->data : st->direct_data;
     for (const arrival& a : st->all) {
       if (a.rank != g[p]) continue;
-      if (!data.empty()) {
+      if (!data.empty() && st->receives[p]) {
         const uint64_t from = in.op == isa::Opcode::reduce_scatter ? p * a.in->dst.elems() : 0;
         write(g[p], a.in->dst, data[p], from);
       }

@@ -173,7 +173,7 @@ class collective_unit : public collective_port {
   void finish(const std::vector<arrival>& all);
   // The TLM path of finish(): starts the collective on the chips' engines.
   void start_tlm(const std::vector<arrival>& all, Collective c, uint64_t count, isa::DType dt,
-                 std::vector<std::vector<float>> data, bool direct);
+                 std::vector<std::vector<float>> data, bool direct, std::vector<bool> receives);
   // A rank's DMA stage on its core's engines and HBM (use_tlm()).
   struct core_dma : rank_dma {
     collective_unit* u;
