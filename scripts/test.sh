@@ -7,16 +7,19 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${TRNSIM_JOBS:-$(nproc)}"
+# Each stage prints the time since the start: CI logs then show where the time went.
+stage() { echo "== $1 (at ${SECONDS}s)"; }
 "$root/scripts/bootstrap.sh"
 
-echo "== clang-format check"
+stage "clang-format check"
 "$root/scripts/format.sh" --check
 
-echo "== citation check"
+stage "citation check"
 "$root/scripts/check_citations.sh"
 
-echo "== build and test"
+stage "build"
 "$root/scripts/build.sh" "$root/build"
+stage "tests"
 (cd "$root/build" && ctest -j "$jobs" --output-on-failure --timeout 600)
 
 if [ "${TRNSIM_SKIP_FUZZ:-0}" != 1 ]; then
@@ -28,14 +31,14 @@ if [ "${TRNSIM_SKIP_FUZZ:-0}" != 1 ]; then
   # not turn main red at random. (A 60 s budget with seed 1 did: a slower or faster
   # machine got further.) Exploratory campaigns run scripts/fuzz.sh with random seeds and longer
   # budgets; what they find goes to tests/fuzz/regressions.
-  echo "== parser fuzzing"
+  stage "parser fuzzing"
   TRNSIM_JOBS="$jobs" TRNSIM_FUZZ_SEED="${TRNSIM_FUZZ_SEED:-1}" \
     TRNSIM_FUZZ_RUNS="${TRNSIM_FUZZ_RUNS:-asm=600000 tbin=1200000 config=6000 onnx=1800000}" \
     "$root/scripts/fuzz.sh" "${TRNSIM_FUZZ_SECONDS:-60}"
 fi
 
 if [ "${TRNSIM_SKIP_SANITIZERS:-0}" != 1 ]; then
-  echo "== ASan + UBSan build and unit tests"
+  stage "ASan + UBSan build and unit tests"
   "$root/scripts/build.sh" "$root/build-asan" -DTRNSIM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
   # SystemC keeps its kernel objects alive until exit: leaks are not ours to report.
   # Every test runs: the sequencers run on the chip's scheduler, so no SystemC
@@ -45,3 +48,5 @@ if [ "${TRNSIM_SKIP_SANITIZERS:-0}" != 1 ]; then
   (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest -j "$jobs" --output-on-failure --timeout 900)
 fi
+
+stage "all passed"
