@@ -80,7 +80,7 @@ struct tlm_collective {
   std::vector<tlm_span> spans;
 
   sc_core::sc_time start;  // set by chip_collectives::start
-  collective_result res;   // per position, as tlm_network::run's
+  collective_result res;   // per position, as CollectiveEngine::run's
   // Per link of the network it used (by index): bytes, transfers, busy and queued
   // time; per position, time its sends waited for its DMA stage.
   std::map<uint32_t, link_tlm_stats> links;
