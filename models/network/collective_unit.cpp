@@ -312,7 +312,7 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     s.collective_ns += dur[k].to_seconds() * 1e9;
     s.contention_ns += (dur[k] - net).to_seconds() * 1e9;
     s.rendezvous_ns += (now - a.at).to_seconds() * 1e9;
-    s.bytes += res.link_bytes / G;
+    s.bytes += sent;  // its own sends (a partial permute's rank with no peer: none)
     s.hbm_bytes += barrier ? 0 : sent + reduced + recv;
   }
   for (size_t k = 0; k < all.size(); ++k)

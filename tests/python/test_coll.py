@@ -285,6 +285,21 @@ class PartialPermute(unittest.TestCase):
                            sets=("chip.cores=1",))
         self.assertEqual(rank_times(out), times, out)
 
+    def test_bytes_sent_are_each_ranks_own(self):
+        # Timing only, as above: ranks 0..2 each send their 1024 fp32 (4096 B), rank
+        # 3 (no peer) sends nothing; each rank's report line counts its own sends,
+        # on both network models (not the group's 3 x 4096 / 4 = 3072 B each).
+        peers = [1, 2, 3, None]
+        for model in ("analytic", "tlm"):
+            with tempfile.TemporaryDirectory() as d:
+                Path(d, "p.tasm").write_text(exchange_program("permute", "fp32", 1024, 4, peers))
+                p = run(["run", str(Path(d, "p.tasm")), "-c", "tiny", "--ranks", "4",
+                         "--no-functional", "--set", "chip.cores=1", "--set",
+                         "network.model=" + model])
+            sent = {int(m.group(1)): int(m.group(2))
+                    for m in re.finditer(r"rank (\d+): .*?(\d+) bytes sent", p.stdout)}
+            self.assertEqual(sent, {0: 4096, 1: 4096, 2: 4096, 3: 0}, msg=model + p.stdout)
+
 
 class Profile(unittest.TestCase):
     """The SPMD report's communication profile and the trace's rank processes,
