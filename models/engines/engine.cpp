@@ -340,11 +340,22 @@ engine::park engine::advance() {
             continue;
           }
           // The collective reads src and writes dst of this rank's HBM, ordered by
-          // this queue's semaphores like any other access.
+          // this queue's semaphores like any other access. In a partial permute a
+          // rank with no peer reads nothing, and one no rank sends to keeps its dst
+          // as it was (a later read of it sees what was there before).
           using AK = access_checker::access_kind;
-          if (agent_ > 0 && in.nsrc) ctx_.checker->access(agent_, in.src[0], hbm_base_, AK::read);
-          if (agent_ > 0 && isa::opcode_info(in.op).has_dst)
-            ctx_.checker->access(agent_, in.dst, hbm_base_, AK::write);
+          if (agent_ > 0) {
+            bool reads = in.nsrc > 0, writes = isa::opcode_info(in.op).has_dst;
+            if (in.op == isa::Opcode::permute) {
+              const auto at = std::find(in.group.begin(), in.group.end(), rank_);
+              const auto pos = static_cast<size_t>(at - in.group.begin());
+              reads = reads && pos < in.peers.size() && in.peers[pos] != isa::kNoPeer;
+              writes =
+                  writes && std::find(in.peers.begin(), in.peers.end(), rank_) != in.peers.end();
+            }
+            if (reads) ctx_.checker->access(agent_, in.src[0], hbm_base_, AK::read);
+            if (writes) ctx_.checker->access(agent_, in.dst, hbm_base_, AK::write);
+          }
           rv_ready_ = false;
           phase_ = phase::rendezvous;
           ctx_.collectives->arrive(rank_, in, &rv_);

@@ -265,7 +265,16 @@ void hbm::register_stats(stats::group& g) {
 
 sc_core::sc_time hbm::reserve_spread(uint64_t bytes, bool write) {
   if (bytes == 0) return now();
-  const sc_core::sc_time offer = checked_time(now() + seconds_to_time(params_.latency_s));
+  return reserve_spread_from(bytes, write,
+                             checked_time(now() + seconds_to_time(params_.latency_s)));
+}
+
+sc_core::sc_time hbm::spread_duration(uint64_t bytes) const {
+  return ch_[0].duration((bytes + ch_.size() - 1) / ch_.size());
+}
+
+sc_core::sc_time hbm::reserve_spread_from(uint64_t bytes, bool write, sc_core::sc_time offer) {
+  if (bytes == 0) return offer;
   (write ? write_bytes_ : read_bytes_) += bytes;
   ++transfers_;
   const uint64_t share = (bytes + ch_.size() - 1) / ch_.size();

@@ -62,6 +62,11 @@ class hbm : public sc_core::sc_module {
   // now plus the latency (a collective's traffic, whose chunks cover its buffers
   // evenly); counted in the read/write bytes. Returns when the last channel is done.
   sc_core::sc_time reserve_spread(uint64_t bytes, bool write);
+  // The same offered at `offer` (absolute; no latency added), which may lie before
+  // now: a channel free then takes the bytes from then on.
+  sc_core::sc_time reserve_spread_from(uint64_t bytes, bool write, sc_core::sc_time offer);
+  // Each channel's time for its share of `bytes` spread evenly (reserve_spread's).
+  sc_core::sc_time spread_duration(uint64_t bytes) const;
 
   uint32_t channels() const { return static_cast<uint32_t>(ch_.size()); }
   uint32_t channel_of(uint64_t addr) const;

@@ -1,5 +1,6 @@
 #include "models/network/collective_engine_tlm.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -10,9 +11,9 @@ collective_engine_tlm::collective_engine_tlm(
     std::function<collective_engine_tlm&(uint32_t rank)> engine_of, uint32_t chip)
     : sc_module(name), net_(net), sched_(sched), engine_of_(std::move(engine_of)), chip_(chip) {}
 
-void collective_engine_tlm::post(const std::shared_ptr<tlm_collective>& c, uint32_t id, bool start,
+void collective_engine_tlm::post(const std::shared_ptr<tlm_collective>& c, uint32_t id, phase ph,
                                  const sc_core::sc_time& at) {
-  q_.push({at, seq_++, c, id, start});
+  q_.push({at, seq_++, c, id, ph});
   if (sched_) {
     // One resume per distinct time: a second would run the engine twice.
     if (wakes_.insert(at).second) sched_->resume_at(&agent_, at);
@@ -56,10 +57,17 @@ void collective_engine_tlm::step() {
     event e = q_.top();
     q_.pop();
     if (e.c->done == kFailed) continue;  // its other transfers are dropped
-    if (e.start)
-      begin(e.c, e.id);
-    else
-      arrive(e.c, e.id);
+    switch (e.ph) {
+      case phase::start:
+        begin(e.c, e.id);
+        break;
+      case phase::arrive:
+        arrive(e.c, e.id);
+        break;
+      case phase::stored:
+        stored(e.c, e.id);
+        break;
+    }
   }
 }
 
@@ -72,7 +80,7 @@ void collective_engine_tlm::begin(const std::shared_ptr<tlm_collective>& cp, uin
   if (!c.data.empty()) apply_transfer(x, c.plan.piece_begin, c.dt, c.data);
   const std::vector<uint32_t> hops = net_.route(src, dst, x.dir);
   std::optional<rank_dma::stage> st;
-  if (c.dma) st = c.dma->send(src, dst, x.bytes, x.reduce);
+  if (c.dma) st = c.dma->send(src, x.bytes);
   // The core's DMA carries it: the links from the second hop on, fed by the DMA.
   const size_t from = st ? 1 : 0;
   const sc_core::sc_time head = st ? st->head : now, tail = st ? st->tail : now;
@@ -98,12 +106,10 @@ void collective_engine_tlm::begin(const std::shared_ptr<tlm_collective>& cp, uin
     l.busy += a.busy - b.busy;
     l.queued += a.queued - b.queued;
   }
-  if (st && st->hbm_done > arrival) arrival = st->hbm_done;
   if (c.record) {
     if (st) c.spans.push_back({tlm_span::kCoreDma, chip_, src, dst, x.bytes, head, tail});
     for (size_t i = 0; i < rec.size() && from + i < hops.size(); ++i)
       c.spans.push_back({hops[from + i], chip_, src, dst, x.bytes, rec[i].start, rec[i].drain});
-    c.spans.push_back({tlm_span::kEngine, chip_, src, dst, x.bytes, now, arrival});
   }
   c.res.transfers += 1;
   c.res.link_bytes += x.bytes;
@@ -112,18 +118,38 @@ void collective_engine_tlm::begin(const std::shared_ptr<tlm_collective>& cp, uin
   c.res.received[x.dst] += x.bytes;
   if (x.reduce) c.res.reduced[x.dst] += x.bytes;
   ++started_;
-  engine_of_(dst).post(cp, id, false, arrival);
+  engine_of_(dst).post(cp, id, phase::arrive, arrival);
 }
 
 void collective_engine_tlm::arrive(const std::shared_ptr<tlm_collective>& cp, uint32_t id) {
   tlm_collective& c = *cp;
+  const planned_transfer& x = c.plan.xfers[id];
+  const sc_core::sc_time now = models::now();
+  // The receiver's memory is booked now, when the bytes are there: what it took on
+  // before (compute DMA, other transfers) goes first. c.ready[id] is when the
+  // transfer started.
+  sc_core::sc_time done = now;
+  if (c.dma) done = std::max(now, c.dma->receive(c.members[x.dst], x.bytes, x.reduce, c.ready[id]));
+  if (done > now)
+    post(cp, id, phase::stored, done);
+  else
+    stored(cp, id);
+}
+
+void collective_engine_tlm::stored(const std::shared_ptr<tlm_collective>& cp, uint32_t id) {
+  tlm_collective& c = *cp;
   planned_transfer& x = c.plan.xfers[id];
   const sc_core::sc_time now = models::now();
   x.end = (now - c.start).to_seconds();
+  if (c.record) {
+    const uint32_t src = c.members[x.src], dst = c.members[x.dst];
+    c.spans.push_back(
+        {tlm_span::kEngine, engine_of_(src).chip_, src, dst, x.bytes, c.ready[id], now});
+  }
   for (uint32_t n : x.next) {
     planned_transfer& y = c.plan.xfers[n];
     if (now > c.ready[n]) c.ready[n] = now;
-    if (--y.waiting == 0) engine_of_(c.members[y.src]).post(cp, n, true, c.ready[n]);
+    if (--y.waiting == 0) engine_of_(c.members[y.src]).post(cp, n, phase::start, c.ready[n]);
   }
   ++c.done;
   // The ranks' parts, then the whole: callbacks may drop the caller's reference.
@@ -181,7 +207,7 @@ void chip_collectives::start(const std::shared_ptr<tlm_collective>& c) {
   bool waits = false;
   for (uint32_t i = 0; i < xs.size(); ++i)
     if (xs[i].waiting == 0) {
-      engine_of(c->members[xs[i].src]).post(c, i, true, now);
+      engine_of(c->members[xs[i].src]).post(c, i, collective_engine_tlm::phase::start, now);
       waits = true;
     }
   if (!xs.empty() && !waits) throw std::logic_error("collective schedule has a cycle");

@@ -9,9 +9,10 @@
 // standing for its DMA), then cross the route's links as one b_transport whose
 // head is when the DMA stage started and whose link_transfer_ext tail is when it
 // finished (cut-through). On arrival the engine of the receiving rank's chip is
-// resumed at the arrival time; it counts the transfer done for both ranks and
-// starts the transfers that waited for it. A rank's part ends with its last send
-// or receive. Numerics: each transfer's data is applied when it starts, which
+// resumed at the arrival time; it books the receiver's memory then (rank_dma::
+// receive) and, once the memory has the bytes, counts the transfer done for both
+// ranks and starts the transfers that waited for it. A rank's part ends with its
+// last send or receive. Numerics: each transfer's data is applied when it starts, which
 // respects the schedule's dependencies, so the values are the analytic engine's.
 //
 // The engines run as agents of the chip's scheduler when one is given, else as
@@ -43,17 +44,20 @@ class rank_dma {
   virtual ~rank_dma() = default;
   struct stage {
     sc_core::sc_time head, tail;  // its first byte may leave; its last has (absolute)
-    sc_core::sc_time hbm_done;    // the receiver's memory has taken it (absolute)
   };
-  // Network rank `src` sends `bytes` to `dst` from now(); `reduce`: the receiver adds
-  // them to its own (reads its operand). nullopt: `src` has no DMA of its own, the
-  // network's link for its DMA (the route's first hop) carries it.
-  virtual std::optional<stage> send(uint32_t src, uint32_t dst, uint64_t bytes, bool reduce) = 0;
+  // Network rank `src` sends `bytes` from now(). nullopt: `src` has no DMA of its
+  // own, the network's link for its DMA (the route's first hop) carries it.
+  virtual std::optional<stage> send(uint32_t src, uint64_t bytes) = 0;
+  // The last of `bytes` sent to network rank `dst` from `since` (absolute) has
+  // arrived now(); `reduce`: the receiver adds them to its own (reads its operand).
+  // Returns when its memory has taken them (absolute, not before now()).
+  virtual sc_core::sc_time receive(uint32_t dst, uint64_t bytes, bool reduce,
+                                   sc_core::sc_time since) = 0;
 };
 
 // Where a transfer's bytes were (tlm_collective::record): on network link `link`,
 // on the sender's core DMA (kCoreDma), or, for kEngine, the collective engine of
-// chip `chip` ran it from its start to its arrival.
+// chip `chip` ran it from its start until the receiver's memory had it.
 struct tlm_span {
   static constexpr int64_t kCoreDma = -1, kEngine = -2;
   int64_t link = 0;
@@ -80,7 +84,7 @@ struct tlm_collective {
   std::vector<tlm_span> spans;
 
   sc_core::sc_time start;  // set by chip_collectives::start
-  collective_result res;   // per position, as tlm_network::run's
+  collective_result res;   // per position, as CollectiveEngine::run's
   // Per link of the network it used (by index): bytes, transfers, busy and queued
   // time; per position, time its sends waited for its DMA stage.
   std::map<uint32_t, link_tlm_stats> links;
@@ -99,8 +103,11 @@ class collective_engine_tlm : public sc_core::sc_module {
                         std::function<collective_engine_tlm&(uint32_t rank)> engine_of,
                         uint32_t chip);
 
-  // Transfer `id` of `c` starts (start) or arrives (!start) at `at` (>= now).
-  void post(const std::shared_ptr<tlm_collective>& c, uint32_t id, bool start,
+  // What happens to a transfer at an event: it starts, its last byte arrives, or
+  // the receiver's memory has taken it (it is done).
+  enum class phase { start, arrive, stored };
+  // Transfer `id` of `c` reaches phase `ph` at `at` (>= now).
+  void post(const std::shared_ptr<tlm_collective>& c, uint32_t id, phase ph,
             const sc_core::sc_time& at);
   uint64_t started() const { return started_; }
   void clear();  // drops every event (a run that ended without them)
@@ -111,13 +118,14 @@ class collective_engine_tlm : public sc_core::sc_module {
     uint64_t seq;
     std::shared_ptr<tlm_collective> c;
     uint32_t id;
-    bool start;
+    phase ph;
     bool operator>(const event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   void step();  // runs the events due now
   void thread();
   void begin(const std::shared_ptr<tlm_collective>& c, uint32_t id);
   void arrive(const std::shared_ptr<tlm_collective>& c, uint32_t id);
+  void stored(const std::shared_ptr<tlm_collective>& c, uint32_t id);
 
   tlm_network& net_;
   scheduler* sched_;

@@ -312,7 +312,7 @@ void collective_unit::finish(const std::vector<arrival>& all) {
     s.collective_ns += dur[k].to_seconds() * 1e9;
     s.contention_ns += (dur[k] - net).to_seconds() * 1e9;
     s.rendezvous_ns += (now - a.at).to_seconds() * 1e9;
-    s.bytes += res.link_bytes / G;
+    s.bytes += sent;  // its own sends (a partial permute's rank with no peer: none)
     s.hbm_bytes += barrier ? 0 : sent + reduced + recv;
   }
   for (size_t k = 0; k < all.size(); ++k)
@@ -492,14 +492,13 @@ void collective_unit::start_tlm(const std::vector<arrival>& all, Collective c, u
   }
 }
 
-std::optional<rank_dma::stage> collective_unit::core_dma::send(uint32_t src, uint32_t dst,
-                                                               uint64_t bytes, bool reduce) {
+std::optional<rank_dma::stage> collective_unit::core_dma::send(uint32_t src, uint64_t bytes) {
   const rank_binding& b = u->ranks_[src];
   if (b.dma.empty()) return std::nullopt;
   const sc_core::sc_time now = models::now();
   const size_t n =
       std::min<size_t>(b.dma.size(), std::max<uint32_t>(1, u->base_.net.collective_dma_engines));
-  stage st{now, now, now};
+  stage st{now, now};
   bool first = true;
   for (size_t e = 0; e < n; ++e) {
     // Piece e carries bytes [bytes e / n, bytes (e + 1) / n), on the engine of the
@@ -521,11 +520,6 @@ std::optional<rank_dma::stage> collective_unit::core_dma::send(uint32_t src, uin
     first = false;
   }
   if (b.hbm) st.tail = std::max(st.tail, b.hbm->reserve_spread(bytes, false));
-  const rank_binding& d = u->ranks_[dst];
-  if (d.hbm) {
-    st.hbm_done = d.hbm->reserve_spread(bytes, true);
-    if (reduce) st.hbm_done = std::max(st.hbm_done, d.hbm->reserve_spread(bytes, false));
-  }
   link_summary& l = u->link_totals_["rank" + std::to_string(src) + ".dma"];
   if (l.name.empty()) l.name = "rank" + std::to_string(src) + ".dma";
   l.bytes += bytes;
@@ -533,6 +527,22 @@ std::optional<rank_dma::stage> collective_unit::core_dma::send(uint32_t src, uin
   l.busy_ns += (st.tail - st.head).to_seconds() * 1e9;
   l.contended_ns += (st.head - now).to_seconds() * 1e9;
   return st;
+}
+
+sc_core::sc_time collective_unit::core_dma::receive(uint32_t dst, uint64_t bytes, bool reduce,
+                                                    sc_core::sc_time since) {
+  const sc_core::sc_time now = models::now();
+  const rank_binding& d = u->ranks_[dst];
+  if (!d.hbm || bytes == 0) return now;
+  // Cut-through: the memory takes the bytes as they come in, at its own rate, so its
+  // work (the write, and for a reduce the read of the operand before it) is placed
+  // to end now, not before the transfer started. Idle memory (it keeps pace with
+  // the link) has them at arrival; memory busy then takes them after its earlier
+  // work. No latency: the write is posted, the next read pays it.
+  const sc_core::sc_time work = d.hbm->spread_duration(bytes) * (reduce ? 2.0 : 1.0);
+  sc_core::sc_time from = now > since + work ? now - work : since;
+  if (reduce) from = d.hbm->reserve_spread_from(bytes, false, from);
+  return std::max(now, d.hbm->reserve_spread_from(bytes, true, from));
 }
 
 std::vector<collective_summary> collective_unit::summaries() const {

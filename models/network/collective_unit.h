@@ -137,8 +137,9 @@ class collective_unit : public collective_port {
   // sending rank's core DMA (split evenly over the last
   // network.collective_dma_engines engines, each piece on the one that frees
   // first, lowest on ties; dma_engine::hold) and its chip's HBM (reserve_spread),
-  // and is written (and for a reduce, its operand read) at the receiver's HBM; a
-  // rank without DMA engines (a folded one) uses the network's link for its DMA.
+  // and is written (and for a reduce, its operand read) at the receiver's HBM,
+  // booked when its last byte arrives (core_dma::receive); a rank without DMA
+  // engines (a folded one) uses the network's link for its DMA.
   // Each rank completes when its last send and receive have arrived. Null: the
   // analytic model and the block booking above.
   void use_tlm(chip_collectives* c) { tlm_ = c; }
@@ -178,7 +179,9 @@ class collective_unit : public collective_port {
   struct core_dma : rank_dma {
     collective_unit* u;
     explicit core_dma(collective_unit* x) : u(x) {}
-    std::optional<stage> send(uint32_t src, uint32_t dst, uint64_t bytes, bool reduce) override;
+    std::optional<stage> send(uint32_t src, uint64_t bytes) override;
+    sc_core::sc_time receive(uint32_t dst, uint64_t bytes, bool reduce,
+                             sc_core::sc_time since) override;
   };
   std::vector<float> read(uint32_t rank, const isa::AccessPattern& ap) const;
   void write(uint32_t rank, const isa::AccessPattern& ap, const std::vector<float>& v,

@@ -2,7 +2,6 @@
 
 #include <cctype>
 #include <limits>
-#include <queue>
 #include <stdexcept>
 #include <utility>
 
@@ -108,66 +107,6 @@ sc_core::sc_time tlm_network::transfer(const std::vector<uint32_t>& hops, size_t
   if (!t.is_response_ok()) throw std::runtime_error(t.get_response_string());
   const sc_core::sc_time arrival = base + d;
   return arrival > tail ? arrival : tail;
-}
-
-collective_result tlm_network::run(collective_plan& plan, const std::vector<uint32_t>& members,
-                                   sc_core::sc_time start, isa::DType dt,
-                                   std::vector<std::vector<float>>* data) {
-  const auto R = static_cast<uint32_t>(members.size());
-  for (uint32_t m : members)
-    if (m >= topo_.ranks())
-      throw std::invalid_argument("rank " + std::to_string(m) + " is beyond the TLM network's " +
-                                  std::to_string(topo_.ranks()) + " ranks");
-  std::vector<planned_transfer>& xs = plan.xfers;
-  for (const planned_transfer& x : xs)
-    if (x.src >= R || x.dst >= R)
-      throw std::invalid_argument("a transfer names a position beyond the group's");
-  if (start < sc_core::sc_time_stamp()) start = sc_core::sc_time_stamp();
-  for (auto& l : links_) l->forget_before(start);
-  std::vector<sc_core::sc_time> ready(xs.size(), start);
-  using Entry = std::pair<sc_core::sc_time, uint32_t>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> q;
-  for (uint32_t i = 0; i < xs.size(); ++i)
-    if (xs[i].waiting == 0) q.push({start, i});
-  collective_result res;
-  res.sent.assign(R, 0);
-  res.received.assign(R, 0);
-  res.reduced.assign(R, 0);
-  res.sends.assign(R, 0);
-  sc_core::sc_time last = start;
-  size_t done = 0;
-  while (!q.empty()) {
-    const auto [at, id] = q.top();
-    q.pop();
-    planned_transfer& x = xs[id];
-    sc_core::sc_time arrival;
-    try {
-      arrival =
-          transfer(route(members[x.src], members[x.dst], x.dir), 0, x.bytes, x.reduce, at, at);
-    } catch (const std::runtime_error& e) {
-      throw std::runtime_error("TLM network: a transfer from rank " +
-                               std::to_string(members[x.src]) + " to rank " +
-                               std::to_string(members[x.dst]) + " was answered with " + e.what());
-    }
-    if (arrival > last) last = arrival;
-    x.ready = (at - start).to_seconds();
-    x.end = (arrival - start).to_seconds();
-    res.transfers += 1;
-    res.link_bytes += x.bytes;
-    res.sent[x.src] += x.bytes;
-    res.sends[x.src] += 1;
-    res.received[x.dst] += x.bytes;
-    if (x.reduce) res.reduced[x.dst] += x.bytes;
-    if (data) apply_transfer(x, plan.piece_begin, dt, *data);
-    for (uint32_t n : x.next) {
-      if (arrival > ready[n]) ready[n] = arrival;
-      if (--xs[n].waiting == 0) q.push({ready[n], n});
-    }
-    ++done;
-  }
-  if (done != xs.size()) throw std::logic_error("collective schedule has a cycle");
-  res.time_s = (last - start).to_seconds();
-  return res;
 }
 
 }  // namespace trnsim::models::network

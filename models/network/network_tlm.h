@@ -6,23 +6,18 @@
 // ring, the dimension-wise torus, the point-to-point exchanges) runs on it as TLM
 // writes, so every algorithm and path the analytic model has runs here too.
 //
-// The chips' collective engines (collective_engine_tlm.h: trnsim run and collbench)
-// send each transfer with transfer(); run() is a driver of its own for tests and
-// for callers without engines.
+// The chips' collective engines (collective_engine_tlm.h: trnsim run, collbench and
+// the tests) are its one driver: they send each transfer with transfer().
 //
-// Timing: loosely timed. run() issues the schedule's transfers in order of the time
-// they may start (what they wait for has arrived; ties by schedule order), each as
-// one b_transport with the start as its annotated delay; each link serves it whole
-// in its earliest idle stretch and returns its arrival (link_tlm.h). The links keep
-// their reservations between runs: a collective whose transfers reach a link
-// another collective holds waits for it (contention between collectives). Where
-// transfers meet on a resource (the torus's two halves on a rank's DMA stage, the
-// ranks of one chip on its intra-chip path, a ring step leaving before the previous
-// one has drained) TLM serves them one after the other and the analytic model side
-// by side at fair shares: single transfers end earlier or later, the resource's
-// work is the same. Numerics: each transfer's data is applied as it is issued, in
-// an order that respects the schedule's dependencies (each block of a rank is
-// written once and read after), so the values are the analytic engine's.
+// Timing: loosely timed. Each transfer is one b_transport with its start as the
+// annotated delay; each link serves it whole in its earliest idle stretch and
+// returns its arrival (link_tlm.h). The links keep their reservations between
+// collectives: a transfer reaching a link another collective holds waits for it
+// (contention between collectives). Where transfers meet on a resource (the
+// torus's two halves on a rank's DMA stage, the ranks of one chip on its
+// intra-chip path, a ring step leaving before the previous one has drained) TLM
+// serves them one after the other and the analytic model side by side at fair
+// shares: single transfers end earlier or later, the resource's work is the same.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
@@ -72,16 +67,6 @@ class tlm_network : public sc_core::sc_module {
   // The links of topology `p` (its ranks are the network's ranks). Build before
   // SystemC elaboration ends. Throws std::invalid_argument as Topology does.
   tlm_network(const sc_core::sc_module_name& name, const topology_params& p);
-
-  // Runs `plan`, whose position q is network rank members[q], from absolute
-  // simulated time `start` (not before sc_time_stamp()). `data` (may be null): one
-  // buffer per position, transformed as CollectiveEngine::run does. Returns the
-  // result (per position; time_s from `start` to the last arrival). Throws
-  // std::invalid_argument for a member beyond the network's ranks and
-  // std::runtime_error when a link answers with an error.
-  collective_result run(collective_plan& plan, const std::vector<uint32_t>& members,
-                        sc_core::sc_time start, isa::DType dt,
-                        std::vector<std::vector<float>>* data);
 
   // The links (indices into link()) a transfer from network rank `src` to `dst`
   // crosses, the sender's DMA first; `dir` as Topology::route's.

@@ -285,6 +285,60 @@ class PartialPermute(unittest.TestCase):
                            sets=("chip.cores=1",))
         self.assertEqual(rank_times(out), times, out)
 
+    def test_bytes_sent_are_each_ranks_own(self):
+        # Timing only, as above: ranks 0..2 each send their 1024 fp32 (4096 B), rank
+        # 3 (no peer) sends nothing; each rank's report line counts its own sends,
+        # on both network models (not the group's 3 x 4096 / 4 = 3072 B each).
+        peers = [1, 2, 3, None]
+        for model in ("analytic", "tlm"):
+            with tempfile.TemporaryDirectory() as d:
+                Path(d, "p.tasm").write_text(exchange_program("permute", "fp32", 1024, 4, peers))
+                p = run(["run", str(Path(d, "p.tasm")), "-c", "tiny", "--ranks", "4",
+                         "--no-functional", "--set", "chip.cores=1", "--set",
+                         "network.model=" + model])
+            sent = {int(m.group(1)): int(m.group(2))
+                    for m in re.finditer(r"rank (\d+): .*?(\d+) bytes sent", p.stdout)}
+            self.assertEqual(sent, {0: 4096, 1: 4096, 2: 4096, 3: 0}, msg=model + p.stdout)
+
+    def checked(self, prog, model):
+        """`trnsim run --check-races --poison` of `prog` on 4 ranks with random
+        inputs; the finished process (a finding exits 1)."""
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, "p.tasm").write_text(prog)
+            return run(["run", str(Path(d, "p.tasm")), "-c", "tiny", "--ranks", "4",
+                        "--random-inputs", "--check-races", "--poison", "--set",
+                        "network.model=" + model], check=False)
+
+    def test_checker_sees_an_unreceived_dst_unwritten(self):
+        # Rank 0 receives nothing, so the permute leaves its y (scratch) as it was;
+        # DMA queue 1 reads y back into z after the permute. With y set by a DMA
+        # first, that read is clean; with y never set, rank 0's read of it is the one
+        # poisoned read (ranks 1..3 read what the permute wrote; rank 3, with no
+        # peer, does not read its x).
+        n = 64
+
+        def prog(init):
+            s = (".program p\n.semaphores 2\n.tensor x [%d] fp32 input @0\n"
+                 ".tensor y [%d] fp32 scratch @4096\n.tensor z [%d] fp32 output @8192\n"
+                 % (2 * n, n, n))
+            if init:
+                s += (".queue dma 0 0\ndma_copy dst=hbm[1x0, @y, fp32, [1,%d]] "
+                      "src=hbm[1x0, @x+%d, fp32, [1,%d]] signal=s0+1\n" % (n, 4 * n, n))
+            return s + (".queue sync\npermute dst=hbm[1x0, @y, fp32, [1,%d]] "
+                        "src=hbm[1x0, @x, fp32, [1,%d]] group=[0,1,2,3] peers=[1,2,3,-]%s "
+                        "signal=s1+1\n.queue dma 1 0\ndma_copy dst=hbm[1x0, @z, fp32, [1,%d]] "
+                        "src=hbm[1x0, @y, fp32, [1,%d]] wait=s1>=1\n"
+                        % (n, n, " wait=s0>=1" if init else "", n, n))
+
+        for model in ("analytic", "tlm"):
+            p = self.checked(prog(True), model)
+            self.assertEqual(p.returncode, 0, model + p.stdout + p.stderr)
+            self.assertIn("checks: 0 race(s), 0 poisoned read(s)", p.stdout)
+            p = self.checked(prog(False), model)
+            out = p.stdout + p.stderr
+            self.assertEqual(p.returncode, 1, model + out)
+            self.assertIn("checks: 0 race(s), 1 poisoned read(s)", out)
+            self.assertIn("poisoned read of never-written", out)
 
 class Profile(unittest.TestCase):
     """The SPMD report's communication profile and the trace's rank processes,

@@ -4,8 +4,8 @@
 // (models/network/collective_unit.h). Config: tiny with one core a chip (2 ranks on
 // 2 chips: the ring, each way its own 10 B/ns, 100 ns link), one collective DMA
 // engine (engine 15, 10 B/ns: the same rate as a link), HBM at 10 TB/s with no
-// latency so that memory never decides a time. An all_reduce of 2048 fp32: each
-// rank sends one 4096 B block a phase, reduce_scatter then all_gather.
+// latency so that memory never decides a time (but for the busy receiver below). An all_reduce of
+// 2048 fp32: each rank sends one 4096 B block a phase, reduce_scatter then all_gather.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -18,10 +18,14 @@
 namespace trnsim::runtime {
 namespace {
 
-platform::platform_config config(bool tlm) {
+platform::platform_config config(bool tlm, bool w) {
   std::vector<std::string> sets = {"network.collective_dma_engines=1", "hbm.latency=0ns",
                                    "hbm.bandwidth=10TB/s"};
   if (tlm) sets.push_back("network.model=tlm");
+  // A core's DMA engines together as fast as its HBM, so that w's load (4 MiB:
+  // 419.4 ns of their shared rate from 200 ns) is over before the collective's
+  // second block needs that rate.
+  if (w) sets.push_back("core.dma.core_bandwidth=10TB/s");
   return platform::load_config("tiny", sets);
 }
 
@@ -40,11 +44,12 @@ isa::Program program(const std::string& dma) {
 
 // Both ranks run `p` (one simulated chip core each, placed on chips 0 and 1);
 // returns rank 0's result, after checking the sum.
-LaunchResult run(const isa::Program& p, bool tlm, bool threads = false) {
+// `w`: the program has a [128, 8192] fp32 input w too.
+LaunchResult run(const isa::Program& p, bool tlm, bool threads = false, bool w = false) {
   DeviceOptions o;
   o.chip_cores = 1;
   o.systemc_threads = threads;
-  Device dev(config(tlm), o);
+  Device dev(config(tlm, w), o);
   std::vector<float> x0(2048), x1(2048), z(10000, 1.0f);
   for (size_t i = 0; i < 2048; ++i) {
     x0[i] = float(i);
@@ -57,6 +62,9 @@ LaunchResult run(const isa::Program& p, bool tlm, bool threads = false) {
     ls[r].rank = r;
     ls[r].inputs["x"] = HostTensor::from_float({2048}, isa::DType::fp32, r ? x1 : x0);
     ls[r].inputs["z"] = HostTensor::from_float({100, 100}, isa::DType::fp32, z);
+    if (w)
+      ls[r].inputs["w"] = HostTensor::from_float({128, 8192}, isa::DType::fp32,
+                                                 std::vector<float>(128 * 8192, 2.0f));
   }
   const RunReport rep = dev.run(ls);
   for (const LaunchResult& l : rep.launches) {
@@ -112,11 +120,40 @@ const char* kMidCopy =
 TEST(CollectiveEngineTlm, ComputeDmaGoesBetweenTransfers) {
   const LaunchResult t = run(program(kMidCopy), true);
   EXPECT_NEAR(t.simulated_ns, 1059.2, 1e-6);
-  // The second block waited 549.6 - 509.6 = 40 ns for the engine.
-  EXPECT_NEAR(t.contention_ns, 40.0, 1e-6);
+  // The copy reads its 400 B from HBM at 409.6 + 100 = 509.6 ns, 0.04 ns; the first
+  // block, arriving then, is reduced into HBM after it (2 x 4096 / 10000 = 2 x
+  // 0.410 ns at 1 ps resolution): done at 510.46 ns. The second block then waited
+  // 549.6 - 510.46 = 39.14 ns for the engine.
+  EXPECT_NEAR(t.contention_ns, 39.14, 1e-6);
 }
 TEST(CollectiveEngineTlm, ComputeDmaGoesBetweenTransfersAnalytic) {
   EXPECT_NEAR(run(program(kMidCopy), false).simulated_ns, 1019.2, 1e-6);
+}
+
+// The receiver's memory takes a block when it arrives (collective_unit::use_tlm),
+// after what it took on before. Engine 0 copies 1000 B (200 ns, as above), then
+// engine 1 loads 128 x 8192 fp32 (4 MiB) from HBM (one channel at 10 TB/s: 10000
+// B/ns), issued at 200 ns: HBM is busy with it from 300 ns (the 100 ns fixed cost)
+// for 4194304 / 10000 = 419.430 ns (SystemC's 1 ps resolution), to 719.430 ns. The
+// first block arrives at 509.6 ns (as above), HBM busy: the receiver reads its
+// operand and writes the sum, 2 x 4096 / 10000 = 2 x 0.410 ns, after the load: done
+// at 720.250 ns. The second block leaves then and, HBM idle (it takes a block as
+// it comes in, done at its arrival), arrives 509.6 ns later: 1229.85 ns. Booked
+// when the first block left (t = 0), the receiver's write would go before the
+// load: 1019.2 ns.
+const char* kBusyReceiver =
+    ".tensor w [128,8192] fp32 input @65536\n"
+    ".queue dma 0 0\n"
+    "dma_copy dst=sbuf[0:10, 0, fp32, [1,25]] src=hbm[10x25, @z, fp32, [1,25]] signal=s0+1\n"
+    ".queue dma 1 0\n"
+    "dma_copy dst=sbuf[0:128, 0, fp32, [1,8192]] src=hbm[128x8192, @w, fp32, [1,8192]] "
+    "wait=s0>=1\n";
+
+TEST(CollectiveEngineTlm, ReceiverMemoryBusyAtArrivalDelaysTheBlock) {
+  const LaunchResult t = run(program(kBusyReceiver), true, false, true);
+  EXPECT_NEAR(t.collective_ns, 1229.85, 1e-6);
+  // The wait was for memory, not for the DMA engines.
+  EXPECT_NEAR(t.contention_ns, 0.0, 1e-6);
 }
 
 // The same on SystemC threads instead of the chip's scheduler.
