@@ -17,8 +17,8 @@
 //
 // The engines run as agents of the chip's scheduler when one is given, else as
 // SystemC threads over the same step. Not modelled: the engine's own instruction
-// stream and descriptor generation time (it starts a transfer at once), flow
-// control on the links, and packets (a transfer crosses each link whole).
+// stream and descriptor generation time (it starts a transfer at once), and flow
+// control on the links (which cut transfers into packets: link_tlm.h).
 #pragma once
 
 #include <cstdint>

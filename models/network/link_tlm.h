@@ -15,14 +15,20 @@
 // Modelled: serialization at params.bandwidth_bps, params.latency_s from a byte
 // leaving to it arriving, cut-through between stages (a route moves at its slowest
 // stage, as the analytic model's transfers do), contention between transfers that
-// overlap on the link (each is served whole in the earliest idle stretch of the
-// link, from its head on, long enough for it: two transfers offered at once finish
-// at B/bw and 2B/bw, which drains both at the time max-min fair sharing does; a
-// transfer offered later for an earlier, still idle stretch takes that stretch, so
-// loosely timed callers need not offer transfers in time order), and per-link
-// bytes, transfers, busy and queued time. Not modelled: packets, flow control and
-// credits, fair interleaving of overlapping transfers (the later one waits instead
-// of sharing), link errors, priorities, and the time of the response path.
+// overlap on the link, packets, and per-link bytes, transfers, busy and queued time.
+// With packets of P bytes (network.tlm_packet; 0: whole transfers) a transfer is
+// cut into P-byte packets (the last one shorter), placed in order in the link's
+// idle time from the transfer's head on: each idle gap takes as many whole packets
+// as fit (a gap shorter than a packet is skipped), so a transfer fills the gaps
+// earlier transfers left, and drains with its last packet. Without packets a
+// transfer is served whole in the earliest idle stretch long enough for it. Either
+// way two transfers offered at once finish at B/bw and 2B/bw, which drains both at
+// the time max-min fair sharing does, and a transfer offered later for an earlier,
+// still idle stretch takes it, so loosely timed callers need not offer transfers
+// in time order. Placement costs O(gaps touched), not O(packets). Not modelled:
+// round-robin interleaving of packets of transfers offered at once (the later one
+// waits, with packets or not), packet headers, flow control and credits, link
+// errors, priorities, and the time of the response path.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
@@ -63,8 +69,10 @@ struct link_transfer_ext : tlm::tlm_extension<link_transfer_ext> {
 struct link_tlm_stats {
   uint64_t bytes = 0;
   uint64_t transfers = 0;
-  sc_core::sc_time busy;    // serializing
-  sc_core::sc_time queued;  // summed over transfers: waiting behind earlier ones
+  sc_core::sc_time busy;  // serializing
+  // Summed over transfers: head to last packet's end minus its own serializing, the
+  // time it waited for other transfers (before its first packet and between packets).
+  sc_core::sc_time queued;
 };
 
 class link_tlm : public sc_core::sc_module {
@@ -73,9 +81,11 @@ class link_tlm : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<link_tlm> out;
 
   // Throws std::invalid_argument for a bandwidth <= 0 or a negative latency.
-  link_tlm(const sc_core::sc_module_name& name, link_params p);
+  // packet_bytes: the packet size (0: whole transfers).
+  link_tlm(const sc_core::sc_module_name& name, link_params p, uint64_t packet_bytes = 0);
 
   const link_params& params() const { return p_; }
+  uint64_t packet_bytes() const { return packet_; }
   link_tlm_stats stats() const;
   // Drops the link's reservations that end by `t` (no transfer offered from then on
   // can use them): keeps a long run's bookkeeping small.
@@ -84,10 +94,21 @@ class link_tlm : public sc_core::sc_module {
  private:
   void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& delay);
 
-  // The earliest start >= head of an idle stretch of length d; reserves it.
-  sc_core::sc_time place(const sc_core::sc_time& head, const sc_core::sc_time& d);
+  struct placement {
+    sc_core::sc_time start, end;  // first packet's start, last packet's end
+    sc_core::sc_time busy;        // serializing, summed over the pieces
+  };
+  // Reserves `bytes` in packets in the idle time from `head` on (above).
+  placement place(const sc_core::sc_time& head, uint64_t bytes);
+  // Moves t past the reservation holding it; returns the first reservation after t.
+  std::map<sc_core::sc_time, sc_core::sc_time>::iterator idle_from(sc_core::sc_time& t);
+  // The most bytes, whole packets of `pkt` or all `left`, that serialize within `gap`.
+  uint64_t fit(const sc_core::sc_time& gap, uint64_t left, uint64_t pkt) const;
+  // Books [s, e), merged with the reservations it touches.
+  void reserve(const sc_core::sc_time& s, const sc_core::sc_time& e);
 
   link_params p_;
+  uint64_t packet_;
   sc_core::sc_time latency_;
   bandwidth_resource res_;                             // the rate (durations)
   std::map<sc_core::sc_time, sc_core::sc_time> busy_;  // reservations: start -> end

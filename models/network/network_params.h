@@ -50,7 +50,12 @@
     "DMA engines of a rank's core that carry its collectives' transfers (at most core.dma."     \
     "engines); their time and the core's shared DMA rate are taken from compute DMA",           \
     "no public figure; chosen: every engine of a core (docs/hardware.md: DMA, 16 per core), "   \
-    "as the engines are shared between compute and communication")
+    "as the engines are shared between compute and communication")                            \
+  X(tlm_packet_bytes, uint64_t, 4096, "tlm_packet", size, "B", range(0, 1 << 30), sim,            \
+    "packet size of the TLM links (network.model tlm): a transfer is cut into packets that "    \
+    "fill the idle gaps other transfers left on a link; 0 serves each transfer whole",          \
+    "no public figure; chosen: 4 KiB, a page, the order of a network MTU (a smaller packet "    \
+    "fills more gaps)")
 
 // clang-format on
 

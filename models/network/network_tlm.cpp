@@ -53,7 +53,8 @@ tlm_network::tlm_network(const sc_core::sc_module_name& name, const topology_par
     : sc_module(name), topo_(p), fabric_("fabric"), drv_("drv") {
   for (const Link& l : topo_.links()) {
     index_[&l] = static_cast<uint32_t>(links_.size());
-    links_.push_back(std::make_unique<link_tlm>(module_name(l.name()).c_str(), l.params()));
+    links_.push_back(std::make_unique<link_tlm>(module_name(l.name()).c_str(), l.params(),
+                                                p.net.tlm_packet_bytes));
   }
   for (auto& l : links_) {
     fabric_.out.bind(l->in);

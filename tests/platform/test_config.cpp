@@ -680,9 +680,12 @@ TEST(ConfigSchema, EveryKeyOwnsOneField) {
       case ValueType::bandwidth:
         alt = "1.5GB/s";
         break;
-      case ValueType::size:
-        alt = "4KiB";
+      case ValueType::size: {  // a value other than the base's (4 KiB for network.tlm_packet)
+        platform_config four = base;
+        schema::set_value(k, "4KiB", four);
+        alt = schema::get_value(k, four) == schema::get_value(k, base) ? "8KiB" : "4KiB";
         break;
+      }
       case ValueType::time:
         alt = "7ns";
         break;

@@ -76,3 +76,22 @@ TEST(ConfigNetwork, ZeroBandwidthAndCountsNameTheKey) {
   const std::string u = load_error("base: trn2\nnetwork:\n  link_latency: 5\n");
   EXPECT_TRUE(has(u, "network.link_latency")) << u;
 }
+
+TEST(ConfigNetwork, TlmPacketParsesSizesAndNamesTheKeyWhenBad) {
+  // 4 KiB by default; sizes parse as other size keys do (with a unit); 0B turns
+  // packets off.
+  EXPECT_EQ(load_config("trn2").network.tlm_packet_bytes, 4096u);
+  EXPECT_EQ(parse_config("base: trn2\n", "net.yaml", {"network.tlm_packet=64KiB"})
+                .network.tlm_packet_bytes,
+            65536u);  // 64 x 1024
+  EXPECT_EQ(
+      parse_config("base: trn2\nnetwork:\n  tlm_packet: 0B\n", "net.yaml").network.tlm_packet_bytes,
+      0u);
+  for (const std::string bad : {"-1", "abc", "2GiB", "4KiB/s"}) {
+    SCOPED_TRACE(bad);
+    const std::string e = load_error("base: trn2\n", {"network.tlm_packet=" + bad});
+    EXPECT_TRUE(has(e, "network.tlm_packet")) << e;
+  }
+  const std::string y = load_error("base: trn2\nnetwork:\n  tlm_packet: 1.5\n");
+  EXPECT_TRUE(has(y, "net.yaml:3: network.tlm_packet")) << y;
+}
