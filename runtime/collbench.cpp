@@ -302,9 +302,7 @@ int collbench(const std::vector<std::string>& args, std::ostream& out) {
       std::vector<net::direct_send> sends;
       if (coll_name == "permute")
         for (uint32_t r = 0; r < n; ++r) sends.push_back({r, (r + 1) % n, bytes});
-      if (coll_name == "all_to_all")
-        for (uint32_t r = 0; r < n; ++r)
-          for (uint32_t q = 0; q < n; ++q) sends.push_back({r, q, count / n * esize});
+      if (coll_name == "all_to_all") sends = net::all_to_all_sends(n, count / n * esize);
       if (tlm_net) {
         net::collective_plan plan = direct ? net::plan_direct(topo, sends)
                                            : net::plan_collective(topo, coll, alg, count, dt);

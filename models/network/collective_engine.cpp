@@ -409,6 +409,14 @@ collective_plan plan_direct(const Topology& t, const std::vector<direct_send>& s
   return p;
 }
 
+std::vector<direct_send> all_to_all_sends(uint32_t n, uint64_t bytes) {
+  std::vector<direct_send> sends;
+  sends.reserve(static_cast<size_t>(n) * n);
+  for (uint32_t p = 0; p < n; ++p)
+    for (uint32_t k = 0; k < n; ++k) sends.push_back({p, (p + k) % n, bytes});
+  return sends;
+}
+
 collective_result CollectiveEngine::run_direct(const std::vector<direct_send>& sends) {
   collective_plan p = plan_direct(topo_, sends);
   return execute(topo_, records_, p.xfers, p.piece_begin, isa::DType::fp32, nullptr, topo_.ranks());

@@ -100,6 +100,11 @@ struct collective_plan {
 collective_plan plan_collective(const Topology& t, Collective c, Algorithm a, uint64_t count,
                                 isa::DType dt);
 collective_plan plan_direct(const Topology& t, const std::vector<direct_send>& sends);
+// all_to_all over ranks 0..n-1, `bytes` a block: rank p sends block q to rank q, in
+// the pairwise order of real all-to-all implementations (p, p + 1, ... mod n; its
+// own block stays). A sender's DMA serves its sends in turn (TLM), so the k-th sends
+// of all ranks go to n different receivers instead of every rank to rank 0 first.
+std::vector<direct_send> all_to_all_sends(uint32_t n, uint64_t bytes);
 // Carries out `x`'s data movement on `data` (one buffer per rank), as run() does.
 void apply_transfer(const planned_transfer& x, const std::vector<uint64_t>& piece_begin,
                     isa::DType dt, std::vector<std::vector<float>>& data);

@@ -325,16 +325,14 @@ static std::vector<direct_send> direct_sends(const isa::Instruction& in,
                                              const std::vector<uint32_t>& g, uint64_t count,
                                              isa::DType dt) {
   const uint64_t G = g.size(), es = isa::dtype_size(dt);
+  if (in.op != isa::Opcode::permute)
+    return all_to_all_sends(static_cast<uint32_t>(G), count / G * es);
   std::vector<direct_send> sends;
   for (uint32_t p = 0; p < G; ++p) {
-    if (in.op == isa::Opcode::permute) {
-      if (in.peers[p] == isa::kNoPeer) continue;
-      const auto q =
-          static_cast<uint32_t>(std::lower_bound(g.begin(), g.end(), in.peers[p]) - g.begin());
-      sends.push_back({p, q, count * es});
-    } else {
-      for (uint32_t q = 0; q < G; ++q) sends.push_back({p, q, count / G * es});
-    }
+    if (in.peers[p] == isa::kNoPeer) continue;
+    const auto q =
+        static_cast<uint32_t>(std::lower_bound(g.begin(), g.end(), in.peers[p]) - g.begin());
+    sends.push_back({p, q, count * es});
   }
   return sends;
 }

@@ -10,8 +10,8 @@
 // the tests) are its one driver: they send each transfer with transfer().
 //
 // Timing: loosely timed. Each transfer is one b_transport with its start as the
-// annotated delay; each link serves it whole in its earliest idle stretch and
-// returns its arrival (link_tlm.h). The links keep their reservations between
+// annotated delay; each link places its packets (network.tlm_packet) in its idle
+// time from then on and returns its arrival (link_tlm.h). The links keep their reservations between
 // collectives: a transfer reaching a link another collective holds waits for it
 // (contention between collectives). Where transfers meet on a resource (the
 // torus's two halves on a rank's DMA stage, the ranks of one chip on its

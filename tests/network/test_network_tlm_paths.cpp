@@ -235,6 +235,49 @@ TEST(NetworkTlmPaths, AllToAllAndPermuteAgreeWithRunDirect) {
   EXPECT_NEAR(ta, want, 0.25 * want);
 }
 
+TEST(NetworkTlmPaths, AllToAllPairwiseOrderAvoidsIncast) {
+  // Every pair once; rank p's k-th send goes to p + k (mod n).
+  const std::vector<direct_send> a2a = all_to_all_sends(3, 1024);
+  ASSERT_EQ(a2a.size(), 9u);
+  for (uint32_t p = 0; p < 3; ++p)
+    for (uint32_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(a2a[p * 3 + k].src, p);
+      EXPECT_EQ(a2a[p * 3 + k].dst, (p + k) % 3);
+      EXPECT_EQ(a2a[p * 3 + k].bytes, 1024u);
+    }
+  // A ring of 3 chips, a DMA as slow as a link (10 B/ns): each rank's 2 sends of
+  // 1024 B leave one after the other, 102.4 ns each, round 1 one hop forward, round 2
+  // one hop back, every link used once. The last byte leaves the DMA at 2 x 102.4 =
+  // 204.8 ns and arrives a link latency later: 304.8 ns, the sender's DMA bound.
+  topology_params p = tiny_topology(3, 1, {"network.chips=3", "network.torus_x=3"});
+  p.dma_bps = 10e9;
+  // trn2's 16 chips (4 x 4 torus), 64 KiB blocks: in destination order every rank
+  // sends to rank 0 first, then rank 1, ...: the first sends of all ranks converge on
+  // the links into one chip; pairwise they spread over the torus and finish sooner.
+  const platform::platform_config trn2 = platform::load_config("trn2", {});
+  topology_params q;
+  q.net = trn2.network;
+  q.cores_per_chip = trn2.cores;
+  q.dma_bps = trn2.core.dma.engines * trn2.core.dma.bandwidth_bps;
+  q.ranks = 16;
+  q.per_chip = 1;
+  rig ring("ring", p), pair_net("pair", q), dest_net("dest", q);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  auto r3 = start(ring, plan_direct(Topology(p), a2a), iota(3), sc_core::SC_ZERO_TIME);
+  std::vector<direct_send> by_dest;
+  for (uint32_t r = 0; r < 16; ++r)
+    for (uint32_t d = 0; d < 16; ++d) by_dest.push_back({r, d, 64 << 10});
+  Topology topo(q);
+  auto pair = start(pair_net, plan_direct(topo, all_to_all_sends(16, 64 << 10)), iota(16),
+                    sc_core::SC_ZERO_TIME);
+  auto dest = start(dest_net, plan_direct(topo, by_dest), iota(16), sc_core::SC_ZERO_TIME);
+  run();
+  EXPECT_NEAR(finished(*r3).time_s, 304.8e-9, 1e-12);
+  std::cout << "trn2 all_to_all 64 KiB blocks: pairwise " << finished(*pair).time_s * 1e6
+            << " us, by destination " << finished(*dest).time_s * 1e6 << " us\n";
+  EXPECT_LT(finished(*pair).time_s, finished(*dest).time_s);
+}
+
 TEST(NetworkTlmPaths, RejectsAMemberBeyondTheNetwork) {
   const topology_params p = tiny_topology(2, 1);
   rig net("rig", p);
