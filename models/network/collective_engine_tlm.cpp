@@ -61,6 +61,9 @@ void collective_engine_tlm::step() {
       case phase::start:
         begin(e.c, e.id);
         break;
+      case phase::hop:
+        hop(e.c, e.id);
+        break;
       case phase::arrive:
         arrive(e.c, e.id);
         break;
@@ -85,32 +88,7 @@ void collective_engine_tlm::begin(const std::shared_ptr<tlm_collective>& cp, uin
   const size_t from = st ? 1 : 0;
   const sc_core::sc_time head = st ? st->head : now, tail = st ? st->tail : now;
   if (st) c.dma_wait[x.src] += head - now;
-  std::vector<link_tlm_stats> before;
-  for (size_t h = from; h < hops.size(); ++h) before.push_back(net_.link(hops[h]).stats());
-  sc_core::sc_time arrival;
-  std::vector<link_span> rec;
-  try {
-    arrival = net_.transfer(hops, from, x.bytes, x.reduce, head, tail, c.record ? &rec : nullptr);
-  } catch (const std::exception& e) {
-    c.done = kFailed;
-    if (c.failed)
-      c.failed("TLM network: a transfer from rank " + std::to_string(src) + " to rank " +
-               std::to_string(dst) + ": " + e.what());
-    return;
-  }
-  for (size_t h = from; h < hops.size(); ++h) {
-    const link_tlm_stats a = net_.link(hops[h]).stats(), &b = before[h - from];
-    link_tlm_stats& l = c.links[hops[h]];
-    l.bytes += a.bytes - b.bytes;
-    l.transfers += a.transfers - b.transfers;
-    l.busy += a.busy - b.busy;
-    l.queued += a.queued - b.queued;
-  }
-  if (c.record) {
-    if (st) c.spans.push_back({tlm_span::kCoreDma, chip_, src, dst, x.bytes, head, tail});
-    for (size_t i = 0; i < rec.size() && from + i < hops.size(); ++i)
-      c.spans.push_back({hops[from + i], chip_, src, dst, x.bytes, rec[i].start, rec[i].drain});
-  }
+  if (c.record && st) c.spans.push_back({tlm_span::kCoreDma, chip_, src, dst, x.bytes, head, tail});
   c.res.transfers += 1;
   c.res.link_bytes += x.bytes;
   c.res.sent[x.src] += x.bytes;
@@ -118,7 +96,56 @@ void collective_engine_tlm::begin(const std::shared_ptr<tlm_collective>& cp, uin
   c.res.received[x.dst] += x.bytes;
   if (x.reduce) c.res.reduced[x.dst] += x.bytes;
   ++started_;
-  engine_of_(dst).post(cp, id, phase::arrive, arrival);
+  c.flights[id] = {hops, from, head, tail};
+  if (head > now)
+    post(cp, id, phase::hop, head);
+  else
+    hop(cp, id);
+}
+
+// Each link is booked when the transfer's head reaches it, in time order across
+// transfers: a multi-hop transfer does not hold a later link from the time its
+// bytes will get there against one that reaches the link sooner but starts later.
+void collective_engine_tlm::hop(const std::shared_ptr<tlm_collective>& cp, uint32_t id) {
+  tlm_collective& c = *cp;
+  const planned_transfer& x = c.plan.xfers[id];
+  tlm_collective::flight& f = c.flights[id];
+  const uint32_t src = c.members[x.src], dst = c.members[x.dst];
+  if (f.next == f.hops.size()) {  // no link to cross (a route of the DMA stage only)
+    engine_of_(dst).post(cp, id, phase::arrive, std::max(models::now(), f.tail));
+    return;
+  }
+  const uint32_t k = f.hops[f.next];
+  const link_tlm_stats b = net_.link(k).stats();
+  sc_core::sc_time arrival;
+  std::vector<link_span> rec;
+  try {
+    arrival = net_.transfer({k}, 0, x.bytes, x.reduce, f.head, f.tail, &rec);
+  } catch (const std::exception& e) {
+    c.done = kFailed;
+    if (c.failed)
+      c.failed("TLM network: a transfer from rank " + std::to_string(src) + " to rank " +
+               std::to_string(dst) + ": " + e.what());
+    return;
+  }
+  const link_tlm_stats a = net_.link(k).stats();
+  link_tlm_stats& l = c.links[k];
+  l.bytes += a.bytes - b.bytes;
+  l.transfers += a.transfers - b.transfers;
+  l.busy += a.busy - b.busy;
+  l.queued += a.queued - b.queued;
+  const link_span& sp = rec.at(0);
+  if (c.record) c.spans.push_back({k, chip_, src, dst, x.bytes, sp.start, sp.drain});
+  if (++f.next == f.hops.size()) {
+    engine_of_(dst).post(cp, id, phase::arrive, arrival);
+    return;
+  }
+  // Cut-through: the first byte reaches the next link a latency after it left
+  // this one, whose last byte (the next link's tail) a latency after it drained.
+  const sc_core::sc_time latency = arrival - sp.drain;
+  f.head = sp.start + latency;
+  f.tail = arrival;
+  post(cp, id, phase::hop, f.head);
 }
 
 void collective_engine_tlm::arrive(const std::shared_ptr<tlm_collective>& cp, uint32_t id) {
@@ -192,6 +219,7 @@ void chip_collectives::start(const std::shared_ptr<tlm_collective>& c) {
   const sc_core::sc_time now = models::now();
   c->start = now;
   c->ready.assign(xs.size(), now);
+  c->flights.assign(xs.size(), {});
   c->left.assign(R, 0);
   c->dma_wait.assign(R, sc_core::SC_ZERO_TIME);
   c->res.sent.assign(R, 0);

@@ -6,14 +6,17 @@
 // rank's chip is resumed at that time (models::now()). Its bytes leave through the
 // sender's DMA stage (rank_dma: the core's own DMA engines and HBM, which compute
 // DMA shares per transfer, or, for a rank without a core, the network's link_tlm
-// standing for its DMA), then cross the route's links as one b_transport whose
-// head is when the DMA stage started and whose link_transfer_ext tail is when it
-// finished (cut-through). On arrival the engine of the receiving rank's chip is
-// resumed at the arrival time; it books the receiver's memory then (rank_dma::
-// receive) and, once the memory has the bytes, counts the transfer done for both
-// ranks and starts the transfers that waited for it. A rank's part ends with its
-// last send or receive. Numerics: each transfer's data is applied when it starts, which
-// respects the schedule's dependencies, so the values are the analytic engine's.
+// standing for its DMA), then cross the route's links, one b_transport each, made
+// by the sender's engine when the transfer's head reaches that link (the first
+// when the DMA stage started, the next a latency after the head left the last),
+// with link_transfer_ext's tail when the stage feeding it finished (cut-through).
+// Booking link by link in time order keeps a multi-hop transfer from holding a
+// later link against one that reaches it sooner. On arrival the engine of the receiving rank's chip
+// is resumed at the arrival time; it books the receiver's memory then (rank_dma:: receive) and,
+// once the memory has the bytes, counts the transfer done for both ranks and starts the transfers
+// that waited for it. A rank's part ends with its last send or receive. Numerics: each transfer's
+// data is applied when it starts, which respects the schedule's dependencies, so the values are the
+// analytic engine's.
 //
 // The engines run as agents of the chip's scheduler when one is given, else as
 // SystemC threads over the same step. Not modelled: the engine's own instruction
@@ -92,7 +95,15 @@ struct tlm_collective {
   // Kept by the engines.
   std::vector<sc_core::sc_time> ready;
   std::vector<uint32_t> left;  // per position: sends and receives not yet done
-  size_t done = 0;             // transfers arrived (kFailed: a link failed, the rest dropped)
+  // Per transfer in flight: its route, the next link to cross, and when its first
+  // byte reaches that link (head) and the stage feeding it is done (tail).
+  struct flight {
+    std::vector<uint32_t> hops;
+    size_t next = 0;
+    sc_core::sc_time head, tail;
+  };
+  std::vector<flight> flights;
+  size_t done = 0;  // transfers arrived (kFailed: a link failed, the rest dropped)
 };
 inline constexpr size_t kFailed = SIZE_MAX;
 
@@ -103,9 +114,10 @@ class collective_engine_tlm : public sc_core::sc_module {
                         std::function<collective_engine_tlm&(uint32_t rank)> engine_of,
                         uint32_t chip);
 
-  // What happens to a transfer at an event: it starts, its last byte arrives, or
-  // the receiver's memory has taken it (it is done).
-  enum class phase { start, arrive, stored };
+  // What happens to a transfer at an event: it starts, its head reaches the next
+  // link of its route, its last byte arrives, or the receiver's memory has taken it
+  // (it is done).
+  enum class phase { start, hop, arrive, stored };
   // Transfer `id` of `c` reaches phase `ph` at `at` (>= now).
   void post(const std::shared_ptr<tlm_collective>& c, uint32_t id, phase ph,
             const sc_core::sc_time& at);
@@ -124,6 +136,7 @@ class collective_engine_tlm : public sc_core::sc_module {
   void step();  // runs the events due now
   void thread();
   void begin(const std::shared_ptr<tlm_collective>& c, uint32_t id);
+  void hop(const std::shared_ptr<tlm_collective>& c, uint32_t id);
   void arrive(const std::shared_ptr<tlm_collective>& c, uint32_t id);
   void stored(const std::shared_ptr<tlm_collective>& c, uint32_t id);
 

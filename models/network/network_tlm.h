@@ -9,15 +9,15 @@
 // The chips' collective engines (collective_engine_tlm.h: trnsim run, collbench and
 // the tests) are its one driver: they send each transfer with transfer().
 //
-// Timing: loosely timed. Each transfer is one b_transport with its start as the
-// annotated delay; each link places its packets (network.tlm_packet) in its idle
-// time from then on and returns its arrival (link_tlm.h). The links keep their reservations between
-// collectives: a transfer reaching a link another collective holds waits for it
-// (contention between collectives). Where transfers meet on a resource (the
-// torus's two halves on a rank's DMA stage, the ranks of one chip on its
-// intra-chip path, a ring step leaving before the previous one has drained) TLM
-// serves them one after the other and the analytic model side by side at fair
-// shares: single transfers end earlier or later, the resource's work is the same.
+// Timing: loosely timed. transfer() is one b_transport over the links it is given
+// (the engines give one link at a time, when the transfer's head reaches it), with
+// the head as the annotated delay; each link places its packets (network.tlm_packet)
+// in its idle time from then on and returns its arrival (link_tlm.h). The links keep their
+// reservations between collectives: a transfer reaching a link another collective holds waits for
+// it (contention between collectives). Where transfers meet on a resource (the torus's two halves
+// on a rank's DMA stage, the ranks of one chip on its intra-chip path, a ring step leaving before
+// the previous one has drained) TLM serves them one after the other and the analytic model side by
+// side at fair shares: single transfers end earlier or later, the resource's work is the same.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_initiator_socket.h>

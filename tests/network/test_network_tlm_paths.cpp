@@ -251,6 +251,13 @@ TEST(NetworkTlmPaths, AllToAllPairwiseOrderAvoidsIncast) {
   // 204.8 ns and arrives a link latency later: 304.8 ns, the sender's DMA bound.
   topology_params p = tiny_topology(3, 1, {"network.chips=3", "network.torus_x=3"});
   p.dma_bps = 10e9;
+  // The 4-chip ring, same DMA: rounds 1 and 3 one hop (forward, back), round 2 two
+  // hops forward. Round 2 leaves the DMA over [102.4, 204.8] ns onto its first link,
+  // reaches the second at 102.4 + 100 = 202.4 ns, where the next rank's round 2 holds
+  // [102.4, 204.8], and takes [204.8, 307.2]: it arrives at 407.2 ns with round 3, the
+  // DMA bound again. Each link is booked when a transfer's head reaches it: booked
+  // at its start, a round-2 transfer held its second link from 202.4 ns against the
+  // next rank's round 2, which needs it from 102.4 ns, and the exchange took 607.2 ns.
   // trn2's 16 chips (4 x 4 torus), 64 KiB blocks: in destination order every rank
   // sends to rank 0 first, then rank 1, ...: the first sends of all ranks converge on
   // the links into one chip; pairwise they spread over the torus and finish sooner.
@@ -261,9 +268,13 @@ TEST(NetworkTlmPaths, AllToAllPairwiseOrderAvoidsIncast) {
   q.dma_bps = trn2.core.dma.engines * trn2.core.dma.bandwidth_bps;
   q.ranks = 16;
   q.per_chip = 1;
-  rig ring("ring", p), pair_net("pair", q), dest_net("dest", q);
+  topology_params p4 = tiny_topology(4, 1);
+  p4.dma_bps = 10e9;
+  rig ring("ring", p), ring4("ring4", p4), pair_net("pair", q), dest_net("dest", q);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   auto r3 = start(ring, plan_direct(Topology(p), a2a), iota(3), sc_core::SC_ZERO_TIME);
+  auto r4 = start(ring4, plan_direct(Topology(p4), all_to_all_sends(4, 1024)), iota(4),
+                  sc_core::SC_ZERO_TIME);
   std::vector<direct_send> by_dest;
   for (uint32_t r = 0; r < 16; ++r)
     for (uint32_t d = 0; d < 16; ++d) by_dest.push_back({r, d, 64 << 10});
@@ -273,6 +284,7 @@ TEST(NetworkTlmPaths, AllToAllPairwiseOrderAvoidsIncast) {
   auto dest = start(dest_net, plan_direct(topo, by_dest), iota(16), sc_core::SC_ZERO_TIME);
   run();
   EXPECT_NEAR(finished(*r3).time_s, 304.8e-9, 1e-12);
+  EXPECT_NEAR(finished(*r4).time_s, 407.2e-9, 1e-12);
   std::cout << "trn2 all_to_all 64 KiB blocks: pairwise " << finished(*pair).time_s * 1e6
             << " us, by destination " << finished(*dest).time_s * 1e6 << " us\n";
   EXPECT_LT(finished(*pair).time_s, finished(*dest).time_s);
