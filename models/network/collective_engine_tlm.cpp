@@ -81,7 +81,7 @@ void collective_engine_tlm::begin(const std::shared_ptr<tlm_collective>& cp, uin
   const uint32_t src = c.members[x.src], dst = c.members[x.dst];
   x.ready = (now - c.start).to_seconds();
   if (!c.data.empty()) apply_transfer(x, c.plan.piece_begin, c.dt, c.data);
-  const std::vector<uint32_t> hops = net_.route(src, dst, x.dir);
+  std::vector<uint32_t> hops = net_.route(src, dst, x.dir);
   std::optional<rank_dma::stage> st;
   if (c.dma) st = c.dma->send(src, x.bytes);
   // The core's DMA carries it: the links from the second hop on, fed by the DMA.
@@ -96,7 +96,7 @@ void collective_engine_tlm::begin(const std::shared_ptr<tlm_collective>& cp, uin
   c.res.received[x.dst] += x.bytes;
   if (x.reduce) c.res.reduced[x.dst] += x.bytes;
   ++started_;
-  c.flights[id] = {hops, from, head, tail};
+  c.flights[id] = {std::move(hops), from, head, tail};
   if (head > now)
     post(cp, id, phase::hop, head);
   else

@@ -70,6 +70,20 @@ struct driver : sc_core::sc_module {
   }
 };
 
+// A link fed by its own driver (the offers) into its own sink, bound at construction.
+struct lane {
+  link_tlm link;
+  driver d;
+  sink s;
+  lane(const std::string& name, const link_params& p, uint64_t packet, std::vector<offer> w)
+      : link(name.c_str(), p, packet),
+        d((name + "_d").c_str(), std::move(w)),
+        s((name + "_s").c_str()) {
+    d.out.bind(link.in);
+    link.out.bind(s.in);
+  }
+};
+
 sc_time us(double v) {
   return sc_time(v * 1000, SC_NS);
 }
@@ -83,29 +97,23 @@ TEST(LinkTlmPackets, PacketsFillTheGapsEarlierTransfersLeft) {
   // takes [3, 3.5): start 1 us, drain 3.5 us. Whole: no gap holds 1.5 us, so it
   // starts at 3 us and drains at 3 + 1.5 = 4.5 us.
   const std::vector<offer> w = {{us(0), 1000}, {us(2), 1000}, {us(0), 1500}};
-  link_tlm pk("pk", kSlow, 500), whole("whole", kSlow, 0);
-  driver dp("dp", w), dw("dw", w);
-  sink sp("sp"), sw("sw");
-  dp.out.bind(pk.in);
-  pk.out.bind(sp.in);
-  dw.out.bind(whole.in);
-  whole.out.bind(sw.in);
+  lane pk("pk", kSlow, 500, w), whole("whole", kSlow, 0, w);
   sc_core::sc_start();
-  ASSERT_EQ(dp.spans.size(), 3u);
-  ASSERT_EQ(dw.spans.size(), 3u);
-  EXPECT_EQ(dp.spans[2].start, us(1));
-  EXPECT_EQ(dp.spans[2].drain, us(3.5));
-  EXPECT_EQ(dw.spans[2].start, us(3));
-  EXPECT_EQ(dw.spans[2].drain, us(4.5));
+  ASSERT_EQ(pk.d.spans.size(), 3u);
+  ASSERT_EQ(whole.d.spans.size(), 3u);
+  EXPECT_EQ(pk.d.spans[2].start, us(1));
+  EXPECT_EQ(pk.d.spans[2].drain, us(3.5));
+  EXPECT_EQ(whole.d.spans[2].start, us(3));
+  EXPECT_EQ(whole.d.spans[2].drain, us(4.5));
   // Serializing: 1 + 1 + 1.5 us either way. Queued: the third waited 3.5 - 0 - 1.5
   // = 2 us with packets (the reservations it went around), 4.5 - 0 - 1.5 = 3 us whole.
-  EXPECT_EQ(pk.stats().busy, us(3.5));
-  EXPECT_EQ(whole.stats().busy, us(3.5));
-  EXPECT_EQ(pk.stats().queued, us(2));
-  EXPECT_EQ(whole.stats().queued, us(3));
-  EXPECT_EQ(pk.stats().bytes, 3500u);
-  EXPECT_EQ(pk.stats().transfers, 3u);
-  EXPECT_EQ(pk.packet_bytes(), 500u);
+  EXPECT_EQ(pk.link.stats().busy, us(3.5));
+  EXPECT_EQ(whole.link.stats().busy, us(3.5));
+  EXPECT_EQ(pk.link.stats().queued, us(2));
+  EXPECT_EQ(whole.link.stats().queued, us(3));
+  EXPECT_EQ(pk.link.stats().bytes, 3500u);
+  EXPECT_EQ(pk.link.stats().transfers, 3u);
+  EXPECT_EQ(pk.link.packet_bytes(), 500u);
 }
 
 TEST(LinkTlmPackets, AGapShorterThanAPacketIsSkipped) {
@@ -114,20 +122,14 @@ TEST(LinkTlmPackets, AGapShorterThanAPacketIsSkipped) {
   // [2.4, 3.4). With packets of 400 B: one fills [1, 1.4), the other 600 B (a
   // 400 B packet and a 200 B one) take [2.4, 3.0).
   const std::vector<offer> w = {{us(0), 1000}, {us(1.4), 1000}, {us(0), 1000}};
-  link_tlm big("big", kSlow, 500), small("small", kSlow, 400);
-  driver db("db", w), ds("ds", w);
-  sink sb("sb"), ss("ss");
-  db.out.bind(big.in);
-  big.out.bind(sb.in);
-  ds.out.bind(small.in);
-  small.out.bind(ss.in);
+  lane big("big", kSlow, 500, w), small("small", kSlow, 400, w);
   sc_core::sc_start();
-  ASSERT_EQ(db.spans.size(), 3u);
-  ASSERT_EQ(ds.spans.size(), 3u);
-  EXPECT_EQ(db.spans[2].start, us(2.4));
-  EXPECT_EQ(db.spans[2].drain, us(3.4));
-  EXPECT_EQ(ds.spans[2].start, us(1));
-  EXPECT_EQ(ds.spans[2].drain, us(3.0));
+  ASSERT_EQ(big.d.spans.size(), 3u);
+  ASSERT_EQ(small.d.spans.size(), 3u);
+  EXPECT_EQ(big.d.spans[2].start, us(2.4));
+  EXPECT_EQ(big.d.spans[2].drain, us(3.4));
+  EXPECT_EQ(small.d.spans[2].start, us(1));
+  EXPECT_EQ(small.d.spans[2].drain, us(3.0));
 }
 
 TEST(LinkTlmPackets, TheShortLastPacketFitsAShortGap) {
@@ -136,11 +138,8 @@ TEST(LinkTlmPackets, TheShortLastPacketFitsAShortGap) {
   // exactly, so it drains at 2.6 us (and the later stretch is not needed).
   const std::vector<offer> w = {
       {us(0), 1000}, {us(2), 300}, {us(2.6), 1000}, {us(0), 1300}, {us(0), 100}};
-  link_tlm l("l", kSlow, 500);
-  driver d("d", w);
-  sink s("s");
-  d.out.bind(l.in);
-  l.out.bind(s.in);
+  lane ln("l", kSlow, 500, w);
+  const driver& d = ln.d;
   sc_core::sc_start();
   ASSERT_EQ(d.spans.size(), 5u);
   EXPECT_EQ(d.spans[3].start, us(1));
@@ -158,11 +157,9 @@ TEST(LinkTlmPackets, ZeroBytesAndAPacketLargerThanTheTransfer) {
   // untouched gap [1, 2): [1, 1.4).
   const std::vector<offer> w = {
       {us(0), 1000}, {us(2), 1000}, {us(0.5), 0}, {us(0), 1500}, {us(0), 400}};
-  link_tlm l("l", kSlow, 4096);
-  driver d("d", w);
-  sink s("s");
-  d.out.bind(l.in);
-  l.out.bind(s.in);
+  lane ln("l", kSlow, 4096, w);
+  const link_tlm& l = ln.link;
+  const driver& d = ln.d;
   sc_core::sc_start();
   ASSERT_EQ(d.spans.size(), 5u);
   EXPECT_EQ(d.spans[2].start, us(1));
@@ -227,15 +224,9 @@ TEST(LinkTlmPackets, MatchesPacketByPacketPlacementAndIsDeterministic) {
     w.push_back({sc_time(static_cast<double>(head), SC_PS), bytes});
   }
   const link_params fast{1e12, 0};
-  link_tlm a("a", fast, 1000), b("b", fast, 1000), whole("whole", fast, 0);
-  driver da("da", w), db("db", w), dw("dw", w);
-  sink sa("sa"), sb("sb"), sw("sw");
-  da.out.bind(a.in);
-  a.out.bind(sa.in);
-  db.out.bind(b.in);
-  b.out.bind(sb.in);
-  dw.out.bind(whole.in);
-  whole.out.bind(sw.in);
+  lane la("a", fast, 1000, w), lb("b", fast, 1000, w), lw("whole", fast, 0, w);
+  const link_tlm &a = la.link, &b = lb.link, &whole = lw.link;
+  const driver &da = la.d, &db = lb.d, &dw = lw.d;
   sc_core::sc_start();
   ASSERT_EQ(da.spans.size(), w.size());
   ASSERT_EQ(dw.spans.size(), w.size());
